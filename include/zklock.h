@@ -1,0 +1,287 @@
+/*
+ * zklock.h: ZooKeeper lock recipes for C.
+ *
+ * A lock is a directory node ("the lock path"); each contender creates an
+ * ephemeral-sequential child, the lowest holds, every other contender watches
+ * only the node that blocks it. The ZooKeeper session is the lease: when a
+ * holder's session ends, its node vanishes and the next contender holds.
+ * By default the nodes are named as Curator's InterProcessMutex names them,
+ * so a C daemon and a JVM service can share one lock.
+ *
+ * Conventions used by every function below:
+ *  - Return values: 0 (ZKLOCK_OK) on success, a negative code on failure.
+ *    ZooKeeper's own codes (ZCONNECTIONLOSS, ZNOAUTH, ...) pass through
+ *    unchanged; zklock's own codes are all <= ZKLOCK_ERRNO_BASE (-1000), so
+ *    they cannot collide. zklock_strerror() describes both kinds.
+ *  - Ownership: strings passed in are copied; nothing returned needs to be
+ *    freed unless the function says so. Pointers documented as "borrowed"
+ *    stay valid as long as the object they came from.
+ *  - Threads: every function may be called from any thread, concurrently,
+ *    except where noted (zklock_session_close() and zklock_free() must not
+ *    race with other calls on the same object). Callbacks run on an internal
+ *    thread of the session (see ZKLOCK CALLBACKS below).
+ *  - No global state: every object hangs off a session.
+ */
+#ifndef ZKLOCK_H
+#define ZKLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* libzklock is built on ZooKeeper's multi-threaded client (libzookeeper_mt),
+ * whose API zookeeper.h declares only when THREADED is defined. */
+#ifndef THREADED
+#define THREADED 1
+#endif
+#include <zookeeper/zookeeper.h>
+
+#include <zklock_version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define ZKLOCK_API __attribute__((visibility("default")))
+#else
+#define ZKLOCK_API
+#endif
+
+/* ------------------------------------------------------------------------
+ * Errors
+ */
+
+#define ZKLOCK_ERRNO_BASE (-1000)
+
+/* X(name, value, message): the one table behind the codes and their text. */
+#define ZKLOCK_ERRNO_MAP(X)                                                   \
+    X(EINVAL, -1001, "invalid argument")                                      \
+    X(ENOMEM, -1002, "out of memory")                                         \
+    X(ETIMEDOUT, -1003, "timed out before the lock was acquired")             \
+    X(EBUSY, -1004, "lock is held by another contender")                      \
+    X(ENOTHELD, -1005, "lock is not held by the calling thread")              \
+    X(ELOST, -1006, "lock was lost (session expired or lock node deleted)")   \
+    X(ECANCELED, -1007, "acquire was canceled")                               \
+    X(EDEADLK, -1008, "would deadlock: the thread holds the read lock and "   \
+                      "asked for the write lock")                             \
+    X(ECLOSED, -1009, "session is closed")                                    \
+    X(ENOSERVER, -1010, "no ZooKeeper server answered in time")               \
+    X(ESYSTEM, -1011, "system error (see errno)")
+
+enum {
+    ZKLOCK_OK = 0,
+#define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
+    ZKLOCK_ERRNO_MAP(ZKLOCK_ERRNO_ENUM_)
+#undef ZKLOCK_ERRNO_ENUM_
+};
+
+/* The version of the library actually linked, e.g. "0.1.0" (compare with
+ * ZKLOCK_VERSION, the version of the headers compiled against). Static
+ * string: do not free. */
+ZKLOCK_API const char *zklock_version(void);
+
+/* A one-line description of rc: any zklock code, any ZooKeeper code
+ * (ZOO_ERRORS), 0 ("ok"). Unknown codes give "unknown error". Static
+ * string: do not free. Thread-safe. */
+ZKLOCK_API const char *zklock_strerror(int rc);
+
+/* The symbolic name of rc: "ZKLOCK_EBUSY", "ZCONNECTIONLOSS", "ZKLOCK_OK",
+ * or "UNKNOWN". Static string: do not free. */
+ZKLOCK_API const char *zklock_err_name(int rc);
+
+/* ------------------------------------------------------------------------
+ * Sessions
+ *
+ * A session owns one ZooKeeper session at a time. A session opened with
+ * zklock_session_open() survives the loss of its ZooKeeper session: after
+ * expiry it opens a new one by itself. The states reported to on_state are:
+ */
+enum {
+    ZKLOCK_CONNECTED = 1,   /* a (new) ZooKeeper session is established */
+    ZKLOCK_SUSPENDED = 2,   /* connection lost; the session may still be alive.
+                               Holders cannot be sure they still hold. */
+    ZKLOCK_RECONNECTED = 3, /* the same session is back: locks were kept */
+    ZKLOCK_EXPIRED = 4      /* the session is gone and every lock with it;
+                               CONNECTED follows when a new one is ready
+                               (sessions from zklock_session_open only) */
+};
+
+/* "CONNECTED", "SUSPENDED", "RECONNECTED", "EXPIRED" or "UNKNOWN". */
+ZKLOCK_API const char *zklock_state_name(int state);
+
+typedef struct zklock_session zklock_session_t;
+
+typedef struct zklock_session_opts {
+    /* ZooKeeper session timeout asked of the server; 0 = 10000 ms. */
+    int timeout_ms;
+    /* Written into every lock node this session creates (copied);
+     * NULL = "<hostname>:<pid>". */
+    const char *identity;
+    /* Called on every state change (ZKLOCK_CONNECTED, ...), in order, on the
+     * session's callback thread. May be NULL. */
+    void (*on_state)(zklock_session_t *s, int state, void *ctx);
+    void *ctx;
+    /* How long zklock_session_open() waits for the first connection;
+     * 0 = timeout_ms. */
+    int connect_timeout_ms;
+} zklock_session_opts_t;
+
+/* Opens a session to the ZooKeeper ensemble `hosts` ("host:port,host:port",
+ * optionally followed by a chroot "/path") and returns once the ZooKeeper
+ * session is established, so that the first acquire never races the
+ * connection. opts may be NULL (all defaults); it is copied.
+ * Errors: ZKLOCK_EINVAL (NULL out or hosts, unparsable or unresolvable
+ * hosts, negative timeouts), ZKLOCK_ENOSERVER (no server answered within
+ * connect_timeout_ms), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
+ * NULL and nothing is left behind. */
+ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
+                                   const zklock_session_opts_t *opts);
+
+/* Wraps a ZooKeeper handle the application already has (opened with
+ * libzookeeper_mt). The handle stays the application's: zklock never closes
+ * it, and the application must not close it before zklock_session_close().
+ * The application's global watcher must forward every session event to
+ * zklock_session_event(). An adopted session cannot renew itself: after
+ * ZKLOCK_EXPIRED every acquire answers ZSESSIONEXPIRED; close it and adopt
+ * the application's new handle.
+ * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. */
+ZKLOCK_API int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
+                                    const zklock_session_opts_t *opts);
+
+/* For adopted handles: pass on what the application's global watcher
+ * received (its `type` and `state` arguments). Events of other types are
+ * ignored, so it is safe to forward everything. Non-blocking; may be called
+ * from the watcher itself. */
+ZKLOCK_API void zklock_session_event(zklock_session_t *s, int type, int state);
+
+/* The ZooKeeper handle in use (borrowed). For an opened session it changes
+ * after ZKLOCK_EXPIRED, and is NULL while a new one is being set up; do not
+ * close it. NULL if s is NULL or closed. */
+ZKLOCK_API zhandle_t *zklock_session_zhandle(zklock_session_t *s);
+
+/* Ends the session: threads waiting in zklock_acquire() on its locks return
+ * ZKLOCK_ECLOSED, held locks end (their nodes are deleted), and for an
+ * opened session the ZooKeeper handle is closed. Lock handles created on s
+ * stay valid until zklock_free(): every call on them answers ZKLOCK_ECLOSED.
+ * Must not be called from a zklock callback. s may be NULL. */
+ZKLOCK_API void zklock_session_close(zklock_session_t *s);
+
+/* Counters for diagnostics and tests (monotonic since the session opened). */
+typedef struct zklock_stats {
+    uint64_t requests;      /* ZooKeeper requests sent */
+    uint64_t watch_events;  /* node events received on zklock's watches */
+    uint64_t wakeups;       /* waiting contenders woken by a watch event */
+    uint64_t listings;      /* children listings of a lock path */
+    uint64_t acquired;      /* successful first acquisitions (not reentrant) */
+    uint64_t lost;          /* held locks reported through on_lost */
+} zklock_stats_t;
+
+/* Copies the counters into *out. size must be sizeof(zklock_stats_t) of the
+ * caller's header (lets the struct grow). Errors: ZKLOCK_EINVAL. */
+ZKLOCK_API int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out,
+                                    size_t size);
+
+/* ------------------------------------------------------------------------
+ * Locks
+ *
+ * zklock_t is the one handle type of every recipe. Each thread that acquires
+ * it is a separate contender with its own node, except that a thread that
+ * already holds it gets it again at once (reentrancy) and must release it
+ * as often.
+ */
+typedef struct zklock zklock_t;
+
+/* Naming of the nodes a lock creates (zklock_opts_t.wire). Whatever the
+ * choice, zklock orders every name it knows by its sequence number. */
+enum {
+    ZKLOCK_WIRE_CURATOR = 0, /* _c_<uuid>-lock-<seq>, -__READ__-, -__WRIT__- */
+    ZKLOCK_WIRE_KAZOO = 1    /* <hex uuid>__lock__<seq>, __rlock__ */
+};
+
+/* Why on_lost was called. */
+enum {
+    ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
+    ZKLOCK_LOST_DELETED = ZNONODE          /* someone deleted the lock node */
+};
+
+typedef struct zklock_opts {
+    /* A held lock is gone: its session expired (reason ZKLOCK_LOST_EXPIRED)
+     * or its node was deleted by someone else (ZKLOCK_LOST_DELETED). Called
+     * once per lost hold, on the session's callback thread; the holder's
+     * hold count is already 0 and its next zklock_release() answers
+     * ZKLOCK_ELOST. May be NULL. */
+    void (*on_lost)(zklock_t *l, int reason, void *ctx);
+    void *ctx;
+    /* ZKLOCK_WIRE_CURATOR (default) or ZKLOCK_WIRE_KAZOO. */
+    int wire;
+} zklock_opts_t;
+
+/* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
+ * no "." or ".." components, not under /zookeeper). The path's missing
+ * levels are created as container nodes on first use, so the server removes
+ * them once they are empty. opts may be NULL; it is copied.
+ * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire), ZKLOCK_ECLOSED,
+ * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
+ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
+                                const char *path, const zklock_opts_t *opts);
+
+/* Acquires l for the calling thread, waiting up to timeout_ms milliseconds
+ * (-1 = forever, 0 = try once: one round trip, no waiting).
+ * Returns 0 when held. Errors:
+ *   ZKLOCK_EBUSY       try-once and someone else holds it
+ *   ZKLOCK_ETIMEDOUT   the deadline passed
+ *   ZKLOCK_ECANCELED   zklock_cancel() was called while waiting
+ *   ZKLOCK_EDEADLK     (read/write lock) the thread holds only the read side
+ *                      and asked for the write side
+ *   ZKLOCK_ECLOSED     the session was closed
+ *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
+ *   ZCONNECTIONLOSS    try-once while the connection is down
+ *   ZSESSIONEXPIRED    the adopted session has expired
+ *   other ZooKeeper codes (e.g. ZNOAUTH) as the server answered
+ * Every failure leaves no node behind: the contender's node is deleted
+ * before returning, or, if the connection is down at that moment, as soon
+ * as it is back (or the session ends). While the connection is down a
+ * waiting acquire waits for it within its deadline; after a session expiry
+ * it queues again on the new session within its deadline. */
+ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
+
+/* Releases one hold of the calling thread. The last release deletes the
+ * node and returns once the server confirmed it; under connection loss it
+ * keeps retrying until the server confirms or the session ends.
+ * Returns 0, or ZKLOCK_ENOTHELD (the thread does not hold l; nothing
+ * changes), ZKLOCK_ELOST (the hold was lost before or during the release:
+ * the session ended or the node was deleted by someone else),
+ * ZKLOCK_ECLOSED, ZKLOCK_EINVAL. */
+ZKLOCK_API int zklock_release(zklock_t *l);
+
+/* How many times the calling thread holds l; 0 when it does not (or lost
+ * it), negative on error (ZKLOCK_EINVAL). Non-blocking. */
+ZKLOCK_API int zklock_hold_count(const zklock_t *l);
+
+/* The fencing token of the calling thread's hold: the creation zxid of its
+ * node, which strictly increases with every new holder of the same lock
+ * path. Pass it to storage that rejects a token lower than the highest it
+ * has seen, so a holder that lost its lock without noticing is refused.
+ * Errors: ZKLOCK_ENOTHELD, ZKLOCK_ELOST, ZKLOCK_EINVAL. Non-blocking. */
+ZKLOCK_API int zklock_fence(const zklock_t *l, int64_t *token);
+
+/* Makes every thread now waiting in zklock_acquire(l) return
+ * ZKLOCK_ECANCELED (after removing its node). Later acquires are not
+ * affected. Non-blocking; safe from callbacks. Errors: ZKLOCK_EINVAL. */
+ZKLOCK_API int zklock_cancel(zklock_t *l);
+
+/* The lock path given at creation (borrowed; valid until zklock_free). */
+ZKLOCK_API const char *zklock_path(const zklock_t *l);
+
+/* Frees l: cancels its waiters, waits for them to leave, releases every
+ * hold still on it (deleting the nodes; waits for the server's confirmation
+ * while connected) and frees the handle. l may be NULL. Must not be called
+ * while another thread may still start a call on l, nor on a borrowed view
+ * of a read/write lock (free the read/write lock instead; this is ignored). */
+ZKLOCK_API void zklock_free(zklock_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZKLOCK_H */

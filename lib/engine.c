@@ -1,0 +1,940 @@
+/*
+ * engine.c: the queue engine every recipe shares.
+ *
+ * A contender is one thread's place in one lock's queue. Its life:
+ *
+ *   QUEUING --(lowest / nothing conflicting ahead)--> HELD --release--> LEAVING --> GONE
+ *      |  create + list (pipelined: one round trip)     |                  ^
+ *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
+ *      +--timeout / cancel / try-once busy / error------------------------+
+ *
+ * Everything here runs with s->mu held and only uses ZooKeeper's
+ * asynchronous calls; completions and watches re-enter through the
+ * callbacks at the bottom of this file, on ZooKeeper's completion thread.
+ * zkl_step() looks at what a contender knows and sends the next request; it
+ * is idempotent, so "the connection is back" simply means "step everyone".
+ *
+ * Requests carry the session generation (c->gen). When a ZooKeeper session
+ * ends, s->gen moves on and every answer to an older request is ignored; the
+ * old handle is closed (which flushes those answers) before a new one exists,
+ * so a contender never has requests of two generations in flight.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void create_done(int rc, const char *name, const struct Stat *st, const void *data);
+static void list_done(int rc, const struct String_vector *names, const void *data);
+static void sync_done(int rc, const char *value, const void *data);
+static void owner_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
+static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
+static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
+static void delete_done(int rc, const void *data);
+static void session_op_done(int rc, const void *data);
+static void session_string_done(int rc, const char *value, const void *data);
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static zklock_session_t *session_of(const zkl_contender_t *c)
+{
+    return c->l->s;
+}
+
+static bool exclusive(const zkl_contender_t *c)
+{
+    return !c->l->shared;
+}
+
+/* Failures worth retrying once the connection is back: the request may or
+ * may not have reached the server. */
+static bool transient(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+           rc == ZSESSIONMOVED || rc == ZTHROTTLEDOP;
+}
+
+/* Answers that only say the session (or the handle) is going away: the
+ * session code deals with those. */
+static bool session_ending(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
+           rc == ZAUTHFAILED;
+}
+
+static char *child_path(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *p = malloc(dl + 1 + nl + 1);
+    if (p) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, name, nl + 1);
+    }
+    return p;
+}
+
+static const char *basename_of(const char *path)
+{
+    return strrchr(path, '/') + 1;
+}
+
+static void wake(zkl_contender_t *c)
+{
+    pthread_cond_broadcast(&c->cond);
+}
+
+/* Called before each request: counts it and stamps the generation. */
+static void op_begin(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    c->ops++;
+    s->ops++;
+    c->gen = s->gen;
+    s->stats.requests++;
+}
+
+/* Called first in every completion: true if the answer is current. */
+static bool op_end(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    c->ops--;
+    s->ops--;
+    if (s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+    return c->gen == s->gen;
+}
+
+/* A request that could not even be queued by the client. */
+static void op_refused(zkl_contender_t *c, int rc)
+{
+    op_end(c);
+    c->busy--;
+    if (transient(rc) || session_ending(rc))
+        return; /* the session event that explains it will follow */
+    zkl_give_up(c, rc);
+}
+
+static void set_node(zkl_contender_t *c, char *node)
+{
+    free(c->node);
+    c->node = node;
+}
+
+static void drop_watched(zkl_contender_t *c)
+{
+    free(c->watched);
+    c->watched = NULL;
+}
+
+/* ---- list membership and lifetime ---------------------------------------- */
+
+zkl_contender_t *zkl_contender_new(zklock_t *l)
+{
+    zklock_session_t *s = l->s;
+    zkl_contender_t *c = calloc(1, sizeof *c);
+
+    if (!c)
+        return NULL;
+    if (zkl_cond_init(&c->cond) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (zkl_make_prefix(c->prefix, l->opts.wire) != 0) {
+        pthread_cond_destroy(&c->cond);
+        free(c);
+        return NULL;
+    }
+    c->l = l;
+    c->owner = pthread_self();
+    c->attached = true;
+    c->phase = ZKL_QUEUING;
+    c->gen = s->gen;
+    c->lock_next = l->contenders;
+    if (l->contenders)
+        l->contenders->lock_prev = c;
+    l->contenders = c;
+    c->sess_next = s->contenders;
+    if (s->contenders)
+        s->contenders->sess_prev = c;
+    s->contenders = c;
+    l->refs++;
+    return c;
+}
+
+static void unlink_contender(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+    zklock_session_t *s = l->s;
+
+    if (c->lock_prev)
+        c->lock_prev->lock_next = c->lock_next;
+    else
+        l->contenders = c->lock_next;
+    if (c->lock_next)
+        c->lock_next->lock_prev = c->lock_prev;
+    if (c->sess_prev)
+        c->sess_prev->sess_next = c->sess_next;
+    else
+        s->contenders = c->sess_next;
+    if (c->sess_next)
+        c->sess_next->sess_prev = c->sess_prev;
+}
+
+/* Frees c once nobody can reach it: no owner, no request in flight, no
+ * watch that could still fire, and nothing left on the server. */
+void zkl_reap(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+
+    if (c->attached || c->ops > 0 || c->watch_armed || c->own_armed)
+        return;
+    if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
+        return;
+    unlink_contender(c);
+    free(c->node);
+    free(c->watched);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+    zkl_lock_unref(l);
+}
+
+void zkl_detach(zkl_contender_t *c)
+{
+    c->attached = false;
+    zkl_reap(c);
+}
+
+zkl_contender_t *zkl_thread_contender(const zklock_t *l)
+{
+    pthread_t self = pthread_self();
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+        if (c->attached && pthread_equal(c->owner, self))
+            return c;
+    return NULL;
+}
+
+/* ---- outcomes ------------------------------------------------------------- */
+
+static void finish(zkl_contender_t *c)
+{
+    c->phase = ZKL_GONE;
+    wake(c);
+    pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
+}
+
+/* Starts over with a new node name (the old one is gone or was never ours). */
+static void requeue(zkl_contender_t *c)
+{
+    set_node(c, NULL);
+    drop_watched(c);
+    c->phase = ZKL_QUEUING;
+    c->create_unknown = false;
+    c->need_list = false;
+    c->own_wanted = false;
+    if (zkl_make_prefix(c->prefix, c->l->opts.wire) != 0)
+        zkl_give_up(c, ZKLOCK_ESYSTEM);
+}
+
+static void arm_own_watch(zkl_contender_t *c);
+
+static void become_holder(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    drop_watched(c);
+    c->phase = ZKL_HELD;
+    c->result = ZKLOCK_OK;
+    c->own_wanted = true;
+    s->stats.acquired++;
+    /* The watch on our own node tells us if an operator deletes it; its
+     * answer is not waited for. */
+    arm_own_watch(c);
+    wake(c);
+}
+
+/* A held lock is gone. If the owner is still inside zklock_acquire() it
+ * never saw the hold: it queues again instead of being told. */
+static void lose(zkl_contender_t *c, int reason)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (c->waiting) {
+        requeue(c);
+        return;
+    }
+    set_node(c, NULL);
+    c->phase = ZKL_LOST;
+    c->holds = 0;
+    c->own_wanted = false;
+    c->lost_reason = reason;
+    s->stats.lost++;
+    zkl_queue_lost(s, c->l, reason);
+    wake(c);
+}
+
+void zkl_give_up(zkl_contender_t *c, int rc)
+{
+    c->result = rc;
+    c->phase = ZKL_LEAVING;
+    c->own_wanted = false;
+    zkl_step(c);
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+/* Creates every level of the lock path as a container node, top down, in
+ * one pipelined burst; "exists already" answers are fine. */
+static void send_parents(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    char *p = strdup(c->l->path);
+
+    if (!p)
+        return;
+    for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+        if (slash)
+            *slash = '\0';
+        if (zoo_acreate(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+                        session_string_done, s) == ZOK) {
+            s->ops++;
+            s->stats.requests++;
+        }
+        if (!slash)
+            break;
+        *slash = '/';
+    }
+    free(p);
+}
+
+static char *new_node_name(zkl_contender_t *c)
+{
+    const char *dir = c->l->path, *tag = zkl_tag_text(c->l->tag);
+    size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
+    char *name = malloc(len);
+
+    if (!name)
+        return NULL;
+    if (c->heir)
+        snprintf(name, len, "%s/%s%s%010d", dir, c->prefix, tag, c->heir_seq);
+    else
+        snprintf(name, len, "%s/%s%s", dir, c->prefix, tag);
+    return name;
+}
+
+static void send_list(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->need_list = false;
+    c->busy++;
+    op_begin(c);
+    s->stats.listings++;
+    rc = zoo_aget_children(s->zh, c->l->path, 0, list_done, c);
+    if (rc != ZOK)
+        op_refused(c, rc);
+}
+
+/* The create and the listing go out back to back: ZooKeeper answers a
+ * session's requests in order, so the listing already contains our node and
+ * a free lock costs one round trip. A downgrade heir needs no listing. */
+static void send_create(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    char *name = new_node_name(c);
+    int mode = c->heir ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
+    int rc;
+
+    if (!name) {
+        zkl_give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    if (c->need_parents)
+        send_parents(c);
+    c->need_parents = false;
+    c->busy++;
+    op_begin(c);
+    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity),
+                      &ZOO_OPEN_ACL_UNSAFE, mode, create_done, c);
+    free(name);
+    if (rc != ZOK) {
+        op_refused(c, rc);
+        return;
+    }
+    if (!c->heir)
+        send_list(c);
+}
+
+/* After a lost create reply: make the server we talk to catch up with the
+ * leader, then list the children and look for our name prefix. */
+static void send_recovery(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->busy++;
+    op_begin(c);
+    rc = zoo_async(s->zh, c->l->path, sync_done, c);
+    if (rc != ZOK) {
+        op_refused(c, rc);
+        return;
+    }
+    send_list(c);
+}
+
+static void send_owner_check(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->busy++;
+    op_begin(c);
+    rc = zoo_aget(s->zh, c->node, 0, owner_done, c);
+    if (rc != ZOK)
+        op_refused(c, rc);
+}
+
+static void send_watch(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->busy++;
+    op_begin(c);
+    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
+    if (rc != ZOK)
+        op_refused(c, rc);
+}
+
+static void send_delete(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->busy++;
+    op_begin(c);
+    rc = zoo_adelete(s->zh, c->node, -1, delete_done, c);
+    if (rc != ZOK)
+        op_refused(c, rc);
+}
+
+/* A stray is one of our own nodes that a lost reply made us create twice:
+ * delete it without waiting; a later listing finds it again if this fails. */
+static void send_stray_delete(zklock_session_t *s, const char *dir, const char *name)
+{
+    char *path = child_path(dir, name);
+
+    if (path && zoo_adelete(s->zh, path, -1, session_op_done, s) == ZOK) {
+        s->ops++;
+        s->stats.requests++;
+    }
+    free(path);
+}
+
+static void arm_own_watch(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    if (c->own_armed || c->own_pending || !c->node || !zkl_connected(s))
+        return;
+    c->own_pending = true;
+    op_begin(c);
+    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, c);
+    if (rc != ZOK) {
+        op_end(c);
+        c->own_pending = false;
+    }
+}
+
+/* Takes back the watch on our predecessor. Only local bookkeeping in the
+ * client; if the event is already on its way (ZNOWATCHER while we still
+ * count it armed), pred_watcher() will see it and clear the flag. */
+static void unwatch(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (!c->watch_armed || !s->zh || c->gen != s->gen)
+        return;
+    if (zoo_remove_watches(s->zh, c->watched, ZWATCHTYPE_DATA, pred_watcher, c, 1) == ZOK) {
+        c->watch_armed = false;
+        s->watches--;
+    }
+}
+
+/* ---- the step function ----------------------------------------------------- */
+
+static void step_leaving(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    unwatch(c);
+    if (c->busy)
+        return; /* the chain in flight decides what is there to delete */
+    if (!c->node && !c->create_unknown) {
+        finish(c);
+        return;
+    }
+    if (!zkl_connected(s))
+        return;
+    if (c->create_unknown)
+        send_recovery(c);
+    else if (c->node)
+        send_delete(c);
+}
+
+void zkl_step(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (c->phase == ZKL_LEAVING) {
+        step_leaving(c);
+        return;
+    }
+    if (!zkl_connected(s) || c->busy)
+        return;
+    if (c->phase == ZKL_HELD) {
+        if (c->own_wanted)
+            arm_own_watch(c);
+        return;
+    }
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (c->create_unknown)
+        send_recovery(c);
+    else if (!c->node)
+        send_create(c);
+    else if (c->need_list)
+        send_list(c);
+}
+
+/* ---- judging a listing -------------------------------------------------------- */
+
+/* Watches q[w], the node that blocks us. When it is the only node ahead of
+ * us that blocks us, its deletion means we hold: nodes created later have
+ * higher sequence numbers. The exception is a write holder's downgrade heir
+ * (a shared node with the writer's sequence number), which may appear later
+ * and blocks exclusive contenders: behind a writer they list again. */
+static void watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
+{
+    char *watched = child_path(c->l->path, blocker->name);
+
+    if (!watched) {
+        zkl_give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    drop_watched(c);
+    c->watched = watched;
+    c->sole_blocker = blockers == 1 && !(exclusive(c) && blocker->tag == ZKL_TAG_WRIT);
+    send_watch(c);
+}
+
+/* Parses the listing; marks our strays; returns the number of lock nodes
+ * in *q (caller frees) and our index in *self (-1 if our node is absent). */
+static int read_queue(zkl_contender_t *c, const struct String_vector *names,
+                      struct zkl_entry **q, int *self)
+{
+    const char *own = c->node ? basename_of(c->node) : NULL;
+    size_t plen = strlen(c->prefix);
+    int n = 0;
+
+    *self = -1;
+    *q = malloc(sizeof **q * (size_t)(names->count > 0 ? names->count : 1));
+    if (!*q)
+        return -1;
+    for (int i = 0; i < names->count; i++) {
+        struct zkl_entry *e = &(*q)[n];
+        if (zkl_parse_name(names->data[i], e) != 0)
+            continue; /* unrelated children do not take part */
+        e->mine = strncmp(e->name, c->prefix, plen) == 0 &&
+                  !(own && strcmp(e->name, own) == 0);
+        n++;
+    }
+    zkl_sort(*q, (size_t)n, c->node ? c->seq : 0);
+    for (int i = 0; own && i < n; i++)
+        if (strcmp((*q)[i].name, own) == 0)
+            *self = i;
+    return n;
+}
+
+/* After a lost create reply: adopt our node if the listing has it. */
+static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
+{
+    c->create_unknown = false;
+    for (int i = 0; i < n; i++) {
+        if (!q[i].mine)
+            continue;
+        set_node(c, child_path(c->l->path, q[i].name));
+        c->seq = q[i].seq;
+        if (c->node)
+            send_owner_check(c); /* ours only if our session owns it */
+        return;
+    }
+    /* Not there: the create never happened. */
+}
+
+static void judge(zkl_contender_t *c, const struct String_vector *names)
+{
+    zklock_session_t *s = session_of(c);
+    struct zkl_entry *q;
+    int self, blockers, w;
+    int n = read_queue(c, names, &q, &self);
+
+    if (n < 0) {
+        zkl_give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    if (c->create_unknown) {
+        recover_from(c, q, n);
+        free(q);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (q[i].mine)
+            send_stray_delete(s, c->l->path, q[i].name);
+    if (c->phase != ZKL_QUEUING) {
+        free(q);
+        return;
+    }
+    if (self < 0) {
+        /* Our node vanished while we waited (deleted by someone else):
+         * queue again at the back. */
+        requeue(c);
+        free(q);
+        return;
+    }
+    w = zkl_blocker(q, (size_t)self, &blockers);
+    if (w < 0)
+        become_holder(c);
+    else if (c->try_once)
+        zkl_give_up(c, ZKLOCK_EBUSY);
+    else
+        watch_blocker(c, &q[w], blockers);
+    free(q);
+}
+
+/* ---- completions ------------------------------------------------------------ */
+
+static void settle(zkl_contender_t *c)
+{
+    zkl_step(c);
+    zkl_reap(c);
+}
+
+/* Every completion and watcher runs through this: lock, drop stale
+ * answers, handle, step, maybe free. */
+#define ZKL_COMPLETION_BEGIN(c)                  \
+    zkl_contender_t *c = (zkl_contender_t *)data; \
+    zklock_session_t *s = session_of(c);          \
+    pthread_mutex_lock(&s->mu);                   \
+    if (!op_end(c)) {                             \
+        zkl_reap(c);                              \
+        pthread_mutex_unlock(&s->mu);             \
+        return;                                   \
+    }
+#define ZKL_COMPLETION_END(c)       \
+    settle(c);                      \
+    pthread_mutex_unlock(&s->mu)
+
+/* A request failed: retry when the connection is back, or give up. */
+static void failed(zkl_contender_t *c, int rc)
+{
+    if (transient(rc)) {
+        if (c->try_once && c->phase == ZKL_QUEUING)
+            zkl_give_up(c, rc); /* try-once answers at once */
+        /* Connection loss is followed by a session event and a resume;
+         * the rarer answers (throttled, moved) by nothing, so ask for one. */
+        zkl_retry_later(session_of(c));
+        return;
+    }
+    if (!session_ending(rc) && c->phase == ZKL_QUEUING)
+        zkl_give_up(c, rc);
+}
+
+static void create_done(int rc, const char *name, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc == ZOK) {
+        set_node(c, strdup(name));
+        if (!c->node) {
+            /* We cannot name our node; it goes when the session does. */
+            zkl_give_up(c, ZKLOCK_ENOMEM);
+        } else {
+            struct zkl_entry e;
+            c->seq = zkl_parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
+            c->czxid = st->czxid;
+            if (c->heir && c->phase == ZKL_QUEUING)
+                become_holder(c);
+        }
+    } else if (rc == ZNONODE && !c->heir) {
+        c->need_parents = true; /* the listing fails too; step starts over */
+    } else if (transient(rc)) {
+        c->create_unknown = true;
+        failed(c, rc);
+    } else {
+        failed(c, rc);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void list_done(int rc, const struct String_vector *names, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc == ZOK && (c->node || c->create_unknown))
+        judge(c, names);
+    else if (transient(rc) && c->node) {
+        c->need_list = true;
+        failed(c, rc);
+    } else if (rc == ZNONODE && c->node)
+        requeue(c); /* the lock path went away, with our node */
+    ZKL_COMPLETION_END(c);
+}
+
+static void sync_done(int rc, const char *value, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--; /* the listing that follows does the work */
+    ZKL_COMPLETION_END(c);
+}
+
+static void owner_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc == ZOK && st->ephemeralOwner == s->session_id) {
+        c->czxid = st->czxid;
+        c->need_list = true;
+    } else if (transient(rc)) {
+        c->create_unknown = true; /* look again */
+        set_node(c, NULL);
+    } else {
+        /* Gone, or not ours after all: never touch it, start afresh. */
+        requeue(c);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void predecessor_gone(zkl_contender_t *c)
+{
+    session_of(c)->stats.wakeups++;
+    drop_watched(c);
+    if (c->sole_blocker)
+        become_holder(c);
+    else
+        c->need_list = true;
+}
+
+static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc == ZOK) {
+        c->watch_armed = true;
+        s->watches++;
+    } else if (c->phase == ZKL_QUEUING) {
+        if (rc == ZNONODE)
+            predecessor_gone(c); /* went before the watch was set */
+        else if (transient(rc))
+            c->need_list = true;
+        else
+            failed(c, rc);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->own_pending = false;
+    if (rc == ZOK) {
+        c->own_armed = true;
+        s->watches++;
+    } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
+        lose(c, ZKLOCK_LOST_DELETED);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void delete_done(int rc, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc == ZOK || rc == ZNONODE) {
+        set_node(c, NULL);
+        if (rc == ZNONODE && c->result == ZKLOCK_OK)
+            c->result = ZKLOCK_ELOST; /* a release found the node gone */
+    } else if (!transient(rc) && !session_ending(rc)) {
+        /* Not ours to delete (ACLs?): it goes with the session. */
+        set_node(c, NULL);
+        if (c->result == ZKLOCK_OK)
+            c->result = rc;
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void session_op_done(int rc, const void *data)
+{
+    zklock_session_t *s = (zklock_session_t *)data;
+    pthread_mutex_lock(&s->mu);
+    if (--s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void session_string_done(int rc, const char *value, const void *data)
+{
+    session_op_done(rc, data);
+}
+
+/* ---- watchers ----------------------------------------------------------------- */
+
+/* Every watcher also receives the session's state changes (type
+ * ZOO_SESSION_EVENT); those are the session code's business. A node event
+ * consumes the watch whatever the generation. */
+#define ZKL_WATCHER_BEGIN(c, flag)                 \
+    zkl_contender_t *c = (zkl_contender_t *)ctx;  \
+    zklock_session_t *s;                          \
+    bool current;                                 \
+    if (type == ZOO_SESSION_EVENT)                \
+        return;                                   \
+    s = session_of(c);                            \
+    pthread_mutex_lock(&s->mu);                   \
+    s->stats.watch_events++;                      \
+    if (c->flag) {                                \
+        c->flag = false;                          \
+        s->watches--;                             \
+    }                                             \
+    current = c->gen == s->gen && zh == s->zh
+
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    ZKL_WATCHER_BEGIN(c, watch_armed);
+    if (current && c->phase == ZKL_QUEUING && c->watched && c->busy) {
+        c->need_list = true; /* look again once the chain in flight is done */
+    } else if (current && c->phase == ZKL_QUEUING && c->watched) {
+        if (type == ZOO_CHANGED_EVENT)
+            send_watch(c); /* only its data changed: watch it again */
+        else
+            predecessor_gone(c);
+    }
+    settle(c);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    ZKL_WATCHER_BEGIN(c, own_armed);
+    if (current && c->phase == ZKL_HELD) {
+        if (type == ZOO_DELETED_EVENT)
+            lose(c, ZKLOCK_LOST_DELETED);
+        /* else: its data changed; step() arms the watch again */
+    }
+    settle(c);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- session events ----------------------------------------------------------- */
+
+/* The connection is (back) up: every contender takes its next step. */
+void zkl_engine_resume(zklock_session_t *s)
+{
+    zkl_contender_t *c = s->contenders, *next;
+    for (; c; c = next) {
+        next = c->sess_next;
+        wake(c);
+        settle(c);
+    }
+}
+
+/* Wakes every owner so that it can look at the session state again. */
+void zkl_engine_wake_all(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        wake(c);
+}
+
+/* The ZooKeeper session ended (s->gen has moved on): every node is gone.
+ * reason: ZKLOCK_LOST_EXPIRED, or ZKLOCK_ECLOSED for zklock_session_close. */
+void zkl_engine_session_ended(zklock_session_t *s, int reason)
+{
+    zkl_contender_t *c, *next;
+    bool dead = s->adopted || reason == ZKLOCK_ECLOSED;
+
+    /* The watches of an adopted handle stay registered in the application's
+     * handle: take them back while we still know their paths. */
+    if (s->adopted)
+        zkl_engine_unwatch_all(s);
+    for (c = s->contenders; c; c = next) {
+        next = c->sess_next;
+        c->busy = 0;
+        c->need_list = c->need_parents = c->create_unknown = false;
+        c->own_pending = false;
+        drop_watched(c);
+        switch (c->phase) {
+        case ZKL_HELD:
+            if (reason == ZKLOCK_ECLOSED && !c->waiting) {
+                set_node(c, NULL);
+                c->phase = ZKL_LOST;
+                c->lost_reason = reason;
+            } else {
+                lose(c, ZKLOCK_LOST_EXPIRED);
+            }
+            break;
+        case ZKL_QUEUING:
+            requeue(c);
+            break;
+        case ZKL_LEAVING:
+            set_node(c, NULL);
+            if (c->result == ZKLOCK_OK)
+                c->result = reason == ZKLOCK_ECLOSED ? ZKLOCK_ECLOSED : ZKLOCK_ELOST;
+            finish(c);
+            break;
+        default:
+            break;
+        }
+        if (dead && c->phase == ZKL_QUEUING) {
+            c->result = reason == ZKLOCK_ECLOSED ? ZKLOCK_ECLOSED : ZSESSIONEXPIRED;
+            finish(c);
+        }
+        wake(c);
+        zkl_reap(c);
+    }
+}
+
+/* The old handle is closed: none of its watches can fire any more. */
+void zkl_engine_forget_watches(zklock_session_t *s)
+{
+    zkl_contender_t *c = s->contenders, *next;
+    for (; c; c = next) {
+        next = c->sess_next;
+        c->watch_armed = c->own_armed = false;
+        zkl_reap(c);
+    }
+    s->watches = 0;
+}
+
+/* Adopted sessions at close: take back every watch we registered on the
+ * application's handle. Returns how many are still on their way to us. */
+int zkl_engine_unwatch_all(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
+        if (c->own_armed && s->zh && c->node &&
+            zoo_remove_watches(s->zh, c->node, ZWATCHTYPE_DATA, own_watcher, c, 1) == ZOK) {
+            c->own_armed = false;
+            s->watches--;
+        }
+        if (c->watch_armed && s->zh && c->watched &&
+            zoo_remove_watches(s->zh, c->watched, ZWATCHTYPE_DATA, pred_watcher, c, 1) == ZOK) {
+            c->watch_armed = false;
+            s->watches--;
+        }
+    }
+    return s->watches;
+}

@@ -1,0 +1,231 @@
+/*
+ * internal.h: libzklock's private structures. Never installed.
+ *
+ * Internal names use the zkl_ prefix; only zklock_ names are exported
+ * (the library is built with -fvisibility=hidden).
+ *
+ * Locking: one mutex per session (s->mu) guards everything reachable from
+ * the session: its locks, their contenders, the callback queue, the counters.
+ * ZooKeeper's asynchronous calls are issued with s->mu held (they never wait
+ * for the completion thread); zookeeper_init/zookeeper_close and user
+ * callbacks are called without it.
+ */
+#ifndef ZKLOCK_INTERNAL_H
+#define ZKLOCK_INTERNAL_H
+
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "zklock.h"
+
+/* ---- path.c: lock path validation ------------------------------------- */
+
+#define ZKL_PATH_MAX 1024
+
+/* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
+int zkl_path_check(const char *path);
+
+/* ---- node.c: node names, queue order, the "who blocks me" rule ---------- */
+
+enum zkl_tag {
+    ZKL_TAG_LOCK,   /* Curator InterProcessMutex: "lock-"     (exclusive) */
+    ZKL_TAG_WRIT,   /* Curator write lock:        "__WRIT__"  (exclusive) */
+    ZKL_TAG_READ,   /* Curator read lock:         "__READ__"  (shared)    */
+    ZKL_TAG_KLOCK,  /* kazoo Lock / WriteLock:    "__lock__"  (exclusive) */
+    ZKL_TAG_KRLOCK, /* kazoo ReadLock:            "__rlock__" (shared)    */
+    ZKL_TAG_COUNT
+};
+
+/* The text of a tag ("lock-", "__READ__", ...). */
+const char *zkl_tag_text(enum zkl_tag tag);
+/* Shared (reader) tags never block each other. */
+bool zkl_tag_shared(enum zkl_tag tag);
+
+/* One child of a lock path that is a lock node. */
+struct zkl_entry {
+    const char *name; /* borrowed from the listing */
+    int32_t seq;      /* the server's sequence number (may have wrapped) */
+    int32_t key;      /* seq relative to a reference: the sort key */
+    uint8_t tag;      /* enum zkl_tag */
+    bool mine;        /* a stray node of the contender judging the queue */
+};
+
+/* Parses a child name. Returns 0 and fills e (name, seq, tag) for a lock
+ * node of any known naming; -1 for anything else (unrelated children). */
+int zkl_parse_name(const char *name, struct zkl_entry *e);
+
+/* Sorts a queue into lock order: by sequence number in serial-number
+ * arithmetic relative to `ref` (so the order survives the 2^31 wrap as long
+ * as the live queue spans less than 2^31 numbers), exclusive before shared on
+ * a tie (a downgrade heir follows its writer), then by name. */
+void zkl_sort(struct zkl_entry *q, size_t n, int32_t ref);
+
+/* The index of the entry that blocks q[self] (the nearest conflicting
+ * predecessor), or -1 if q[self] may hold. *blockers = how many conflicting
+ * predecessors there are. Entries marked `mine` never block. */
+int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers);
+
+/* Node name prefix of a new contender: "_c_<uuid>-" (Curator) or
+ * "<32 hex>" (kazoo), NUL-terminated into buf (>= ZKL_PREFIX_MAX). */
+#define ZKL_PREFIX_MAX 48
+int zkl_make_prefix(char *buf, int wire);
+
+/* ---- the engine ---------------------------------------------------------- */
+
+typedef struct zkl_contender zkl_contender_t;
+
+enum zkl_phase {
+    ZKL_QUEUING, /* wants the lock: creating, listing or watching */
+    ZKL_HELD,    /* holds it */
+    ZKL_LOST,    /* held it; the session ended or the node was deleted */
+    ZKL_LEAVING, /* giving up or releasing: its node must go */
+    ZKL_GONE     /* finished: no node on the server */
+};
+
+/* One thread's place in one lock's queue. */
+struct zkl_contender {
+    zklock_t *l;
+    pthread_t owner;
+    pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
+    bool attached;         /* the owner still refers to it */
+    enum zkl_phase phase;
+    int holds;             /* reentrant count while HELD */
+    int result;            /* what the owner's call returns */
+    int lost_reason;
+
+    char prefix[ZKL_PREFIX_MAX]; /* name prefix: finds our node after a lost reply */
+    char *node;            /* full path of our node; NULL if none */
+    int32_t seq;
+    int64_t czxid;         /* fencing token */
+    int32_t heir_seq;      /* downgrade heir: non-sequential, this sequence */
+    bool heir;
+
+    /* what the next step must do */
+    int busy;              /* requests of the current chain in flight */
+    bool create_unknown;   /* a create's reply was lost: look for our node */
+    bool need_parents;     /* the lock path is missing: create it first */
+    bool need_list;
+    bool try_once;
+    bool canceled;
+    bool waiting;          /* the owner is inside zklock_acquire() */
+    bool sole_blocker;     /* the watched node is the only one ahead of us */
+
+    char *watched;         /* the node we watch while waiting */
+    bool watch_armed;      /* our watcher is registered on `watched` */
+    bool own_armed;        /* our watcher is registered on our own node */
+    bool own_pending;      /* that watch's request is in flight */
+    bool own_wanted;       /* arm it when possible */
+    int ops;               /* requests in flight (completion pending) */
+    unsigned gen;          /* session generation of those requests/watches */
+
+    zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
+    zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
+};
+
+struct zklock {
+    zklock_session_t *s;
+    char *path;
+    zklock_opts_t opts;
+    enum zkl_tag tag;      /* the tag of the nodes this handle creates */
+    bool shared;           /* zkl_tag_shared(tag) */
+    zklock_t *sibling;     /* read/write lock: the other view */
+    bool borrowed;         /* a view owned by a read/write lock */
+    bool freeing;
+    int users;             /* threads inside a call on this handle */
+    int refs;              /* 1 for the user + 1 per contender + queued callbacks */
+    int in_callback;       /* callbacks running for this handle */
+    zkl_contender_t *contenders;
+    /* Recipe hooks (NULL for a plain mutex):
+     * prepare: before queuing; may refuse (ZKLOCK_EDEADLK) or turn the
+     *          new contender into a downgrade heir.
+     * destroy: frees the memory of l once nothing refers to it. */
+    int (*prepare)(zklock_t *l, zkl_contender_t *c);
+    void (*destroy)(zklock_t *l);
+};
+
+/* States of a session (s->state). */
+enum zkl_sstate {
+    ZKL_S_CONNECTING, /* a handle exists, not yet connected */
+    ZKL_S_CONNECTED,
+    ZKL_S_SUSPENDED,  /* connection lost, session maybe alive */
+    ZKL_S_EXPIRED,    /* session gone; a new handle is being set up */
+    ZKL_S_CLOSED
+};
+
+struct zkl_callback;
+
+struct zklock_session {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;        /* state changes, lock/user counts */
+    pthread_cond_t thread_cond; /* wakes the session thread */
+    pthread_t thread;
+    bool thread_started, thread_stop;
+
+    zhandle_t *zh;
+    bool adopted;
+    char *hosts;
+    char *identity;
+    zklock_session_opts_t opts;
+    int negotiated_ms;          /* session timeout the server granted */
+
+    enum zkl_sstate state;
+    unsigned gen;               /* bumped whenever the ZooKeeper session ends */
+    int64_t session_id;
+    struct timespec suspended_at;
+    bool need_new_handle;
+    bool retry_pending;         /* resume the engine at retry_at */
+    struct timespec retry_at;
+
+    bool closing;               /* zklock_session_close() has begun */
+    bool free_claimed;          /* someone is freeing this struct */
+    int users;                  /* threads inside a lock call */
+    zkl_contender_t *contenders;
+    int nlocks;                 /* live lock handles */
+    int ops;                    /* requests in flight, all contenders */
+    int watches;                /* watches registered, all contenders */
+    struct zkl_callback *cb_head, *cb_tail;
+    zklock_stats_t stats;
+};
+
+/* engine.c */
+zkl_contender_t *zkl_contender_new(zklock_t *l);
+void zkl_step(zkl_contender_t *c);
+void zkl_give_up(zkl_contender_t *c, int rc);
+void zkl_detach(zkl_contender_t *c);
+void zkl_reap(zkl_contender_t *c);
+void zkl_engine_resume(zklock_session_t *s);
+void zkl_engine_session_ended(zklock_session_t *s, int reason);
+void zkl_engine_forget_watches(zklock_session_t *s);
+void zkl_engine_wake_all(zklock_session_t *s);
+int zkl_engine_unwatch_all(zklock_session_t *s);
+zkl_contender_t *zkl_thread_contender(const zklock_t *l);
+
+/* session.c */
+bool zkl_connected(const zklock_session_t *s);
+void zkl_queue_lost(zklock_session_t *s, zklock_t *l, int reason);
+void zkl_retry_later(zklock_session_t *s);
+void zkl_forget_callbacks(zklock_session_t *s, zklock_t *l);
+bool zkl_session_claim_free(zklock_session_t *s);
+void zkl_session_free(zklock_session_t *s);
+void zkl_lock_unref(zklock_t *l);
+
+/* time.c-ish helpers (session.c) */
+void zkl_deadline(struct timespec *ts, int timeout_ms);
+bool zkl_passed(const struct timespec *ts);
+int zkl_cond_init(pthread_cond_t *cond);
+
+/* lock.c: the creation every recipe shares. */
+int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
+                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
+                  enum zkl_tag kazoo_tag);
+/* Undoes zkl_lock_init for a handle that was never used. */
+void zkl_lock_fini(zklock_t *l);
+/* Releases what l holds and drops the user's reference (zklock_free). */
+void zkl_lock_retire(zklock_t *l);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * lock.c: the calls every recipe shares (zklock_acquire, zklock_release, ...).
+ *
+ * These are the thin blocking layer on top of the engine: they start or end
+ * a contender and wait on its condition variable; the engine and ZooKeeper's
+ * completion thread do the rest.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- handles ---------------------------------------------------------------- */
+
+int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
+                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
+                  enum zkl_tag kazoo_tag)
+{
+    int rc = 0;
+
+    if (!s || zkl_path_check(path) != 0)
+        return ZKLOCK_EINVAL;
+    if (opts && opts->wire != ZKLOCK_WIRE_CURATOR && opts->wire != ZKLOCK_WIRE_KAZOO)
+        return ZKLOCK_EINVAL;
+    if (opts)
+        l->opts = *opts;
+    l->s = s;
+    l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
+    l->shared = zkl_tag_shared(l->tag);
+    l->refs = 1;
+    l->path = strdup(path);
+    if (!l->path)
+        return ZKLOCK_ENOMEM;
+    pthread_mutex_lock(&s->mu);
+    if (s->closing || s->state == ZKL_S_CLOSED)
+        rc = ZKLOCK_ECLOSED;
+    else
+        s->nlocks++;
+    pthread_mutex_unlock(&s->mu);
+    if (rc) {
+        free(l->path);
+        l->path = NULL;
+    }
+    return rc;
+}
+
+void zkl_lock_fini(zklock_t *l)
+{
+    pthread_mutex_lock(&l->s->mu);
+    l->s->nlocks--;
+    pthread_mutex_unlock(&l->s->mu);
+    free(l->path);
+}
+
+/* With s->mu held; the last reference frees the handle. */
+void zkl_lock_unref(zklock_t *l)
+{
+    if (--l->refs > 0)
+        return;
+    l->s->nlocks--;
+    free(l->path);
+    l->path = NULL;
+    if (l->destroy)
+        l->destroy(l);
+    else
+        free(l);
+}
+
+static bool closed(const zklock_t *l)
+{
+    return l->s->closing || l->s->state == ZKL_S_CLOSED || l->freeing;
+}
+
+/* Counts a caller inside a blocking call, so that zklock_free() and
+ * zklock_session_close() can wait for it to leave. */
+static void enter(zklock_t *l)
+{
+    l->users++;
+    l->s->users++;
+}
+
+static void leave(zklock_t *l)
+{
+    l->users--;
+    l->s->users--;
+    pthread_cond_broadcast(&l->s->cond);
+}
+
+/* ---- acquire ------------------------------------------------------------------ */
+
+/* Waits until the engine decides; a deadline, a cancel or a dropped
+ * connection during a try-once makes us give up. On failure, waits for the
+ * node to be deleted while the connection lasts (one round trip); if it is
+ * down, the engine finishes the cleanup in the background. */
+static int await_verdict(zkl_contender_t *c, int timeout_ms, const struct timespec *deadline)
+{
+    zklock_session_t *s = c->l->s;
+    int rc;
+
+    while (c->phase == ZKL_QUEUING) {
+        if (c->canceled)
+            zkl_give_up(c, ZKLOCK_ECANCELED);
+        else if (c->try_once && !zkl_connected(s))
+            zkl_give_up(c, ZCONNECTIONLOSS);
+        else if (timeout_ms > 0 && zkl_passed(deadline))
+            zkl_give_up(c, ZKLOCK_ETIMEDOUT);
+        else if (timeout_ms > 0)
+            pthread_cond_timedwait(&c->cond, &s->mu, deadline);
+        else
+            pthread_cond_wait(&c->cond, &s->mu); /* forever, or try-once */
+    }
+    c->waiting = false;
+    if (c->phase == ZKL_HELD) {
+        c->holds = 1;
+        return ZKLOCK_OK;
+    }
+    while (c->phase == ZKL_LEAVING && zkl_connected(s))
+        pthread_cond_wait(&c->cond, &s->mu);
+    rc = c->result;
+    zkl_detach(c);
+    return rc;
+}
+
+static int acquire_locked(zklock_t *l, int timeout_ms)
+{
+    zklock_session_t *s = l->s;
+    zkl_contender_t *c = zkl_thread_contender(l);
+    struct timespec deadline;
+    int rc;
+
+    if (c && c->phase == ZKL_HELD) {
+        c->holds++; /* reentrant: no round trip */
+        return ZKLOCK_OK;
+    }
+    if (c)
+        zkl_detach(c); /* a lost hold nobody released: start afresh */
+    if (!zkl_connected(s)) {
+        if (s->adopted && s->state == ZKL_S_EXPIRED)
+            return ZSESSIONEXPIRED;
+        if (timeout_ms == 0)
+            return ZCONNECTIONLOSS;
+    }
+    c = zkl_contender_new(l);
+    if (!c)
+        return ZKLOCK_ENOMEM;
+    if (l->prepare && (rc = l->prepare(l, c)) != 0) {
+        c->phase = ZKL_GONE;
+        zkl_detach(c);
+        return rc;
+    }
+    zkl_deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    c->try_once = timeout_ms == 0;
+    c->waiting = true;
+    enter(l);
+    zkl_step(c);
+    rc = await_verdict(c, timeout_ms < 0 ? -1 : timeout_ms, &deadline);
+    leave(l);
+    return rc;
+}
+
+int zklock_acquire(zklock_t *l, int timeout_ms)
+{
+    int rc;
+
+    if (!l || timeout_ms < -1)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    rc = closed(l) ? ZKLOCK_ECLOSED : acquire_locked(l, timeout_ms);
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+/* ---- release -------------------------------------------------------------------- */
+
+/* Deletes the node and waits for the server's word (or the session's end):
+ * local state goes only after that. */
+static int release_node(zkl_contender_t *c)
+{
+    zklock_session_t *s = c->l->s;
+    int rc;
+
+    enter(c->l);
+    zkl_give_up(c, ZKLOCK_OK);
+    while (c->phase == ZKL_LEAVING)
+        pthread_cond_wait(&c->cond, &s->mu);
+    leave(c->l);
+    rc = c->result;
+    zkl_detach(c);
+    return rc;
+}
+
+static int release_locked(zklock_t *l)
+{
+    zkl_contender_t *c = zkl_thread_contender(l);
+
+    if (closed(l)) {
+        if (c)
+            zkl_detach(c);
+        return ZKLOCK_ECLOSED;
+    }
+    if (!c)
+        return ZKLOCK_ENOTHELD;
+    if (c->phase == ZKL_LOST) {
+        zkl_detach(c);
+        return ZKLOCK_ELOST;
+    }
+    if (c->phase != ZKL_HELD)
+        return ZKLOCK_ENOTHELD;
+    if (--c->holds > 0)
+        return ZKLOCK_OK;
+    return release_node(c);
+}
+
+int zklock_release(zklock_t *l)
+{
+    int rc;
+
+    if (!l)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    rc = release_locked(l);
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+/* ---- queries ---------------------------------------------------------------------- */
+
+int zklock_hold_count(const zklock_t *l)
+{
+    const zkl_contender_t *c;
+    int n;
+
+    if (!l)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    c = zkl_thread_contender(l);
+    n = c && c->phase == ZKL_HELD ? c->holds : 0;
+    pthread_mutex_unlock(&l->s->mu);
+    return n;
+}
+
+int zklock_fence(const zklock_t *l, int64_t *token)
+{
+    const zkl_contender_t *c;
+    int rc = ZKLOCK_ENOTHELD;
+
+    if (!l || !token)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    c = zkl_thread_contender(l);
+    if (c && c->phase == ZKL_HELD) {
+        *token = c->czxid;
+        rc = ZKLOCK_OK;
+    } else if (c && c->phase == ZKL_LOST) {
+        rc = ZKLOCK_ELOST;
+    }
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+const char *zklock_path(const zklock_t *l)
+{
+    return l ? l->path : NULL;
+}
+
+static void cancel_locked(zklock_t *l)
+{
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
+        if (c->waiting) {
+            c->canceled = true;
+            pthread_cond_broadcast(&c->cond);
+        }
+    }
+}
+
+int zklock_cancel(zklock_t *l)
+{
+    if (!l)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    cancel_locked(l);
+    pthread_mutex_unlock(&l->s->mu);
+    return ZKLOCK_OK;
+}
+
+/* ---- free ------------------------------------------------------------------------- */
+
+static bool any_leaving(const zklock_t *l)
+{
+    for (const zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+        if (c->phase == ZKL_LEAVING)
+            return true;
+    return false;
+}
+
+/* With s->mu held: cancels the waiters, waits for every caller and callback
+ * to leave, deletes the nodes still held and drops the user's reference. */
+void zkl_lock_retire(zklock_t *l)
+{
+    zklock_session_t *s = l->s;
+    zkl_contender_t *c, *next;
+
+    l->freeing = true;
+    cancel_locked(l);
+    while (l->users > 0 || l->in_callback > 0)
+        pthread_cond_wait(&s->cond, &s->mu);
+    zkl_forget_callbacks(s, l);
+    for (c = l->contenders; c; c = next) {
+        next = c->lock_next;
+        if (c->phase == ZKL_HELD)
+            zkl_give_up(c, ZKLOCK_OK); /* in the background if disconnected */
+    }
+    while (any_leaving(l) && zkl_connected(s))
+        pthread_cond_wait(&s->cond, &s->mu);
+    for (c = l->contenders; c; c = next) {
+        next = c->lock_next;
+        zkl_detach(c);
+    }
+    zkl_lock_unref(l);
+}
+
+void zklock_free(zklock_t *l)
+{
+    zklock_session_t *s;
+    bool free_session;
+
+    if (!l || l->borrowed)
+        return;
+    s = l->s;
+    pthread_mutex_lock(&s->mu);
+    zkl_lock_retire(l);
+    free_session = zkl_session_claim_free(s);
+    pthread_mutex_unlock(&s->mu);
+    if (free_session)
+        zkl_session_free(s);
+}

@@ -1,0 +1,28 @@
+/* mutex.c: the exclusive lock, Curator's InterProcessMutex on the wire.
+ *
+ * The engine's default rule is already a mutex: every node ahead of an
+ * exclusive contender blocks it, and it watches the one just ahead. */
+#include <stdlib.h>
+
+#include "../lib/internal.h"
+
+int zklock_mutex_new(zklock_t **out, zklock_session_t *s, const char *path,
+                     const zklock_opts_t *opts)
+{
+    zklock_t *l;
+    int rc;
+
+    if (!out)
+        return ZKLOCK_EINVAL;
+    *out = NULL;
+    l = calloc(1, sizeof *l);
+    if (!l)
+        return ZKLOCK_ENOMEM;
+    rc = zkl_lock_init(l, s, path, opts, ZKL_TAG_LOCK, ZKL_TAG_KLOCK);
+    if (rc) {
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}

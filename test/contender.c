@@ -1,0 +1,104 @@
+/* contender.c: a test helper process that takes a lock many times.
+ *
+ *   contender HOSTS PATH MODE THREADS ITERATIONS SHMFILE
+ *
+ * MODE is m (mutex).
+ * Each thread has its own session. Inside every critical section it updates
+ * a detector in SHMFILE (shared with the test and the other processes):
+ * writers and mutex holders must be alone, readers must see no writer, and
+ * every exclusive holder's fencing token must exceed the previous one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <zklock.h>
+
+#include "detector.h"
+
+static const char *hosts, *path;
+static char mode;
+static int iterations;
+static struct detector *det;
+
+static zklock_t *make_lock(zklock_session_t *s)
+{
+    zklock_t *l = NULL;
+    return zklock_mutex_new(&l, s, path, NULL) == 0 ? l : NULL;
+}
+
+static void *worker(void *arg)
+{
+    zklock_session_t *s;
+    zklock_t *l;
+    int rc;
+
+    (void)arg;
+    rc = zklock_session_open(&s, hosts, NULL);
+    if (rc) {
+        fprintf(stderr, "contender: open: %s\n", zklock_strerror(rc));
+        __atomic_add_fetch(&det->errors, 1, __ATOMIC_SEQ_CST);
+        return NULL;
+    }
+    l = make_lock(s);
+    for (int i = 0; l && i < iterations; i++) {
+        int64_t token = 0;
+        rc = zklock_acquire(l, -1);
+        if (rc == 0)
+            rc = zklock_fence(l, &token);
+        if (rc) {
+            fprintf(stderr, "contender: acquire: %s\n", zklock_strerror(rc));
+            __atomic_add_fetch(&det->errors, 1, __ATOMIC_SEQ_CST);
+            break;
+        }
+        detector_enter(det, mode == 'r', token);
+        sched_yield(); /* give an overlap, if there were one, the chance to show */
+        detector_leave(det, mode == 'r');
+        rc = zklock_release(l);
+        if (rc) {
+            fprintf(stderr, "contender: release: %s\n", zklock_strerror(rc));
+            __atomic_add_fetch(&det->errors, 1, __ATOMIC_SEQ_CST);
+        }
+    }
+    zklock_free(l);
+    zklock_session_close(s);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int threads, fd;
+    pthread_t *t;
+
+    if (argc != 7) {
+        fprintf(stderr, "usage: contender HOSTS PATH m THREADS ITERATIONS SHMFILE\n");
+        return 2;
+    }
+    hosts = argv[1];
+    path = argv[2];
+    mode = argv[3][0];
+    threads = atoi(argv[4]);
+    iterations = atoi(argv[5]);
+    fd = open(argv[6], O_RDWR);
+    if (fd < 0) {
+        perror(argv[6]);
+        return 2;
+    }
+    det = mmap(NULL, sizeof *det, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (det == MAP_FAILED)
+        return 2;
+    zoo_set_debug_level(0);
+    t = calloc((size_t)threads, sizeof *t);
+    for (int i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    return det->errors ? 1 : 0;
+}

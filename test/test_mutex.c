@@ -1,0 +1,956 @@
+/* test_mutex.c: the mutex against a real ZooKeeper (run under zk-harness.sh). */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "detector.h"
+
+#define WAIT_MS 20000 /* generous deadline for conditions on a loaded machine */
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static zklock_t *new_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *opts)
+{
+    zklock_t *l = NULL;
+    TU_REQUIRE_RC(zklock_mutex_new(&l, s, path, opts), ZKLOCK_OK);
+    return l;
+}
+
+struct count_arg {
+    const char *path;
+    int want;
+};
+
+static bool has_count(void *p)
+{
+    struct count_arg *a = p;
+    return tu_count(a->path) == a->want;
+}
+
+/* Waits until `path` has exactly `n` children. */
+static bool wait_children(const char *path, int n)
+{
+    struct count_arg a = {path, n};
+    return tu_wait_until(has_count, &a, WAIT_MS);
+}
+
+static bool gone(void *path)
+{
+    return tu_count(path) == -1;
+}
+
+/* What every test ends with: nothing of ours left on the server. */
+static void assert_clean(const char *path)
+{
+    TU_ASSERT_INT(tu_ephemerals(path), ==, 0);
+}
+
+/* A thread that acquires a lock and reports. */
+struct acquirer {
+    zklock_t *l;
+    int timeout_ms;
+    int rc;
+    int64_t took_ms;
+    pthread_t t;
+    volatile int done;
+    bool release_after;
+};
+
+static void *acquirer_main(void *p)
+{
+    struct acquirer *a = p;
+    int64_t t0 = tu_now_ms();
+    a->rc = zklock_acquire(a->l, a->timeout_ms);
+    a->took_ms = tu_now_ms() - t0;
+    if (a->rc == 0 && a->release_after)
+        zklock_release(a->l);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void start_acquirer(struct acquirer *a, zklock_t *l, int timeout_ms, bool release_after)
+{
+    memset(a, 0, sizeof *a);
+    a->l = l;
+    a->timeout_ms = timeout_ms;
+    a->release_after = release_after;
+    pthread_create(&a->t, NULL, acquirer_main, a);
+}
+
+static bool acquirer_done(void *p)
+{
+    return __atomic_load_n(&((struct acquirer *)p)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Callback recorder. */
+struct events {
+    pthread_mutex_t mu;
+    int lost, lost_reason;
+    int states[32], nstates;
+};
+
+static void on_lost(zklock_t *l, int reason, void *ctx)
+{
+    struct events *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    e->lost++;
+    e->lost_reason = reason;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void on_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct events *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    if (e->nstates < 32)
+        e->states[e->nstates++] = state;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static bool lost_once(void *p)
+{
+    struct events *e = p;
+    pthread_mutex_lock(&e->mu);
+    bool r = e->lost >= 1;
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+static bool saw_state(struct events *e, int state)
+{
+    bool r = false;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->nstates; i++)
+        r |= e->states[i] == state;
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+struct state_arg {
+    struct events *e;
+    int state;
+};
+
+static bool state_seen(void *p)
+{
+    struct state_arg *a = p;
+    return saw_state(a->e, a->state);
+}
+
+/* ---- node name, data, basic calls ------------------------------------------------------- */
+
+static void test_node_name_and_data(void)
+{
+    zklock_session_opts_t o = {.timeout_ms = 6000, .identity = "worker-7 on host-a"};
+    zklock_session_t *s = tu_session_opts(&o);
+    const char *path = tu_path("name");
+    zklock_t *l = new_mutex(s, path, NULL);
+    char **kids, full[512], data[128];
+    regex_t re;
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_ASSERT_INT(n, ==, 1);
+    regcomp(&re,
+            "^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-[0-9]{10}$",
+            REG_EXTENDED | REG_NOSUB);
+    CU_ASSERT(n == 1 && regexec(&re, kids[0], 0, NULL, 0) == 0);
+    regfree(&re);
+    if (n == 1) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[0]);
+        tu_get(full, data, sizeof data);
+        CU_ASSERT_STRING_EQUAL(data, "worker-7 on host-a");
+    }
+    tu_free_strings(kids);
+    CU_ASSERT_STRING_EQUAL(zklock_path(l), path);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+static void test_default_identity(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("identity");
+    zklock_t *l = new_mutex(s, path, NULL);
+    char host[256], want[300], full[512], data[300], **kids;
+    int n;
+
+    gethostname(host, sizeof host);
+    snprintf(want, sizeof want, "%s:%d", host, (int)getpid());
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, 1);
+    snprintf(full, sizeof full, "%s/%s", path, kids[0]);
+    tu_get(full, data, sizeof data);
+    CU_ASSERT_STRING_EQUAL(data, want);
+    tu_free_strings(kids);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+static void *hold_count_elsewhere(void *l)
+{
+    return (void *)(intptr_t)zklock_hold_count(l);
+}
+
+static void test_reentrancy(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("reentrant");
+    zklock_t *l = new_mutex(s, path, NULL);
+    pthread_t t;
+    void *other;
+    int64_t t1, t2;
+
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    for (int i = 1; i <= 3; i++) {
+        TU_REQUIRE_RC(zklock_acquire(l, i == 3 ? 0 : -1), ZKLOCK_OK);
+        TU_ASSERT_INT(zklock_hold_count(l), ==, i);
+        TU_ASSERT_INT(tu_count(path), ==, 1); /* one node, however deep */
+    }
+    TU_ASSERT_RC(zklock_fence(l, &t1), ZKLOCK_OK);
+    pthread_create(&t, NULL, hold_count_elsewhere, l);
+    pthread_join(t, &other);
+    TU_ASSERT_INT((intptr_t)other, ==, 0); /* per thread */
+    for (int i = 2; i >= 0; i--) {
+        TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+        TU_ASSERT_INT(zklock_hold_count(l), ==, i);
+        if (i > 0) {
+            TU_ASSERT_RC(zklock_fence(l, &t2), ZKLOCK_OK);
+            TU_ASSERT_INT(t2, ==, t1); /* same hold, same token */
+        }
+    }
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+static void test_try_once_busy(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("tryonce");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct acquirer same_session;
+
+    TU_REQUIRE_RC(zklock_acquire(la, 0), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(lb, 0), ZKLOCK_EBUSY);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* the try left nothing */
+    /* Another thread of the holder's process is another contender. */
+    start_acquirer(&same_session, la, 0, false);
+    pthread_join(same_session.t, NULL);
+    TU_ASSERT_RC(same_session.rc, ZKLOCK_EBUSY);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(lb, 0), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+static void test_timeout(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("timeout");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    int64_t t0;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    t0 = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(lb, 300), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(tu_now_ms() - t0, >=, 300); /* not before the deadline */
+    TU_ASSERT_INT(zklock_hold_count(lb), ==, 0);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* the waiter's node is gone */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(lb, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+static void test_cancel(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("cancel");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct acquirer w1, w2;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    start_acquirer(&w1, lb, -1, false);
+    start_acquirer(&w2, lb, 60000, false);
+    CU_ASSERT(wait_children(path, 3));
+    TU_ASSERT_RC(zklock_cancel(lb), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(acquirer_done, &w1, WAIT_MS));
+    CU_ASSERT(tu_wait_until(acquirer_done, &w2, WAIT_MS));
+    pthread_join(w1.t, NULL);
+    pthread_join(w2.t, NULL);
+    TU_ASSERT_RC(w1.rc, ZKLOCK_ECANCELED);
+    TU_ASSERT_RC(w2.rc, ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    /* Cancel affects only those waiting at the time. */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(lb, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+static void *release_elsewhere(void *l)
+{
+    return (void *)(intptr_t)zklock_release(l);
+}
+
+static void test_release_not_held(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("notheld");
+    zklock_t *l = new_mutex(s, path, NULL);
+    pthread_t t;
+    void *rc;
+
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    pthread_create(&t, NULL, release_elsewhere, l);
+    pthread_join(t, &rc);
+    TU_ASSERT_RC((int)(intptr_t)rc, ZKLOCK_ENOTHELD);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* nothing changed */
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+/* ---- bad input ------------------------------------------------------------------------------ */
+
+static void test_bad_input(void)
+{
+    zklock_session_t *s = tu_session(), *s2 = NULL;
+    const char *root = tu_path("bad");
+    zklock_t *l = NULL;
+    int64_t token;
+    static const char *bad_paths[] = {"", "/", "rel", "/a/", "/a//b", "/a/./b", "/a/../b",
+                                      "/zookeeper/x", "/ctl\x01", "/nul\xc0\x80"};
+    zklock_opts_t bad_wire = {.wire = 7};
+    zklock_session_opts_t neg = {.timeout_ms = -5};
+
+    TU_ASSERT_RC(zklock_mutex_new(NULL, s, root, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_mutex_new(&l, NULL, root, NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(l);
+    TU_ASSERT_RC(zklock_mutex_new(&l, s, NULL, NULL), ZKLOCK_EINVAL);
+    for (size_t i = 0; i < sizeof bad_paths / sizeof *bad_paths; i++) {
+        TU_ASSERT_RC(zklock_mutex_new(&l, s, bad_paths[i], NULL), ZKLOCK_EINVAL);
+        CU_ASSERT_PTR_NULL(l);
+    }
+    TU_ASSERT_RC(zklock_mutex_new(&l, s, root, &bad_wire), ZKLOCK_EINVAL);
+
+    TU_ASSERT_RC(zklock_acquire(NULL, -1), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_release(NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_hold_count(NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_fence(NULL, &token), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_cancel(NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(zklock_path(NULL));
+    zklock_free(NULL);
+    zklock_session_close(NULL);
+    CU_ASSERT_PTR_NULL(zklock_session_zhandle(NULL));
+
+    l = new_mutex(s, root, NULL);
+    TU_ASSERT_RC(zklock_acquire(l, -2), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_acquire(l, -1000), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_fence(l, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ENOTHELD);
+
+    TU_ASSERT_RC(zklock_session_open(NULL, tu_hosts(), NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_open(&s2, NULL, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_open(&s2, "", NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_open(&s2, tu_hosts(), &neg), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(s2);
+    TU_ASSERT_RC(zklock_session_adopt(&s2, NULL, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_adopt(NULL, tu_zk(), NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_stats(s, NULL, sizeof(zklock_stats_t)), ZKLOCK_EINVAL);
+
+    /* Use after the session is closed: clear errors, and free still works. */
+    zklock_session_close(s);
+    TU_ASSERT_RC(zklock_acquire(l, -1), ZKLOCK_ECLOSED);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_ECLOSED);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zklock_free(l);
+    TU_ASSERT_INT(tu_count(root), ==, -1); /* nothing was ever created */
+}
+
+static void test_session_close_while_held(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("closeheld");
+    zklock_t *l = new_mutex(s, path, NULL), *l2 = NULL;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zklock_session_close(s);
+    TU_ASSERT_INT(tu_count(path), ==, 0); /* the session's nodes went with it */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zklock_free(l);
+    (void)l2;
+    assert_clean(path);
+}
+
+static void test_open_unreachable(void)
+{
+    zklock_session_opts_t o = {.timeout_ms = 4000, .connect_timeout_ms = 1200};
+    zklock_session_t *s = NULL;
+    int64_t t0 = tu_now_ms();
+
+    /* Port 1 on loopback: nothing listens there. */
+    TU_ASSERT_RC(zklock_session_open(&s, "127.0.0.1:1", &o), ZKLOCK_ENOSERVER);
+    TU_ASSERT_INT(tu_now_ms() - t0, >=, 1200);
+    CU_ASSERT_PTR_NULL(s);
+    TU_ASSERT_RC(zklock_session_open(&s, "not a host list", &o), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+}
+
+/* ---- mutual exclusion ---------------------------------------------------------------------------- */
+
+static struct detector *new_detector(char *file, size_t len)
+{
+    struct detector *d;
+    int fd;
+
+    snprintf(file, len, "/tmp/zklock-detector-XXXXXX");
+    fd = mkstemp(file);
+    if (fd < 0 || ftruncate(fd, sizeof *d) != 0)
+        return NULL;
+    d = mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return d == MAP_FAILED ? NULL : d;
+}
+
+struct excl_worker {
+    zklock_t *l;
+    struct detector *d;
+    int iterations;
+    pthread_t t;
+};
+
+static void *excl_main(void *p)
+{
+    struct excl_worker *w = p;
+    for (int i = 0; i < w->iterations; i++) {
+        int64_t token = 0;
+        if (zklock_acquire(w->l, -1) != 0 || zklock_fence(w->l, &token) != 0) {
+            DET_ADD(&w->d->errors, 1);
+            return NULL;
+        }
+        detector_enter(w->d, false, token);
+        sched_yield();
+        detector_leave(w->d, false);
+        if (zklock_release(w->l) != 0)
+            DET_ADD(&w->d->errors, 1);
+    }
+    return NULL;
+}
+
+static void test_threads_exclusion(void)
+{
+    enum { SESSIONS = 2, PER_SESSION = 3, ITER = 40 };
+    zklock_session_t *s[SESSIONS];
+    zklock_t *l[SESSIONS];
+    struct excl_worker w[SESSIONS * PER_SESSION];
+    const char *path = tu_path("threads");
+    char file[64];
+    struct detector *d = new_detector(file, sizeof file);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    for (int i = 0; i < SESSIONS; i++) {
+        s[i] = tu_session();
+        l[i] = new_mutex(s[i], path, NULL); /* threads share a handle */
+    }
+    for (int i = 0; i < SESSIONS * PER_SESSION; i++) {
+        w[i] = (struct excl_worker){l[i % SESSIONS], d, ITER, 0};
+        pthread_create(&w[i].t, NULL, excl_main, &w[i]);
+    }
+    for (int i = 0; i < SESSIONS * PER_SESSION; i++)
+        pthread_join(w[i].t, NULL);
+    TU_ASSERT_INT(d->errors, ==, 0);
+    TU_ASSERT_INT(d->overlaps, ==, 0);
+    TU_ASSERT_INT(d->stale_tokens, ==, 0);
+    TU_ASSERT_INT(d->entries, ==, SESSIONS * PER_SESSION * ITER);
+    for (int i = 0; i < SESSIONS; i++) {
+        zklock_free(l[i]);
+        zklock_session_close(s[i]);
+    }
+    munmap(d, sizeof *d);
+    unlink(file);
+    assert_clean(path);
+}
+
+static void test_processes_exclusion(void)
+{
+    enum { PROCS = 3 };
+    const char *path = tu_path("procs");
+    char file[64], *helper = getenv("ZKLOCK_TEST_CONTENDER");
+    struct detector *d = new_detector(file, sizeof file);
+    int pids[PROCS];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    for (int i = 0; i < PROCS; i++) {
+        char *argv[] = {helper, (char *)tu_hosts(), (char *)path, "m", "2", "25", file, NULL};
+        pids[i] = tu_spawn(argv);
+        CU_ASSERT(pids[i] > 0);
+    }
+    for (int i = 0; i < PROCS; i++)
+        TU_ASSERT_INT(tu_wait_pid(pids[i]), ==, 0);
+    TU_ASSERT_INT(d->errors, ==, 0);
+    TU_ASSERT_INT(d->overlaps, ==, 0);
+    TU_ASSERT_INT(d->stale_tokens, ==, 0);
+    TU_ASSERT_INT(d->entries, ==, PROCS * 2 * 25);
+    munmap(d, sizeof *d);
+    unlink(file);
+    assert_clean(path);
+}
+
+/* ---- order ------------------------------------------------------------------------------------------- */
+
+struct fifo {
+    pthread_mutex_t mu;
+    int order[16], n;
+};
+
+struct fifo_waiter {
+    zklock_t *l;
+    struct fifo *f;
+    int id;
+    pthread_t t;
+};
+
+static void *fifo_main(void *p)
+{
+    struct fifo_waiter *w = p;
+    if (zklock_acquire(w->l, 60000) != 0)
+        return NULL;
+    pthread_mutex_lock(&w->f->mu);
+    w->f->order[w->f->n++] = w->id;
+    pthread_mutex_unlock(&w->f->mu);
+    zklock_release(w->l);
+    return NULL;
+}
+
+static void test_fifo_order(void)
+{
+    enum { W = 6 };
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("fifo");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct fifo f = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+    struct fifo_waiter w[W];
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    for (int i = 0; i < W; i++) {
+        /* alternate sessions; each arrives after the previous is queued */
+        w[i] = (struct fifo_waiter){i % 2 ? la : lb, &f, i, 0};
+        pthread_create(&w[i].t, NULL, fifo_main, &w[i]);
+        CU_ASSERT(wait_children(path, i + 2));
+    }
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    for (int i = 0; i < W; i++)
+        pthread_join(w[i].t, NULL);
+    TU_ASSERT_INT(f.n, ==, W);
+    for (int i = 0; i < f.n; i++)
+        TU_ASSERT_INT(f.order[i], ==, i);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+static void test_unrelated_children(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("unrelated");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    char child[512];
+    struct acquirer w;
+
+    /* Someone else's nodes under the lock path, one of them lock-like. */
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    snprintf(child, sizeof child, "%s/config", path);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), child, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(child, sizeof child, "%s/lock-not-a-number", path);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), child, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    start_acquirer(&w, lb, 20000, true);
+    CU_ASSERT(wait_children(path, 4));
+    TU_ASSERT_INT(w.done, ==, 0);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    pthread_join(w.t, NULL);
+    TU_ASSERT_RC(w.rc, ZKLOCK_OK);
+    zoo_delete(tu_zk(), child, -1);
+    snprintf(child, sizeof child, "%s/config", path);
+    zoo_delete(tu_zk(), child, -1);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+/* ---- fencing ------------------------------------------------------------------------------------------ */
+
+static void test_fence_increases(void)
+{
+    zklock_session_t *s[3] = {tu_session(), tu_session(), tu_session()};
+    const char *path = tu_path("fence");
+    zklock_t *l[3];
+    int64_t last = 0, token;
+
+    for (int i = 0; i < 3; i++)
+        l[i] = new_mutex(s[i], path, NULL);
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 3; i++) {
+            TU_REQUIRE_RC(zklock_acquire(l[i], -1), ZKLOCK_OK);
+            TU_ASSERT_RC(zklock_fence(l[i], &token), ZKLOCK_OK);
+            TU_ASSERT_INT(token, >, last);
+            last = token;
+            TU_ASSERT_RC(zklock_release(l[i]), ZKLOCK_OK);
+            TU_ASSERT_RC(zklock_fence(l[i], &token), ZKLOCK_ENOTHELD);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        zklock_free(l[i]);
+        zklock_session_close(s[i]);
+    }
+    assert_clean(path);
+}
+
+/* ---- session expiry ------------------------------------------------------------------------------------ */
+
+static void test_expiry_while_holding(void)
+{
+    struct events ev = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0};
+    zklock_session_opts_t so = {.timeout_ms = 6000, .on_state = on_state, .ctx = &ev};
+    zklock_opts_t lo = {.on_lost = on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session_opts(&so);
+    const char *path = tu_path("expire-held");
+    zklock_t *l = new_mutex(s, path, &lo);
+    struct state_arg connected_again = {&ev, ZKLOCK_CONNECTED};
+    int64_t before, token;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK); /* depth 2 */
+    TU_ASSERT_RC(zklock_fence(l, &before), ZKLOCK_OK);
+    ev.nstates = 0;
+    tu_expire(s);
+    CU_ASSERT_FATAL(tu_wait_until(lost_once, &ev, WAIT_MS));
+    TU_ASSERT_INT(ev.lost, ==, 1);
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_EXPIRED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST);
+    CU_ASSERT(saw_state(&ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    /* The session renews itself and the lock works again. */
+    CU_ASSERT(tu_wait_until(state_seen, &connected_again, WAIT_MS));
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    TU_ASSERT_INT(token, >, before);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(ev.lost, ==, 1);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+static void test_expiry_while_waiting(void)
+{
+    struct events ev = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0};
+    zklock_session_opts_t so = {.timeout_ms = 6000, .on_state = on_state, .ctx = &ev};
+    zklock_session_t *a = tu_session(), *b = tu_session_opts(&so);
+    const char *path = tu_path("expire-wait");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct state_arg reconnected = {&ev, ZKLOCK_CONNECTED};
+    struct acquirer w;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    start_acquirer(&w, lb, 30000, false);
+    CU_ASSERT(wait_children(path, 2));
+    ev.nstates = 0;
+    tu_expire(b);
+    /* The waiter queues again on b's new session... */
+    CU_ASSERT(tu_wait_until(state_seen, &reconnected, WAIT_MS));
+    CU_ASSERT(wait_children(path, 2));
+    TU_ASSERT_INT(w.done, ==, 0);
+    /* ...and gets the lock when the holder lets go. */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    pthread_join(w.t, NULL);
+    TU_ASSERT_RC(w.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    zklock_free(lb); /* releases the waiter's hold */
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(la);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+static void test_operator_deletes_holder(void)
+{
+    struct events ev = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0};
+    zklock_opts_t lo = {.on_lost = on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("opdelete");
+    zklock_t *l = new_mutex(s, path, &lo);
+    char **kids, node[512];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, 1);
+    snprintf(node, sizeof node, "%s/%s", path, kids[0]);
+    tu_free_strings(kids);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(lost_once, &ev, WAIT_MS));
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_DELETED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+/* ---- the engine's economy ------------------------------------------------------------------------------ */
+
+static uint64_t stat_of(zklock_session_t *s, size_t offset)
+{
+    zklock_stats_t st;
+    zklock_session_stats(s, &st, sizeof st);
+    return *(uint64_t *)((char *)&st + offset);
+}
+#define STAT(s, field) stat_of((s), offsetof(zklock_stats_t, field))
+
+static void test_handoff_without_listing(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("handoff");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct acquirer w;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    start_acquirer(&w, lb, 20000, false);
+    CU_ASSERT(wait_children(path, 2));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    pthread_join(w.t, NULL);
+    TU_ASSERT_RC(w.rc, ZKLOCK_OK);
+    /* b listed once when it queued, then held on the predecessor's deletion. */
+    TU_ASSERT_INT(STAT(b, listings), ==, 1);
+    TU_ASSERT_INT(STAT(b, wakeups), ==, 1);
+    zklock_free(lb);
+    zklock_free(la);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+struct herd_waiter {
+    zklock_t *l;
+    pthread_t t;
+    volatile int holding, go;
+};
+
+static void *herd_main(void *p)
+{
+    struct herd_waiter *w = p;
+    if (zklock_acquire(w->l, 60000) != 0)
+        return NULL;
+    __atomic_store_n(&w->holding, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&w->go, __ATOMIC_SEQ_CST))
+        sched_yield(); /* the test tells us when to let go */
+    zklock_release(w->l);
+    return NULL;
+}
+
+struct herd {
+    struct herd_waiter *w;
+    int n;
+};
+
+static bool one_holding(void *p)
+{
+    struct herd *h = p;
+    for (int i = 0; i < h->n; i++)
+        if (__atomic_load_n(&h->w[i].holding, __ATOMIC_SEQ_CST) &&
+            !__atomic_load_n(&h->w[i].go, __ATOMIC_SEQ_CST))
+            return true;
+    return false;
+}
+
+static void test_one_wakeup_per_release(void)
+{
+    enum { W = 6 };
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("herd");
+    zklock_t *la = new_mutex(a, path, NULL), *lb = new_mutex(b, path, NULL);
+    struct herd_waiter w[W];
+    struct herd h = {w, W};
+
+    memset(w, 0, sizeof w);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    for (int i = 0; i < W; i++) {
+        w[i].l = lb;
+        pthread_create(&w[i].t, NULL, herd_main, &w[i]);
+    }
+    CU_ASSERT(wait_children(path, W + 1));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    for (int k = 1; k <= W; k++) {
+        int holder = -1;
+        CU_ASSERT_FATAL(tu_wait_until(one_holding, &h, WAIT_MS));
+        for (int i = 0; i < W; i++)
+            if (w[i].holding && !w[i].go)
+                holder = i;
+        /* exactly one waiter woke for each release so far */
+        TU_ASSERT_INT(STAT(b, wakeups), ==, k);
+        __atomic_store_n(&w[holder].go, 1, __ATOMIC_SEQ_CST);
+    }
+    for (int i = 0; i < W; i++)
+        pthread_join(w[i].t, NULL);
+    TU_ASSERT_INT(STAT(b, wakeups), ==, W);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    assert_clean(path);
+}
+
+/* ---- lock paths ------------------------------------------------------------------------------------------ */
+
+static void test_parents_are_containers(void)
+{
+    zklock_session_t *s = tu_session();
+    char top[256], path[300];
+    zklock_t *l;
+
+    snprintf(top, sizeof top, "%s", tu_path("containers"));
+    snprintf(path, sizeof path, "%s/deeper/lock", top);
+    l = new_mutex(s, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    /* The server removes empty containers (the harness checks every second). */
+    CU_ASSERT(tu_wait_until(gone, path, WAIT_MS));
+    CU_ASSERT(tu_wait_until(gone, top, WAIT_MS));
+    zklock_session_close(s);
+}
+
+static void test_free_releases(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("free");
+    zklock_t *l = new_mutex(s, path, NULL);
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zklock_free(l);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_session_close(s);
+    assert_clean(path);
+}
+
+/* ---- adopted handles ------------------------------------------------------------------------------------- */
+
+static zklock_session_t *adopted_session;
+
+static void app_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    zklock_session_t *s = __atomic_load_n(&adopted_session, __ATOMIC_SEQ_CST);
+    if (s)
+        zklock_session_event(s, type, state);
+}
+
+static bool zh_up(void *zh)
+{
+    return zoo_state(zh) == ZOO_CONNECTED_STATE;
+}
+
+static void test_adopted_session(void)
+{
+    zhandle_t *zh = zookeeper_init(tu_hosts(), app_watcher, 6000, NULL, NULL, 0);
+    const char *path = tu_path("adopt");
+    zklock_session_t *s = NULL;
+    zklock_t *l;
+    struct Stat st;
+
+    CU_ASSERT_FATAL(zh && tu_wait_until(zh_up, zh, WAIT_MS));
+    TU_REQUIRE_RC(zklock_session_adopt(&s, zh, NULL), ZKLOCK_OK);
+    __atomic_store_n(&adopted_session, s, __ATOMIC_SEQ_CST);
+    CU_ASSERT(zklock_session_zhandle(s) == zh);
+    l = new_mutex(s, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    /* Closing the adopted session removes our node but not the handle. */
+    __atomic_store_n(&adopted_session, NULL, __ATOMIC_SEQ_CST);
+    zklock_session_close(s);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
+    zklock_free(l);
+    TU_ASSERT_RC(zoo_exists(zh, path, 0, &st), ZOK);
+    zookeeper_close(zh);
+    assert_clean(path);
+}
+
+static const tu_test_t mutex_tests[] = {
+    {"node_name_and_data", test_node_name_and_data},
+    {"default_identity", test_default_identity},
+    {"reentrancy", test_reentrancy},
+    {"try_once_busy", test_try_once_busy},
+    {"timeout", test_timeout},
+    {"cancel", test_cancel},
+    {"release_not_held", test_release_not_held},
+    {"bad_input", test_bad_input},
+    {"session_close_while_held", test_session_close_while_held},
+    {"open_unreachable", test_open_unreachable},
+    {"threads_exclusion", test_threads_exclusion},
+    {"processes_exclusion", test_processes_exclusion},
+    {"fifo_order", test_fifo_order},
+    {"unrelated_children", test_unrelated_children},
+    {"fence_increases", test_fence_increases},
+    {"expiry_while_holding", test_expiry_while_holding},
+    {"expiry_while_waiting", test_expiry_while_waiting},
+    {"operator_deletes_holder", test_operator_deletes_holder},
+    {"handoff_without_listing", test_handoff_without_listing},
+    {"one_wakeup_per_release", test_one_wakeup_per_release},
+    {"parents_are_containers", test_parents_are_containers},
+    {"free_releases", test_free_releases},
+    {"adopted_session", test_adopted_session},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"mutex", mutex_tests}, {NULL, NULL}};
+    int rc = tu_main(suites, true);
+    tu_zk_close();
+    return rc;
+}

@@ -1,0 +1,265 @@
+/* test_unit.c: the pure parts, no ZooKeeper needed: path checks, node
+ * names, queue order, the blocking rule, error names. */
+#include "../lib/internal.h"
+#include "testutil.h"
+
+#include <string.h>
+
+/* ---- paths ------------------------------------------------------------------ */
+
+static void test_path_table(void)
+{
+    static const struct {
+        const char *path;
+        int rc;
+    } table[] = {
+        {"/a", 0},
+        {"/locks/db-1/leader", 0},
+        {"/with space/and_underscore.dot", 0},
+        {"/unicode/\xc3\xa9t\xc3\xa9", 0},
+        {"/a/.../b", 0},
+        {"/.hidden", 0},
+        {NULL, ZKLOCK_EINVAL},
+        {"", ZKLOCK_EINVAL},
+        {"/", ZKLOCK_EINVAL},
+        {"relative/path", ZKLOCK_EINVAL},
+        {"/trailing/", ZKLOCK_EINVAL},
+        {"/double//slash", ZKLOCK_EINVAL},
+        {"/./dot", ZKLOCK_EINVAL},
+        {"/dot/.", ZKLOCK_EINVAL},
+        {"/a/../b", ZKLOCK_EINVAL},
+        {"/..", ZKLOCK_EINVAL},
+        {"/zookeeper", ZKLOCK_EINVAL},
+        {"/zookeeper/quota", ZKLOCK_EINVAL},
+        {"/zookeeperish", 0},
+        {"/tab\there", ZKLOCK_EINVAL},
+        {"/del\x7f", ZKLOCK_EINVAL},
+        {"/c1\xc2\x85", ZKLOCK_EINVAL},          /* U+0085, a C1 control */
+        {"/bad\xff", ZKLOCK_EINVAL},             /* not UTF-8 */
+        {"/overlong\xc0\xaf", ZKLOCK_EINVAL},    /* overlong '/' */
+        {"/truncated\xe2\x82", ZKLOCK_EINVAL},
+        {"/private\xee\x80\x80", ZKLOCK_EINVAL}, /* U+E000 */
+        {"/special\xef\xbf\xbe", ZKLOCK_EINVAL}, /* U+FFFE */
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        char msg[128];
+        int rc = zkl_path_check(table[i].path);
+        snprintf(msg, sizeof msg, "path #%zu", i);
+        CU_assertImplementation(rc == table[i].rc, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+}
+
+static void test_path_length(void)
+{
+    char p[ZKL_PATH_MAX + 2];
+    memset(p, 'a', sizeof p);
+    p[0] = '/';
+    p[ZKL_PATH_MAX] = '\0';
+    TU_ASSERT_RC(zkl_path_check(p), 0);
+    p[ZKL_PATH_MAX] = 'a';
+    p[ZKL_PATH_MAX + 1] = '\0';
+    TU_ASSERT_RC(zkl_path_check(p), ZKLOCK_EINVAL);
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+static void expect_parse(const char *name, int rc, int32_t seq, int tag)
+{
+    struct zkl_entry e;
+    char msg[256];
+    int got = zkl_parse_name(name, &e);
+
+    snprintf(msg, sizeof msg, "parse(%s)", name);
+    CU_assertImplementation(got == rc, __LINE__, msg, __FILE__, "", CU_FALSE);
+    if (rc == 0 && got == 0) {
+        snprintf(msg, sizeof msg, "seq(%s) = %d, want %d", name, e.seq, seq);
+        CU_assertImplementation(e.seq == seq, __LINE__, msg, __FILE__, "", CU_FALSE);
+        snprintf(msg, sizeof msg, "tag(%s) = %d, want %d", name, e.tag, tag);
+        CU_assertImplementation(e.tag == tag, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+}
+
+static void test_parse_names(void)
+{
+    const char *u = "_c_9a8b7c6d-1111-4222-8333-444455556666-";
+    char buf[128];
+
+    snprintf(buf, sizeof buf, "%slock-0000000042", u);
+    expect_parse(buf, 0, 42, ZKL_TAG_LOCK);
+    snprintf(buf, sizeof buf, "%s__READ__0000000007", u);
+    expect_parse(buf, 0, 7, ZKL_TAG_READ);
+    snprintf(buf, sizeof buf, "%s__WRIT__2147483647", u);
+    expect_parse(buf, 0, INT32_MAX, ZKL_TAG_WRIT);
+    expect_parse("0123456789abcdef0123456789abcdef__lock__0000000003", 0, 3, ZKL_TAG_KLOCK);
+    expect_parse("0123456789abcdef0123456789abcdef__rlock__0000000004", 0, 4, ZKL_TAG_KRLOCK);
+    /* after the wrap: "%010d" of negative numbers */
+    expect_parse("x-lock--000000005", 0, -5, ZKL_TAG_LOCK);
+    expect_parse("x-lock--1000000000", 0, -1000000000, ZKL_TAG_LOCK);
+    expect_parse("x-lock--2147483648", 0, INT32_MIN, ZKL_TAG_LOCK);
+    expect_parse("x-lock-1000000000", 0, 1000000000, ZKL_TAG_LOCK);
+    expect_parse("lock-0000000000", 0, 0, ZKL_TAG_LOCK);
+    /* unrelated children */
+    expect_parse("config", -1, 0, 0);
+    expect_parse("lock-", -1, 0, 0);
+    expect_parse("lock-123", -1, 0, 0);
+    expect_parse("x-lock-2147483648", -1, 0, 0);  /* out of range */
+    expect_parse("x-lock-00000000001", -1, 0, 0); /* eleven digits */
+    expect_parse("x-leases-0000000001", -1, 0, 0);
+    expect_parse("0000000001", -1, 0, 0);
+    expect_parse("", -1, 0, 0);
+    expect_parse(NULL, -1, 0, 0);
+}
+
+static void test_prefixes(void)
+{
+    char a[ZKL_PREFIX_MAX], b[ZKL_PREFIX_MAX];
+
+    TU_ASSERT_RC(zkl_make_prefix(a, ZKLOCK_WIRE_CURATOR), 0);
+    TU_ASSERT_RC(zkl_make_prefix(b, ZKLOCK_WIRE_CURATOR), 0);
+    TU_ASSERT_INT(strlen(a), ==, 40); /* _c_ + 36 + - */
+    CU_ASSERT(strncmp(a, "_c_", 3) == 0);
+    CU_ASSERT(a[39] == '-' && a[11] == '-' && a[16] == '-' && a[17] == '4');
+    CU_ASSERT(strcmp(a, b) != 0);
+    TU_ASSERT_RC(zkl_make_prefix(a, ZKLOCK_WIRE_KAZOO), 0);
+    TU_ASSERT_INT(strlen(a), ==, 32);
+    CU_ASSERT(strspn(a, "0123456789abcdef") == 32);
+}
+
+/* ---- order and the rule ------------------------------------------------------------ */
+
+static int index_of(const struct zkl_entry *q, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(q[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_all(const char *const *names, int n, struct zkl_entry *q)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (zkl_parse_name(names[i], &q[m]) == 0)
+            m++;
+    return m;
+}
+
+static void test_sort_mixed_tags(void)
+{
+    const char *names[] = {
+        "_c_b-__READ__0000000005", "cccccccccccccccccccccccccccccccc__lock__0000000002",
+        "_c_a-lock-0000000009",    "unrelated",
+        "_c_d-__WRIT__0000000001", "_c_e-__READ__0000000001", /* a downgrade heir */
+    };
+    struct zkl_entry q[6];
+    int n = parse_all(names, 6, q);
+
+    TU_ASSERT_INT(n, ==, 5);
+    zkl_sort(q, (size_t)n, q[0].seq);
+    CU_ASSERT_STRING_EQUAL(q[0].name, "_c_d-__WRIT__0000000001");
+    CU_ASSERT_STRING_EQUAL(q[1].name, "_c_e-__READ__0000000001"); /* heir after its writer */
+    CU_ASSERT_STRING_EQUAL(q[2].name, "cccccccccccccccccccccccccccccccc__lock__0000000002");
+    CU_ASSERT_STRING_EQUAL(q[3].name, "_c_b-__READ__0000000005");
+    CU_ASSERT_STRING_EQUAL(q[4].name, "_c_a-lock-0000000009");
+}
+
+static void test_sort_across_wrap(void)
+{
+    const char *names[] = {"a-lock--2147483647", "b-lock-2147483646", "c-lock--2147483648",
+                           "d-lock-2147483647"};
+    struct zkl_entry q[4];
+    int n = parse_all(names, 4, q);
+
+    /* Any member as reference gives the same order. */
+    for (int ref = 0; ref < n; ref++) {
+        int32_t r = q[ref].seq;
+        zkl_sort(q, (size_t)n, r);
+        CU_ASSERT_STRING_EQUAL(q[0].name, "b-lock-2147483646");
+        CU_ASSERT_STRING_EQUAL(q[1].name, "d-lock-2147483647");
+        CU_ASSERT_STRING_EQUAL(q[2].name, "c-lock--2147483648");
+        CU_ASSERT_STRING_EQUAL(q[3].name, "a-lock--2147483647");
+    }
+}
+
+static void test_blocker_rule(void)
+{
+    /* W1 R2 R3 W4 R5 M6: readers share, writers and mutexes exclude. */
+    const char *names[] = {"w-__WRIT__0000000001", "r-__READ__0000000002",
+                           "r-__READ__0000000003", "w-__WRIT__0000000004",
+                           "r-__READ__0000000005", "m-lock-0000000006"};
+    struct zkl_entry q[6];
+    int n = parse_all(names, 6, q), blockers;
+
+    zkl_sort(q, (size_t)n, 1);
+    TU_ASSERT_INT(zkl_blocker(q, 0, &blockers), ==, -1); /* W1 holds */
+    TU_ASSERT_INT(zkl_blocker(q, 1, &blockers), ==, 0);  /* R2 waits for W1 */
+    TU_ASSERT_INT(blockers, ==, 1);
+    TU_ASSERT_INT(zkl_blocker(q, 2, &blockers), ==, 0); /* R3 too, not for R2 */
+    TU_ASSERT_INT(zkl_blocker(q, 3, &blockers), ==, 2); /* W4 watches R3 */
+    TU_ASSERT_INT(blockers, ==, 3);
+    TU_ASSERT_INT(zkl_blocker(q, 4, &blockers), ==, 3); /* R5: nearest writer W4 */
+    TU_ASSERT_INT(blockers, ==, 2);
+    TU_ASSERT_INT(zkl_blocker(q, 5, &blockers), ==, 4); /* the mutex excludes all */
+    TU_ASSERT_INT(blockers, ==, 5);
+
+    /* Without W1, R2 and R3 hold together. */
+    TU_ASSERT_INT(zkl_blocker(q + 1, 0, &blockers), ==, -1);
+    TU_ASSERT_INT(zkl_blocker(q + 1, 1, &blockers), ==, -1);
+    TU_ASSERT_INT(blockers, ==, 0);
+
+    /* A stray of our own never blocks us. */
+    q[0].mine = true;
+    TU_ASSERT_INT(zkl_blocker(q, 1, &blockers), ==, -1);
+    TU_ASSERT_INT(index_of(q, n, "m-lock-0000000006"), ==, 5);
+}
+
+/* ---- errors and versions --------------------------------------------------------------- */
+
+static void test_errors(void)
+{
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(0), "ok");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_EBUSY), "ZKLOCK_EBUSY");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZCONNECTIONLOSS), "ZCONNECTIONLOSS");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_OK), "ZKLOCK_OK");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(12345), "UNKNOWN");
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(12345), "unknown error");
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(ZNONODE), zerror(ZNONODE));
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_ETIMEDOUT),
+                           "timed out before the lock was acquired");
+    /* zklock's own codes sit below every ZooKeeper code */
+#define CHECK_RANGE(name, value, msg)                         \
+    TU_ASSERT_INT(ZKLOCK_##name, <=, ZKLOCK_ERRNO_BASE);      \
+    CU_ASSERT(strcmp(zklock_strerror(ZKLOCK_##name), msg) == 0);
+    ZKLOCK_ERRNO_MAP(CHECK_RANGE)
+#undef CHECK_RANGE
+    TU_ASSERT_INT(ZTHROTTLEDOP, >, ZKLOCK_ERRNO_BASE);
+    CU_ASSERT_STRING_EQUAL(zklock_state_name(ZKLOCK_SUSPENDED), "SUSPENDED");
+    CU_ASSERT_STRING_EQUAL(zklock_state_name(99), "UNKNOWN");
+}
+
+static void test_version(void)
+{
+    CU_ASSERT_STRING_EQUAL(zklock_version(), ZKLOCK_VERSION);
+    TU_ASSERT_INT(ZKLOCK_VERSION_HEX, ==,
+                  (ZKLOCK_VERSION_MAJOR << 16) | (ZKLOCK_VERSION_MINOR << 8) |
+                      ZKLOCK_VERSION_PATCH);
+}
+
+static const tu_test_t unit_tests[] = {
+    {"path_table", test_path_table},
+    {"path_length", test_path_length},
+    {"parse_names", test_parse_names},
+    {"prefixes", test_prefixes},
+    {"sort_mixed_tags", test_sort_mixed_tags},
+    {"sort_across_wrap", test_sort_across_wrap},
+    {"blocker_rule", test_blocker_rule},
+    {"errors", test_errors},
+    {"version", test_version},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"unit", unit_tests}, {NULL, NULL}};
+    return tu_main(suites, false);
+}

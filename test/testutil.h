@@ -1,0 +1,112 @@
+/* testutil.h: what the CUnit suites share.
+ *
+ * Suites that need ZooKeeper run under test/zk-harness.sh, which exports
+ * ZKLOCK_TEST_HOSTS; without it they skip (exit 77) and say so. */
+#ifndef ZKLOCK_TESTUTIL_H
+#define ZKLOCK_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <zklock.h>
+
+/* ---- assertions that print both sides ---------------------------------------- */
+
+#define TU_ASSERT_RC(expr, want)                                                   \
+    do {                                                                           \
+        int tu_got_ = (expr), tu_want_ = (want);                                   \
+        char tu_msg_[256];                                                         \
+        snprintf(tu_msg_, sizeof tu_msg_, "%s == %s (got %s %d)", #expr, #want,    \
+                 zklock_err_name(tu_got_), tu_got_);                               \
+        CU_assertImplementation(tu_got_ == tu_want_, __LINE__, tu_msg_, __FILE__,  \
+                                "", CU_FALSE);                                     \
+    } while (0)
+
+#define TU_ASSERT_INT(a, op, b)                                                    \
+    do {                                                                           \
+        long long tu_a_ = (long long)(a), tu_b_ = (long long)(b);                  \
+        char tu_msg_[256];                                                         \
+        snprintf(tu_msg_, sizeof tu_msg_, "%s %s %s (%lld vs %lld)", #a, #op, #b,  \
+                 tu_a_, tu_b_);                                                    \
+        CU_assertImplementation(tu_a_ op tu_b_, __LINE__, tu_msg_, __FILE__, "",   \
+                                CU_FALSE);                                         \
+    } while (0)
+
+/* Fatal variant: a test that cannot go on stops here. */
+#define TU_REQUIRE_RC(expr, want)                                                  \
+    do {                                                                           \
+        int tu_got_ = (expr), tu_want_ = (want);                                   \
+        char tu_msg_[256];                                                         \
+        snprintf(tu_msg_, sizeof tu_msg_, "%s == %s (got %s %d)", #expr, #want,    \
+                 zklock_err_name(tu_got_), tu_got_);                               \
+        CU_assertImplementation(tu_got_ == tu_want_, __LINE__, tu_msg_, __FILE__,  \
+                                "", CU_TRUE);                                      \
+    } while (0)
+
+/* ---- running --------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} tu_test_t;
+
+typedef struct {
+    const char *name;
+    const tu_test_t *tests; /* ends with {NULL, NULL} */
+} tu_suite_t;
+
+/* Runs the suites (ZKLOCK_TEST_ONLY=substring picks tests by name); each
+ * test runs under a watchdog. Exit status: 0 all passed, 1 failures,
+ * 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
+int tu_main(const tu_suite_t *suites, bool needs_zk);
+
+/* ---- ZooKeeper helpers ------------------------------------------------------------ */
+
+const char *tu_hosts(void);
+
+/* A unique path for this test: /zklock-test/<pid>-<n>-<name>. Static buffer
+ * rotation: valid until 8 more calls. */
+const char *tu_path(const char *name);
+
+/* A session with the test defaults (short timeouts); fails the test if it
+ * cannot be opened. */
+zklock_session_t *tu_session(void);
+zklock_session_t *tu_session_opts(const zklock_session_opts_t *opts);
+
+/* A plain ZooKeeper handle for looking at nodes (shared by the test);
+ * tu_zk_close() closes it at the end. */
+zhandle_t *tu_zk(void);
+void tu_zk_close(void);
+
+/* Children of path (NULL-terminated, sorted; caller frees with
+ * tu_free_strings), or NULL if it does not exist. */
+char **tu_children(const char *path, int *count);
+void tu_free_strings(char **v);
+
+/* Number of children of path; -1 if path does not exist. */
+int tu_count(const char *path);
+
+/* Ephemeral nodes anywhere under path (0 if path does not exist). */
+int tu_ephemerals(const char *path);
+
+/* Data of a node into buf (NUL-terminated); returns its length or -1. */
+int tu_get(const char *path, char *buf, int len);
+
+/* Forces s's ZooKeeper session to expire now: another handle with the same
+ * session id and password connects and closes. */
+void tu_expire(zklock_session_t *s);
+
+/* Polls cond(arg) every few milliseconds until it holds or ms pass. */
+bool tu_wait_until(bool (*cond)(void *), void *arg, int ms);
+
+/* Monotonic milliseconds. */
+int64_t tu_now_ms(void);
+
+/* Runs argv (argv[0] is a path) and returns its pid. */
+int tu_spawn(char *const argv[]);
+/* Waits for pid; returns its exit status, or 128+signal. */
+int tu_wait_pid(int pid);
+
+#endif
