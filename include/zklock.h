@@ -159,6 +159,11 @@ ZKLOCK_API void zklock_session_event(zklock_session_t *s, int type, int state);
  * close it. NULL if s is NULL or closed. */
 ZKLOCK_API zhandle_t *zklock_session_zhandle(zklock_session_t *s);
 
+/* The id of the ZooKeeper session in use (as in a node's ephemeralOwner),
+ * 0 while there is none (connecting, or renewing after an expiry) or if s
+ * is NULL or closed. Non-blocking. */
+ZKLOCK_API int64_t zklock_session_id(zklock_session_t *s);
+
 /* Ends the session: threads waiting in zklock_acquire() on its locks return
  * ZKLOCK_ECLOSED, held locks end (their nodes are deleted), and for an
  * opened session the ZooKeeper handle is closed. Lock handles created on s

@@ -515,6 +515,19 @@ zhandle_t *zklock_session_zhandle(zklock_session_t *s)
     return zh;
 }
 
+int64_t zklock_session_id(zklock_session_t *s)
+{
+    int64_t id = 0;
+
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    if (s->state == ZKL_S_CONNECTED || s->state == ZKL_S_SUSPENDED)
+        id = s->session_id;
+    pthread_mutex_unlock(&s->mu);
+    return id;
+}
+
 int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out, size_t size)
 {
     if (!s || !out || size == 0)

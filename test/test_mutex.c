@@ -374,6 +374,7 @@ static void test_bad_input(void)
     zklock_free(NULL);
     zklock_session_close(NULL);
     CU_ASSERT_PTR_NULL(zklock_session_zhandle(NULL));
+    TU_ASSERT_INT(zklock_session_id(NULL), ==, 0);
 
     l = new_mutex(s, root, NULL);
     TU_ASSERT_RC(zklock_acquire(l, -2), ZKLOCK_EINVAL);
@@ -655,8 +656,9 @@ static void test_expiry_while_holding(void)
     const char *path = tu_path("expire-held");
     zklock_t *l = new_mutex(s, path, &lo);
     struct state_arg connected_again = {&ev, ZKLOCK_CONNECTED};
-    int64_t before, token;
+    int64_t before, token, first_id = zklock_session_id(s);
 
+    TU_ASSERT_INT(first_id, !=, 0);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK); /* depth 2 */
     TU_ASSERT_RC(zklock_fence(l, &before), ZKLOCK_OK);
@@ -673,6 +675,8 @@ static void test_expiry_while_holding(void)
     /* The session renews itself and the lock works again. */
     CU_ASSERT(tu_wait_until(state_seen, &connected_again, WAIT_MS));
     TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_session_id(s), !=, first_id);
+    TU_ASSERT_INT(zklock_session_id(s), !=, 0);
     TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
     TU_ASSERT_INT(token, >, before);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);

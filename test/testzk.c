@@ -134,15 +134,36 @@ int tu_get(const char *path, char *buf, int len)
     return n;
 }
 
+struct renewal {
+    zklock_session_t *s;
+    int64_t old_id;
+};
+
+static bool renewed(void *p)
+{
+    struct renewal *r = p;
+    int64_t id = zklock_session_id(r->s);
+    return id != r->old_id;
+}
+
+/* The twin's close can lose a race: if the original client reconnects
+ * between the twin's connect and its close, the session moves back and the
+ * close is refused. So: until the session id changes, try again. */
 void tu_expire(zklock_session_t *s)
 {
-    zhandle_t *zh = zklock_session_zhandle(s), *twin;
-    clientid_t id;
+    for (int attempt = 0; attempt < 10; attempt++) {
+        zhandle_t *zh = zklock_session_zhandle(s), *twin;
+        struct renewal r = {s, zklock_session_id(s)};
+        clientid_t id;
 
-    CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
-    id = *zoo_client_id(zh);
-    twin = connect_raw(&id);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
-    zookeeper_close(twin);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+        id = *zoo_client_id(zh);
+        twin = connect_raw(&id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
+        zookeeper_close(twin);
+        if (tu_wait_until(renewed, &r, 5000))
+            return;
+    }
+    CU_FAIL_FATAL("could not make the session expire");
 }
 

@@ -1,0 +1,32 @@
+/* example.c: the README's example, built by `make check` and by the
+ * install test against the installed library.
+ *   cc example.c $(pkg-config --cflags --libs zklock) && ./a.out HOSTS */
+#include <stdio.h>
+#include <zklock.h>
+
+int main(int argc, char **argv)
+{
+    const char *hosts = argc > 1 ? argv[1] : "127.0.0.1:2181";
+    zklock_session_t *session;
+    zklock_t *lock;
+    int64_t token;
+    int rc;
+
+    zoo_set_debug_level(ZOO_LOG_LEVEL_WARN); /* the ZooKeeper client's own chatter */
+    if ((rc = zklock_session_open(&session, hosts, NULL)) != ZKLOCK_OK) {
+        fprintf(stderr, "cannot connect: %s\n", zklock_strerror(rc));
+        return 1;
+    }
+    zklock_mutex_new(&lock, session, "/locks/nightly-report", NULL);
+    rc = zklock_acquire(lock, 30000); /* wait up to 30 s */
+    if (rc == ZKLOCK_OK) {
+        zklock_fence(lock, &token); /* pass it to storage with every write */
+        printf("holding the lock, fencing token %lld\n", (long long)token);
+        zklock_release(lock);
+    } else {
+        fprintf(stderr, "no lock: %s\n", zklock_strerror(rc));
+    }
+    zklock_free(lock);
+    zklock_session_close(session);
+    return rc == ZKLOCK_OK ? 0 : 1;
+}

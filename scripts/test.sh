@@ -1,0 +1,84 @@
+#!/bin/bash
+# scripts/test.sh: sets up everything (Debian packages, build) and runs the
+# whole test suite. Each suite starts and stops its own throwaway ZooKeeper.
+#
+#   scripts/test.sh            every stage below
+#   scripts/test.sh STAGE...   only those stages
+#
+# Stages:
+#   check      ./configure && make check (unit, API, fault and tool tests)
+#   install    make install into a temp prefix, build the README example with
+#              pkg-config against it, make uninstall leaves nothing
+#   asan       make check under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan       make check under ThreadSanitizer
+#   valgrind   make check-valgrind (memcheck, leaks are errors)
+#   distcheck  make distcheck
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+ALL_STAGES="check install asan tsan valgrind distcheck"
+stages=${*:-$ALL_STAGES}
+B=$ZKLOCK_TOP/build
+
+stage_check() {
+  build "$B/plain"
+  make -C "$B/plain" -j"$JOBS" check || { cat "$B/plain/test-suite.log"; return 1; }
+}
+
+stage_install() {
+  local prefix=$B/prefix
+  rm -rf "$prefix"
+  build "$B/install" --prefix="$prefix"
+  make -C "$B/install" -s install >/dev/null 2>&1 || { echo "FAIL: make install"; return 1; }
+  # shellcheck disable=SC2046
+  cc -o "$B/example-installed" "$ZKLOCK_TOP/docs/example.c" \
+    $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs zklock) \
+    -Wl,-rpath,"$prefix/lib" ||
+    { echo "FAIL: the README example does not build against the installed library"; return 1; }
+  "$ZKLOCK_TOP/test/zk-harness.sh" run sh -c '"$0" "$ZKLOCK_TEST_HOSTS"' "$B/example-installed" |
+    grep -q 'holding the lock' || { echo "FAIL: the installed example did not take the lock"; return 1; }
+  [ -f "$prefix/share/man/man3/zklock.3" ] || { echo "FAIL: man page not installed"; return 1; }
+  make -C "$B/install" -s uninstall >/dev/null
+  if [ -n "$(find "$prefix" -type f)" ]; then
+    echo "FAIL: make uninstall left files behind:"; find "$prefix" -type f; return 1
+  fi
+  rm -rf "$prefix" "$B/example-installed"
+  echo "PASS: make install, pkg-config build of docs/example.c against it, make uninstall"
+}
+
+stage_asan() {
+  build "$B/asan" --enable-asan --disable-shared
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    make -C "$B/asan" -j"$JOBS" check || { cat "$B/asan/test-suite.log"; return 1; }
+}
+
+stage_tsan() {
+  build "$B/tsan" --enable-tsan --disable-shared
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    make -C "$B/tsan" -j"$JOBS" check || { cat "$B/tsan/test-suite.log"; return 1; }
+}
+
+stage_valgrind() {
+  build "$B/plain"
+  make -C "$B/plain" check-valgrind || { cat "$B/plain/test-suite.log"; return 1; }
+}
+
+stage_distcheck() {
+  build "$B/plain"
+  make -C "$B/plain" -j"$JOBS" distcheck >"$B/distcheck.log" 2>&1 ||
+    { tail -n 60 "$B/distcheck.log"; return 1; }
+  echo "PASS: make distcheck"
+}
+
+ensure_packages
+failed=""
+for s in $stages; do
+  case " $ALL_STAGES " in *" $s "*) ;; *) die "unknown stage '$s' (stages: $ALL_STAGES)";; esac
+  say "stage: $s"
+  if ! "stage_$s"; then failed="$failed $s"; say "stage $s FAILED"; fi
+done
+if [ -n "$failed" ]; then
+  say "FAILED stages:$failed"
+  exit 1
+fi
+say "all stages passed: $stages"
