@@ -6,6 +6,8 @@
 #define ZKLOCK_TESTUTIL_H
 
 #include <CUnit/CUnit.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,5 +110,56 @@ int64_t tu_now_ms(void);
 int tu_spawn(char *const argv[]);
 /* Waits for pid; returns its exit status, or 128+signal. */
 int tu_wait_pid(int pid);
+
+/* ---- lock-test helpers ------------------------------------------------------------ */
+
+#define TU_WAIT_MS 20000 /* generous deadline for conditions on a loaded machine */
+
+zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *opts);
+
+/* Waits until `path` has exactly `n` children. */
+bool tu_wait_children(const char *path, int n);
+/* For tu_wait_until: true once the node (a char *) no longer exists. */
+bool tu_gone(void *path);
+/* What every test ends with: no ephemeral node left under path. */
+void tu_assert_clean(const char *path);
+
+/* A thread that acquires a lock (and maybe releases it) and reports. */
+struct tu_acquirer {
+    zklock_t *l;
+    int timeout_ms;
+    bool release_after;
+    int rc;
+    int64_t took_ms;
+    pthread_t t;
+    int done;
+};
+void tu_start_acquirer(struct tu_acquirer *a, zklock_t *l, int timeout_ms, bool release_after);
+bool tu_acquirer_done(void *a);
+int tu_join_acquirer(struct tu_acquirer *a); /* its rc */
+
+/* Records callbacks: pass as ctx with tu_on_lost / tu_on_state. */
+struct tu_events {
+    pthread_mutex_t mu;
+    int lost, lost_reason;
+    int states[32], nstates;
+};
+#define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0}
+void tu_on_lost(zklock_t *l, int reason, void *ctx);
+void tu_on_state(zklock_session_t *s, int state, void *ctx);
+bool tu_lost_once(void *events);
+bool tu_saw_state(struct tu_events *e, int state);
+/* Waits until on_state reported `state`. */
+bool tu_wait_state(struct tu_events *e, int state);
+
+/* A detector in a MAP_SHARED temp file (its name in file) for helper
+ * processes to share; tu_free_detector unmaps and removes it. */
+struct detector;
+struct detector *tu_new_detector(char *file, size_t len);
+void tu_free_detector(struct detector *d, const char *file);
+
+/* One counter of zklock_session_stats, e.g. TU_STAT(s, wakeups). */
+uint64_t tu_stat(zklock_session_t *s, size_t offset);
+#define TU_STAT(s, field) tu_stat((s), offsetof(zklock_stats_t, field))
 
 #endif

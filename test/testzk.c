@@ -1,7 +1,10 @@
 /* testzk.c: ZooKeeper helpers for the suites that need a server. */
 #include "testutil.h"
 
+#include "detector.h"
+
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -167,3 +170,153 @@ void tu_expire(zklock_session_t *s)
     CU_FAIL_FATAL("could not make the session expire");
 }
 
+
+/* ---- lock-test helpers ------------------------------------------------------------ */
+
+zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *opts)
+{
+    zklock_t *l = NULL;
+    TU_REQUIRE_RC(zklock_mutex_new(&l, s, path, opts), ZKLOCK_OK);
+    return l;
+}
+
+struct count_arg {
+    const char *path;
+    int want;
+};
+
+static bool has_count(void *p)
+{
+    struct count_arg *a = p;
+    return tu_count(a->path) == a->want;
+}
+
+bool tu_wait_children(const char *path, int n)
+{
+    struct count_arg a = {path, n};
+    return tu_wait_until(has_count, &a, TU_WAIT_MS);
+}
+
+bool tu_gone(void *path)
+{
+    return tu_count(path) == -1;
+}
+
+void tu_assert_clean(const char *path)
+{
+    TU_ASSERT_INT(tu_ephemerals(path), ==, 0);
+}
+
+static void *acquirer_main(void *p)
+{
+    struct tu_acquirer *a = p;
+    int64_t t0 = tu_now_ms();
+    a->rc = zklock_acquire(a->l, a->timeout_ms);
+    a->took_ms = tu_now_ms() - t0;
+    if (a->rc == 0 && a->release_after)
+        zklock_release(a->l);
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+void tu_start_acquirer(struct tu_acquirer *a, zklock_t *l, int timeout_ms, bool release_after)
+{
+    memset(a, 0, sizeof *a);
+    a->l = l;
+    a->timeout_ms = timeout_ms;
+    a->release_after = release_after;
+    pthread_create(&a->t, NULL, acquirer_main, a);
+}
+
+bool tu_acquirer_done(void *p)
+{
+    return __atomic_load_n(&((struct tu_acquirer *)p)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+int tu_join_acquirer(struct tu_acquirer *a)
+{
+    pthread_join(a->t, NULL);
+    return a->rc;
+}
+
+void tu_on_lost(zklock_t *l, int reason, void *ctx)
+{
+    struct tu_events *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    e->lost++;
+    e->lost_reason = reason;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void tu_on_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct tu_events *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    if (e->nstates < 32)
+        e->states[e->nstates++] = state;
+    pthread_mutex_unlock(&e->mu);
+}
+
+bool tu_lost_once(void *p)
+{
+    struct tu_events *e = p;
+    bool r;
+    pthread_mutex_lock(&e->mu);
+    r = e->lost >= 1;
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+bool tu_saw_state(struct tu_events *e, int state)
+{
+    bool r = false;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->nstates; i++)
+        r |= e->states[i] == state;
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+struct state_arg {
+    struct tu_events *e;
+    int state;
+};
+
+static bool state_seen(void *p)
+{
+    struct state_arg *a = p;
+    return tu_saw_state(a->e, a->state);
+}
+
+bool tu_wait_state(struct tu_events *e, int state)
+{
+    struct state_arg a = {e, state};
+    return tu_wait_until(state_seen, &a, TU_WAIT_MS);
+}
+
+struct detector *tu_new_detector(char *file, size_t len)
+{
+    struct detector *d;
+    int fd;
+
+    snprintf(file, len, "/tmp/zklock-detector-XXXXXX");
+    fd = mkstemp(file);
+    if (fd < 0 || ftruncate(fd, sizeof *d) != 0)
+        return NULL;
+    d = mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return d == MAP_FAILED ? NULL : d;
+}
+
+void tu_free_detector(struct detector *d, const char *file)
+{
+    munmap(d, sizeof *d);
+    unlink(file);
+}
+
+uint64_t tu_stat(zklock_session_t *s, size_t offset)
+{
+    zklock_stats_t st;
+    zklock_session_stats(s, &st, sizeof st);
+    return *(uint64_t *)((char *)&st + offset);
+}
