@@ -176,7 +176,7 @@ typedef struct zklock_stats {
     uint64_t requests;      /* ZooKeeper requests sent */
     uint64_t watch_events;  /* node events received on zklock's watches */
     uint64_t wakeups;       /* waiting contenders woken by a watch event */
-    uint64_t listings;      /* children listings of a lock path */
+    uint64_t listings;      /* children listings of a lock path evaluated */
     uint64_t acquired;      /* successful first acquisitions (not reentrant) */
     uint64_t lost;          /* held locks reported through on_lost */
 } zklock_stats_t;
@@ -211,7 +211,9 @@ enum {
 
 typedef struct zklock_opts {
     /* A held lock is gone: its session expired (reason ZKLOCK_LOST_EXPIRED)
-     * or its node was deleted by someone else (ZKLOCK_LOST_DELETED). Called
+     * or its node was deleted by someone else (ZKLOCK_LOST_DELETED; a session
+     * closed from another handle can show as this too, when the server's
+     * deletion of the node reaches the client before the expiry). Called
      * once per lost hold, on the session's callback thread; the holder's
      * hold count is already 0 and its next zklock_release() answers
      * ZKLOCK_ELOST. May be NULL. */
@@ -284,6 +286,43 @@ ZKLOCK_API const char *zklock_path(const zklock_t *l);
  * while another thread may still start a call on l, nor on a borrowed view
  * of a read/write lock (free the read/write lock instead; this is ignored). */
 ZKLOCK_API void zklock_free(zklock_t *l);
+
+/* ------------------------------------------------------------------------
+ * Read/write locks
+ *
+ * Two views of one lock path: any number of threads (anywhere) may hold the
+ * read side together; the write side excludes everyone. Contenders are
+ * served in arrival order: a queued writer holds back the readers that
+ * arrive after it (no writer starvation), while the readers that arrived
+ * before it keep reading. A release wakes only the contenders it lets in.
+ * Both views work with every zklock_t call (acquire, release, hold_count,
+ * fence, cancel, on_lost); each side is reentrant per thread.
+ *  - Downgrade: a thread holding the write side may take the read side at
+ *    once; when it then releases the write side, no writer queued behind it
+ *    gets in before its read hold ends.
+ *  - Upgrade is refused: a thread holding only the read side that asks for
+ *    the write side gets ZKLOCK_EDEADLK at once.
+ * On the wire: Curator's InterProcessReadWriteLock (_c_<uuid>-__READ__<seq>,
+ * _c_<uuid>-__WRIT__<seq>), or kazoo's ReadLock/WriteLock with
+ * ZKLOCK_WIRE_KAZOO.
+ */
+typedef struct zklock_rwlock zklock_rwlock_t;
+
+/* Same arguments and errors as zklock_mutex_new(); opts (on_lost, wire)
+ * apply to both views. */
+ZKLOCK_API int zklock_rwlock_new(zklock_rwlock_t **out, zklock_session_t *s,
+                                 const char *path, const zklock_opts_t *opts);
+
+/* The read (shared) view. Borrowed: valid as long as rw; never pass it to
+ * zklock_free(). NULL if rw is NULL. */
+ZKLOCK_API zklock_t *zklock_rwlock_read(zklock_rwlock_t *rw);
+
+/* The write (exclusive) view. Borrowed, like the read view. */
+ZKLOCK_API zklock_t *zklock_rwlock_write(zklock_rwlock_t *rw);
+
+/* Frees both views as zklock_free() frees a handle (waiters canceled, holds
+ * released: the read side first). rw may be NULL. */
+ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
 
 #ifdef __cplusplus
 }

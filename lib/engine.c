@@ -236,6 +236,7 @@ static void requeue(zkl_contender_t *c)
     c->create_unknown = false;
     c->need_list = false;
     c->own_wanted = false;
+    c->heir = false; /* its writer's place is gone too: queue as a reader */
     if (zkl_make_prefix(c->prefix, c->l->opts.wire) != 0)
         zkl_give_up(c, ZKLOCK_ESYSTEM);
 }
@@ -334,7 +335,6 @@ static void send_list(zkl_contender_t *c)
     c->need_list = false;
     c->busy++;
     op_begin(c);
-    s->stats.listings++;
     rc = zoo_aget_children(s->zh, c->l->path, 0, list_done, c);
     if (rc != ZOK)
         op_refused(c, rc);
@@ -589,6 +589,7 @@ static void judge(zkl_contender_t *c, const struct String_vector *names)
         zkl_give_up(c, ZKLOCK_ENOMEM);
         return;
     }
+    s->stats.listings++;
     if (c->create_unknown) {
         recover_from(c, q, n);
         free(q);
@@ -710,7 +711,10 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     c->busy--;
     if (rc == ZOK && st->ephemeralOwner == s->session_id) {
         c->czxid = st->czxid;
-        c->need_list = true;
+        if (c->heir && c->phase == ZKL_QUEUING)
+            become_holder(c); /* a heir holds by its writer's place */
+        else
+            c->need_list = true;
     } else if (transient(rc)) {
         c->create_unknown = true; /* look again */
         set_node(c, NULL);

@@ -2,7 +2,7 @@
  *
  *   contender HOSTS PATH MODE THREADS ITERATIONS SHMFILE
  *
- * MODE is m (mutex).
+ * MODE is m (mutex), r (read side) or w (write side of a read/write lock).
  * Each thread has its own session. Inside every critical section it updates
  * a detector in SHMFILE (shared with the test and the other processes):
  * writers and mutex holders must be alone, readers must see no writer, and
@@ -26,15 +26,22 @@ static char mode;
 static int iterations;
 static struct detector *det;
 
-static zklock_t *make_lock(zklock_session_t *s)
+static zklock_t *make_lock(zklock_session_t *s, zklock_rwlock_t **rw)
 {
     zklock_t *l = NULL;
-    return zklock_mutex_new(&l, s, path, NULL) == 0 ? l : NULL;
+
+    *rw = NULL;
+    if (mode == 'm')
+        return zklock_mutex_new(&l, s, path, NULL) == 0 ? l : NULL;
+    if (zklock_rwlock_new(rw, s, path, NULL) != 0)
+        return NULL;
+    return mode == 'r' ? zklock_rwlock_read(*rw) : zklock_rwlock_write(*rw);
 }
 
 static void *worker(void *arg)
 {
     zklock_session_t *s;
+    zklock_rwlock_t *rw;
     zklock_t *l;
     int rc;
 
@@ -45,7 +52,7 @@ static void *worker(void *arg)
         __atomic_add_fetch(&det->errors, 1, __ATOMIC_SEQ_CST);
         return NULL;
     }
-    l = make_lock(s);
+    l = make_lock(s, &rw);
     for (int i = 0; l && i < iterations; i++) {
         int64_t token = 0;
         rc = zklock_acquire(l, -1);
@@ -57,7 +64,10 @@ static void *worker(void *arg)
             break;
         }
         detector_enter(det, mode == 'r', token);
-        sched_yield(); /* give an overlap, if there were one, the chance to show */
+        /* Give an overlap, if there were one, the chance to show; readers
+         * stay a little longer so that they meet each other. */
+        for (int k = 0; k < (mode == 'r' ? 50 : 1); k++)
+            sched_yield();
         detector_leave(det, mode == 'r');
         rc = zklock_release(l);
         if (rc) {
@@ -65,7 +75,10 @@ static void *worker(void *arg)
             __atomic_add_fetch(&det->errors, 1, __ATOMIC_SEQ_CST);
         }
     }
-    zklock_free(l);
+    if (rw)
+        zklock_rwlock_free(rw);
+    else
+        zklock_free(l);
     zklock_session_close(s);
     return NULL;
 }
@@ -76,7 +89,7 @@ int main(int argc, char **argv)
     pthread_t *t;
 
     if (argc != 7) {
-        fprintf(stderr, "usage: contender HOSTS PATH m THREADS ITERATIONS SHMFILE\n");
+        fprintf(stderr, "usage: contender HOSTS PATH m|r|w THREADS ITERATIONS SHMFILE\n");
         return 2;
     }
     hosts = argv[1];

@@ -1,0 +1,496 @@
+/* test_rwlock.c: the read/write lock against a real ZooKeeper. */
+#include "testutil.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "detector.h"
+
+static zklock_rwlock_t *new_rw(zklock_session_t *s, const char *path, const zklock_opts_t *opts)
+{
+    zklock_rwlock_t *rw = NULL;
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, path, opts), ZKLOCK_OK);
+    return rw;
+}
+
+/* The names of path's children, sorted by their sequence suffix. */
+static int children_matching(const char *path, const char *pattern)
+{
+    regex_t re;
+    char **kids;
+    int n, matched = 0;
+
+    regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
+    kids = tu_children(path, &n);
+    for (int i = 0; i < n; i++)
+        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
+    tu_free_strings(kids);
+    regfree(&re);
+    return matched;
+}
+
+#define UUID "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
+
+static void test_wire_names(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("rw-names");
+    zklock_rwlock_t *ra = new_rw(a, path, NULL), *rb = new_rw(b, path, NULL);
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(ra), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rb), -1), ZKLOCK_OK);
+    TU_ASSERT_INT(children_matching(path, "^" UUID "__READ__[0-9]{10}$"), ==, 2);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(ra)), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rb)), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(ra), -1), ZKLOCK_OK);
+    TU_ASSERT_INT(children_matching(path, "^" UUID "__WRIT__[0-9]{10}$"), ==, 1);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(ra)), ZKLOCK_OK);
+    zklock_rwlock_free(ra);
+    zklock_rwlock_free(rb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+/* ---- readers share ------------------------------------------------------------- */
+
+struct reader_meet {
+    zklock_t *l;
+    int *inside, want, rc;
+    pthread_t t;
+};
+
+static bool all_inside(void *p)
+{
+    struct reader_meet *m = p;
+    return __atomic_load_n(m->inside, __ATOMIC_SEQ_CST) >= m->want;
+}
+
+static void *reader_main(void *p)
+{
+    struct reader_meet *m = p;
+    m->rc = zklock_acquire(m->l, 20000);
+    if (m->rc != 0)
+        return NULL;
+    __atomic_add_fetch(m->inside, 1, __ATOMIC_SEQ_CST);
+    /* Stay inside until every reader is: they must all hold at once. */
+    if (!tu_wait_until(all_inside, m, TU_WAIT_MS))
+        m->rc = ZKLOCK_ETIMEDOUT;
+    zklock_release(m->l);
+    return NULL;
+}
+
+static void test_readers_overlap(void)
+{
+    enum { R = 4 };
+    zklock_session_t *s[R];
+    zklock_rwlock_t *rw[R];
+    struct reader_meet m[R];
+    const char *path = tu_path("rw-overlap");
+    int inside = 0;
+
+    for (int i = 0; i < R; i++) {
+        s[i] = tu_session();
+        rw[i] = new_rw(s[i], path, NULL);
+        m[i] = (struct reader_meet){zklock_rwlock_read(rw[i]), &inside, R, -1, 0};
+        pthread_create(&m[i].t, NULL, reader_main, &m[i]);
+    }
+    for (int i = 0; i < R; i++) {
+        pthread_join(m[i].t, NULL);
+        TU_ASSERT_RC(m[i].rc, ZKLOCK_OK);
+    }
+    TU_ASSERT_INT(inside, ==, R);
+    for (int i = 0; i < R; i++) {
+        zklock_rwlock_free(rw[i]);
+        zklock_session_close(s[i]);
+    }
+    tu_assert_clean(path);
+}
+
+/* ---- writers exclude everyone, across threads and processes ---------------------------- */
+
+static void test_mixed_processes_exclusion(void)
+{
+    const char *path = tu_path("rw-procs");
+    char file[64], *helper = getenv("ZKLOCK_TEST_CONTENDER");
+    struct detector *d = tu_new_detector(file, sizeof file);
+    static const char *modes[] = {"r", "w", "r", "w", "m"};
+    int pids[5];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    /* Readers, writers and a mutex on one path: zklock's order reads every tag,
+     * so the mutex excludes everyone too. */
+    for (int i = 0; i < 5; i++) {
+        char *argv[] = {helper, (char *)tu_hosts(), (char *)path, (char *)modes[i], "2", "15",
+                        file, NULL};
+        pids[i] = tu_spawn(argv);
+        CU_ASSERT(pids[i] > 0);
+    }
+    for (int i = 0; i < 5; i++)
+        TU_ASSERT_INT(tu_wait_pid(pids[i]), ==, 0);
+    TU_ASSERT_INT(d->errors, ==, 0);
+    TU_ASSERT_INT(d->overlaps, ==, 0);
+    TU_ASSERT_INT(d->stale_tokens, ==, 0);
+    TU_ASSERT_INT(d->entries, ==, 5 * 2 * 15);
+    tu_free_detector(d, file);
+    tu_assert_clean(path);
+}
+
+/* ---- fairness ---------------------------------------------------------------------------- */
+
+/* W1 holds; R2, W3, R4 queue in that order. R2 reads as soon as W1 is done,
+ * R4 waits for W3 although only a reader holds: no writer starvation. */
+static void test_arrival_order_fairness(void)
+{
+    zklock_session_t *s = tu_session(), *r2s = tu_session(), *w3s = tu_session(),
+                     *r4s = tu_session();
+    const char *path = tu_path("rw-fair");
+    zklock_rwlock_t *w1 = new_rw(s, path, NULL), *r2 = new_rw(r2s, path, NULL),
+                    *w3 = new_rw(w3s, path, NULL), *r4 = new_rw(r4s, path, NULL);
+    struct tu_acquirer a2, a3, a4;
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(w1), -1), ZKLOCK_OK);
+    tu_start_acquirer(&a2, zklock_rwlock_read(r2), 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    tu_start_acquirer(&a3, zklock_rwlock_write(w3), 30000, false);
+    CU_ASSERT(tu_wait_children(path, 3));
+    tu_start_acquirer(&a4, zklock_rwlock_read(r4), 30000, false);
+    CU_ASSERT(tu_wait_children(path, 4));
+
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(w1)), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a2), ZKLOCK_OK); /* R2 reads */
+    /* R4 evaluated its place when it queued and has not been woken since:
+     * it waits on W3, not on the reader. */
+    TU_ASSERT_INT(TU_STAT(r4s, listings), ==, 1);
+    TU_ASSERT_INT(TU_STAT(r4s, acquired), ==, 0);
+    TU_ASSERT_INT(tu_acquirer_done(&a3), ==, 0);
+    TU_ASSERT_INT(tu_acquirer_done(&a4), ==, 0);
+    zklock_rwlock_free(r2); /* releases R2's read hold, whichever thread took it */
+    TU_ASSERT_RC(tu_join_acquirer(&a3), ZKLOCK_OK); /* then W3 */
+    TU_ASSERT_INT(tu_acquirer_done(&a4), ==, 0);
+    zklock_rwlock_free(w3); /* releases W3 */
+    TU_ASSERT_RC(tu_join_acquirer(&a4), ZKLOCK_OK); /* then R4 */
+    zklock_rwlock_free(r4);
+    zklock_rwlock_free(w1);
+    zklock_session_close(s);
+    zklock_session_close(r2s);
+    zklock_session_close(w3s);
+    zklock_session_close(r4s);
+    tu_assert_clean(path);
+}
+
+/* ---- downgrade and upgrade ------------------------------------------------------------- */
+
+static bool relisted(void *s)
+{
+    return TU_STAT(s, listings) >= 2;
+}
+
+static void test_downgrade_keeps_place(void)
+{
+    zklock_session_t *s = tu_session(), *other = tu_session(), *third = tu_session();
+    const char *path = tu_path("rw-downgrade");
+    zklock_rwlock_t *rw = new_rw(s, path, NULL), *rw2 = new_rw(other, path, NULL),
+                    *rw3 = new_rw(third, path, NULL);
+    struct tu_acquirer writer;
+    int64_t wtoken, rtoken;
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_write(rw), &wtoken), ZKLOCK_OK);
+    tu_start_acquirer(&writer, zklock_rwlock_write(rw2), 30000, true);
+    CU_ASSERT(tu_wait_children(path, 2));
+
+    /* Downgrade: the read side at once, although a writer is queued. */
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rw), 0), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_read(rw)), ==, 1);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_read(rw), &rtoken), ZKLOCK_OK);
+    TU_ASSERT_INT(rtoken, >, wtoken);
+    TU_ASSERT_INT(children_matching(path, "__READ__"), ==, 1);
+
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    /* The queued writer was woken by the write release and looked again:
+     * the heir keeps the place, so it must still be waiting. */
+    CU_ASSERT(tu_wait_until(relisted, other, TU_WAIT_MS));
+    TU_ASSERT_INT(TU_STAT(other, acquired), ==, 0);
+    TU_ASSERT_INT(tu_acquirer_done(&writer), ==, 0);
+    /* Everyone else sees a reader holding: a writer cannot get in... */
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_write(rw3), 0), ZKLOCK_EBUSY);
+    /* ...and after the downgraded read ends, the queued writer goes. */
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&writer), ZKLOCK_OK);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(rw2);
+    zklock_rwlock_free(rw3);
+    zklock_session_close(s);
+    zklock_session_close(other);
+    zklock_session_close(third);
+    tu_assert_clean(path);
+}
+
+static void test_upgrade_is_edeadlk(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("rw-upgrade");
+    zklock_rwlock_t *rw = new_rw(s, path, NULL);
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_EDEADLK);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_write(rw), 0), ZKLOCK_EDEADLK);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* nothing was queued */
+    TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_write(rw)), ==, 0);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    /* Without the read hold, the write side is fine. */
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_write(rw), 0), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+static void test_reentrancy_both_sides(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("rw-reentrant");
+    zklock_rwlock_t *rw = new_rw(s, path, NULL);
+    zklock_t *r = zklock_rwlock_read(rw), *w = zklock_rwlock_write(rw);
+
+    for (int i = 1; i <= 3; i++) {
+        TU_REQUIRE_RC(zklock_acquire(w, -1), ZKLOCK_OK);
+        TU_ASSERT_INT(zklock_hold_count(w), ==, i);
+    }
+    for (int i = 1; i <= 2; i++) {
+        TU_REQUIRE_RC(zklock_acquire(r, -1), ZKLOCK_OK); /* downgrade, then reentrant */
+        TU_ASSERT_INT(zklock_hold_count(r), ==, i);
+    }
+    TU_ASSERT_INT(tu_count(path), ==, 2); /* one writer node, one heir */
+    for (int i = 2; i >= 0; i--) {
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+        TU_ASSERT_INT(zklock_hold_count(w), ==, i);
+    }
+    TU_ASSERT_INT(zklock_hold_count(r), ==, 2);
+    TU_ASSERT_RC(zklock_acquire(w, 0), ZKLOCK_EDEADLK); /* now only a reader */
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_ENOTHELD);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(r); /* a borrowed view: ignored */
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+/* ---- wake-ups -------------------------------------------------------------------------------- */
+
+struct holder {
+    zklock_t *l;
+    pthread_t t;
+    int holding, go, rc;
+};
+
+static void *holder_main(void *p)
+{
+    struct holder *h = p;
+    h->rc = zklock_acquire(h->l, 60000);
+    if (h->rc != 0)
+        return NULL;
+    __atomic_store_n(&h->holding, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&h->go, __ATOMIC_SEQ_CST))
+        sched_yield(); /* the test tells us when to let go */
+    h->rc = zklock_release(h->l);
+    return NULL;
+}
+
+static bool is_holding(void *p)
+{
+    return __atomic_load_n(&((struct holder *)p)->holding, __ATOMIC_SEQ_CST) != 0;
+}
+
+static void start_holder(struct holder *h, zklock_t *l, const char *path, int queued)
+{
+    memset(h, 0, sizeof *h);
+    h->l = l;
+    pthread_create(&h->t, NULL, holder_main, h);
+    CU_ASSERT(tu_wait_children(path, queued));
+}
+
+static void let_go(struct holder *h)
+{
+    __atomic_store_n(&h->go, 1, __ATOMIC_SEQ_CST);
+    pthread_join(h->t, NULL);
+    TU_ASSERT_RC(h->rc, ZKLOCK_OK);
+}
+
+/* Queue W1 R2 R3 W4 R5, each in its own session; count who wakes. */
+static void test_release_wakes_only_who_can_proceed(void)
+{
+    enum { N = 5 };
+    const char *path = tu_path("rw-wakeups");
+    const bool writer[N] = {true, false, false, true, false};
+    zklock_session_t *s[N];
+    zklock_rwlock_t *rw[N];
+    struct holder h[N];
+
+    for (int i = 0; i < N; i++) {
+        s[i] = tu_session();
+        rw[i] = new_rw(s[i], path, NULL);
+        start_holder(&h[i], writer[i] ? zklock_rwlock_write(rw[i]) : zklock_rwlock_read(rw[i]),
+                     path, i + 1);
+    }
+    CU_ASSERT(tu_wait_until(is_holding, &h[0], TU_WAIT_MS));
+    let_go(&h[0]); /* W1 goes: R2 and R3 may read, nobody else may move */
+    CU_ASSERT(tu_wait_until(is_holding, &h[1], TU_WAIT_MS));
+    CU_ASSERT(tu_wait_until(is_holding, &h[2], TU_WAIT_MS));
+    TU_ASSERT_INT(TU_STAT(s[1], wakeups), ==, 1);
+    TU_ASSERT_INT(TU_STAT(s[2], wakeups), ==, 1);
+    TU_ASSERT_INT(TU_STAT(s[3], wakeups), ==, 0);
+    TU_ASSERT_INT(TU_STAT(s[4], wakeups), ==, 0);
+    let_go(&h[1]); /* R2 goes: W4 watches R3, so nobody wakes */
+    TU_ASSERT_INT(TU_STAT(s[3], wakeups), ==, 0);
+    TU_ASSERT_INT(TU_STAT(s[4], wakeups), ==, 0);
+    let_go(&h[2]); /* R3 goes: W4 holds, R5 still sleeps */
+    CU_ASSERT(tu_wait_until(is_holding, &h[3], TU_WAIT_MS));
+    TU_ASSERT_INT(TU_STAT(s[3], wakeups), ==, 1);
+    TU_ASSERT_INT(TU_STAT(s[4], wakeups), ==, 0);
+    let_go(&h[3]); /* W4 goes: R5 reads */
+    CU_ASSERT(tu_wait_until(is_holding, &h[4], TU_WAIT_MS));
+    TU_ASSERT_INT(TU_STAT(s[4], wakeups), ==, 1);
+    let_go(&h[4]);
+    for (int i = 0; i < N; i++) {
+        zklock_rwlock_free(rw[i]);
+        zklock_session_close(s[i]);
+    }
+    tu_assert_clean(path);
+}
+
+/* ---- fencing and expiry ---------------------------------------------------------------------- */
+
+static void test_writer_tokens_increase(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("rw-fence");
+    zklock_rwlock_t *ra = new_rw(a, path, NULL), *rb = new_rw(b, path, NULL);
+    int64_t last = 0, token;
+
+    for (int i = 0; i < 6; i++) {
+        zklock_t *w = zklock_rwlock_write(i % 2 ? ra : rb);
+        zklock_t *r = zklock_rwlock_read(i % 2 ? rb : ra);
+        TU_REQUIRE_RC(zklock_acquire(w, -1), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_fence(w, &token), ZKLOCK_OK);
+        TU_ASSERT_INT(token, >, last);
+        last = token;
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+        TU_REQUIRE_RC(zklock_acquire(r, -1), ZKLOCK_OK); /* a reader in between */
+        TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    }
+    zklock_rwlock_free(ra);
+    zklock_rwlock_free(rb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+static void expire_while(bool writing)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session(), *other = tu_session();
+    const char *path = tu_path(writing ? "rw-expire-w" : "rw-expire-r");
+    zklock_rwlock_t *rw = new_rw(s, path, &lo), *rw2 = new_rw(other, path, NULL);
+    zklock_t *l = writing ? zklock_rwlock_write(rw) : zklock_rwlock_read(rw);
+    struct tu_acquirer waiter;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    tu_start_acquirer(&waiter, zklock_rwlock_write(rw2), 30000, true);
+    CU_ASSERT(tu_wait_children(path, 2));
+    tu_expire(s);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
+    /* Closing the session from the twin handle deletes our node first; the
+     * client may hear of the deletion before it hears of the expiry. */
+    CU_ASSERT(ev.lost_reason == ZKLOCK_LOST_EXPIRED || ev.lost_reason == ZKLOCK_LOST_DELETED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(tu_join_acquirer(&waiter), ZKLOCK_OK); /* the writer got in */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(rw2);
+    zklock_session_close(s);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+static void test_expiry_while_reading(void)
+{
+    expire_while(false);
+}
+
+static void test_expiry_while_writing(void)
+{
+    expire_while(true);
+}
+
+static void test_timeout_and_cancel_leave_nothing(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("rw-giveup");
+    zklock_rwlock_t *ra = new_rw(a, path, NULL), *rb = new_rw(b, path, NULL);
+    struct tu_acquirer reader;
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(ra), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rb), 200), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rb), 0), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_write(rb), 0), ZKLOCK_EBUSY);
+    tu_start_acquirer(&reader, zklock_rwlock_read(rb), -1, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    TU_ASSERT_RC(zklock_cancel(zklock_rwlock_read(rb)), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&reader), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(ra)), ZKLOCK_OK);
+    zklock_rwlock_free(ra);
+    zklock_rwlock_free(rb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+static void test_bad_input(void)
+{
+    zklock_session_t *s = tu_session();
+    zklock_rwlock_t *rw = NULL;
+
+    TU_ASSERT_RC(zklock_rwlock_new(NULL, s, "/x", NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_rwlock_new(&rw, NULL, "/x", NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_rwlock_new(&rw, s, "x/", NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(rw);
+    CU_ASSERT_PTR_NULL(zklock_rwlock_read(NULL));
+    CU_ASSERT_PTR_NULL(zklock_rwlock_write(NULL));
+    zklock_rwlock_free(NULL);
+    zklock_session_close(s);
+}
+
+static const tu_test_t rw_tests[] = {
+    {"wire_names", test_wire_names},
+    {"readers_overlap", test_readers_overlap},
+    {"mixed_processes_exclusion", test_mixed_processes_exclusion},
+    {"arrival_order_fairness", test_arrival_order_fairness},
+    {"downgrade_keeps_place", test_downgrade_keeps_place},
+    {"upgrade_is_edeadlk", test_upgrade_is_edeadlk},
+    {"reentrancy_both_sides", test_reentrancy_both_sides},
+    {"release_wakes_only_who_can_proceed", test_release_wakes_only_who_can_proceed},
+    {"writer_tokens_increase", test_writer_tokens_increase},
+    {"expiry_while_reading", test_expiry_while_reading},
+    {"expiry_while_writing", test_expiry_while_writing},
+    {"timeout_and_cancel_leave_nothing", test_timeout_and_cancel_leave_nothing},
+    {"bad_input", test_bad_input},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"rwlock", rw_tests}, {NULL, NULL}};
+    int rc = tu_main(suites, true);
+    tu_zk_close();
+    return rc;
+}
