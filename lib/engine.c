@@ -114,8 +114,13 @@ static void op_refused(zkl_contender_t *c, int rc)
 {
     op_end(c);
     c->busy--;
-    if (transient(rc) || session_ending(rc))
-        return; /* the session event that explains it will follow */
+    if (transient(rc) || session_ending(rc)) {
+        /* the session event that explains it will follow; until then, or
+         * until the retry timer, send nothing */
+        c->backoff = true;
+        zkl_retry_later(session_of(c));
+        return;
+    }
     zkl_give_up(c, rc);
 }
 
@@ -125,10 +130,12 @@ static void set_node(zkl_contender_t *c, char *node)
     c->node = node;
 }
 
-static void drop_watched(zkl_contender_t *c)
+/* The predecessor watch is over (fired, removed, refused or forgotten). */
+static void watch_over(zkl_contender_t *c)
 {
     free(c->watched);
     c->watched = NULL;
+    c->watch_wanted = false;
 }
 
 /* ---- list membership and lifetime ---------------------------------------- */
@@ -191,7 +198,7 @@ void zkl_reap(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
-    if (c->attached || c->ops > 0 || c->watch_armed || c->own_armed)
+    if (c->attached || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
         return;
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
@@ -227,15 +234,16 @@ static void finish(zkl_contender_t *c)
     pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
 }
 
+static void forget_blocker(zkl_contender_t *c);
+
 /* Starts over with a new node name (the old one is gone or was never ours). */
 static void requeue(zkl_contender_t *c)
 {
     set_node(c, NULL);
-    drop_watched(c);
+    forget_blocker(c);
     c->phase = ZKL_QUEUING;
     c->create_unknown = false;
     c->need_list = false;
-    c->own_wanted = false;
     c->heir = false; /* its writer's place is gone too: queue as a reader */
     if (zkl_make_prefix(c->prefix, c->l->opts.wire) != 0)
         zkl_give_up(c, ZKLOCK_ESYSTEM);
@@ -247,14 +255,11 @@ static void become_holder(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    drop_watched(c);
+    forget_blocker(c);
     c->phase = ZKL_HELD;
     c->result = ZKLOCK_OK;
-    c->own_wanted = true;
     s->stats.acquired++;
-    /* The watch on our own node tells us if an operator deletes it; its
-     * answer is not waited for. */
-    arm_own_watch(c);
+    arm_own_watch(c); /* normally armed already, since the node exists */
     wake(c);
 }
 
@@ -271,7 +276,6 @@ static void lose(zkl_contender_t *c, int reason)
     set_node(c, NULL);
     c->phase = ZKL_LOST;
     c->holds = 0;
-    c->own_wanted = false;
     c->lost_reason = reason;
     s->stats.lost++;
     zkl_queue_lost(s, c->l, reason);
@@ -282,7 +286,6 @@ void zkl_give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
     c->phase = ZKL_LEAVING;
-    c->own_wanted = false;
     zkl_step(c);
 }
 
@@ -405,10 +408,15 @@ static void send_watch(zkl_contender_t *c)
     int rc;
 
     c->busy++;
+    c->watch_pending = true;
+    c->watch_wanted = true;
     op_begin(c);
     rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
-    if (rc != ZOK)
+    if (rc != ZOK) {
+        c->watch_pending = false;
+        watch_over(c);
         op_refused(c, rc);
+    }
 }
 
 static void send_delete(zkl_contender_t *c)
@@ -441,7 +449,7 @@ static void arm_own_watch(zkl_contender_t *c)
     zklock_session_t *s = session_of(c);
     int rc;
 
-    if (c->own_armed || c->own_pending || !c->node || !zkl_connected(s))
+    if (c->own_watches > 0 || c->own_pending || !c->node || !zkl_connected(s))
         return;
     c->own_pending = true;
     op_begin(c);
@@ -452,19 +460,32 @@ static void arm_own_watch(zkl_contender_t *c)
     }
 }
 
-/* Takes back the watch on our predecessor. Only local bookkeeping in the
- * client; if the event is already on its way (ZNOWATCHER while we still
- * count it armed), pred_watcher() will see it and clear the flag. */
-static void unwatch(zkl_contender_t *c)
+/* Takes a registered watch back (local bookkeeping in the client, no
+ * round trip). False if its event is already on its way to the watcher,
+ * which then sees it and counts it off. */
+static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count)
 {
     zklock_session_t *s = session_of(c);
 
-    if (!c->watch_armed || !s->zh || c->gen != s->gen)
+    if (*count == 0 || !path || !s->zh)
+        return false;
+    if (zoo_remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
+        return false;
+    (*count)--;
+    s->watches--;
+    return true;
+}
+
+/* We no longer care about the node we watched. A request still in flight
+ * finds that out when it answers (watch_done). */
+static void forget_blocker(zkl_contender_t *c)
+{
+    c->watch_wanted = false;
+    if (c->watch_pending)
         return;
-    if (zoo_remove_watches(s->zh, c->watched, ZWATCHTYPE_DATA, pred_watcher, c, 1) == ZOK) {
-        c->watch_armed = false;
-        s->watches--;
-    }
+    take_back(c, c->watched, pred_watcher, &c->pred_watches);
+    if (c->pred_watches == 0)
+        watch_over(c);
 }
 
 /* ---- the step function ----------------------------------------------------- */
@@ -473,14 +494,14 @@ static void step_leaving(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    unwatch(c);
+    forget_blocker(c);
     if (c->busy)
         return; /* the chain in flight decides what is there to delete */
     if (!c->node && !c->create_unknown) {
         finish(c);
         return;
     }
-    if (!zkl_connected(s))
+    if (!zkl_connected(s) || c->backoff)
         return;
     if (c->create_unknown)
         send_recovery(c);
@@ -496,14 +517,11 @@ void zkl_step(zkl_contender_t *c)
         step_leaving(c);
         return;
     }
-    if (!zkl_connected(s) || c->busy)
+    if (!zkl_connected(s) || c->backoff)
         return;
-    if (c->phase == ZKL_HELD) {
-        if (c->own_wanted)
-            arm_own_watch(c);
-        return;
-    }
-    if (c->phase != ZKL_QUEUING)
+    if (c->phase == ZKL_HELD || c->phase == ZKL_QUEUING)
+        arm_own_watch(c);
+    if (c->busy || c->phase != ZKL_QUEUING)
         return;
     if (c->create_unknown)
         send_recovery(c);
@@ -528,7 +546,14 @@ static void watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, i
         zkl_give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    drop_watched(c);
+    if (c->watched) {
+        forget_blocker(c); /* not expected: one watch at a time */
+        if (c->watched) {
+            free(watched);
+            c->need_list = true;
+            return;
+        }
+    }
     c->watched = watched;
     c->sole_blocker = blockers == 1 && !(exclusive(c) && blocker->tag == ZKL_TAG_WRIT);
     send_watch(c);
@@ -637,7 +662,8 @@ static void settle(zkl_contender_t *c)
         zkl_reap(c);                              \
         pthread_mutex_unlock(&s->mu);             \
         return;                                   \
-    }
+    }                                             \
+    back_off(c, rc)
 #define ZKL_COMPLETION_END(c)       \
     settle(c);                      \
     pthread_mutex_unlock(&s->mu)
@@ -648,13 +674,22 @@ static void failed(zkl_contender_t *c, int rc)
     if (transient(rc)) {
         if (c->try_once && c->phase == ZKL_QUEUING)
             zkl_give_up(c, rc); /* try-once answers at once */
-        /* Connection loss is followed by a session event and a resume;
-         * the rarer answers (throttled, moved) by nothing, so ask for one. */
-        zkl_retry_later(session_of(c));
         return;
     }
     if (!session_ending(rc) && c->phase == ZKL_QUEUING)
         zkl_give_up(c, rc);
+}
+
+/* A request failed for want of a connection. Retrying at once would spin
+ * until the client notices; wait for the resume that follows the
+ * reconnection (or, for the rarer answers that no session event follows,
+ * such as "throttled", the session thread's retry timer). */
+static void back_off(zkl_contender_t *c, int rc)
+{
+    if (transient(rc)) {
+        c->backoff = true;
+        zkl_retry_later(session_of(c));
+    }
 }
 
 static void create_done(int rc, const char *name, const struct Stat *st, const void *data)
@@ -670,6 +705,7 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
             struct zkl_entry e;
             c->seq = zkl_parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
             c->czxid = st->czxid;
+            arm_own_watch(c);
             if (c->heir && c->phase == ZKL_QUEUING)
                 become_holder(c);
         }
@@ -688,13 +724,24 @@ static void list_done(int rc, const struct String_vector *names, const void *dat
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
-    if (rc == ZOK && (c->node || c->create_unknown))
-        judge(c, names);
-    else if (transient(rc) && c->node) {
-        c->need_list = true;
+    if (rc == ZOK) {
+        if (c->node || c->create_unknown)
+            judge(c, names);
+    } else if (rc == ZNONODE) {
+        /* No lock path: nothing of ours can be under it. */
+        if (c->create_unknown) {
+            c->create_unknown = false;
+            c->need_parents = true;
+        } else if (c->node) {
+            requeue(c);
+        }
+    } else if (transient(rc)) {
+        c->need_list = c->node != NULL;
         failed(c, rc);
-    } else if (rc == ZNONODE && c->node)
-        requeue(c); /* the lock path went away, with our node */
+    } else if (!session_ending(rc)) {
+        c->create_unknown = false; /* we cannot look (ACL?): it goes with the session */
+        failed(c, rc);
+    }
     ZKL_COMPLETION_END(c);
 }
 
@@ -711,6 +758,7 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     c->busy--;
     if (rc == ZOK && st->ephemeralOwner == s->session_id) {
         c->czxid = st->czxid;
+        arm_own_watch(c);
         if (c->heir && c->phase == ZKL_QUEUING)
             become_holder(c); /* a heir holds by its writer's place */
         else
@@ -725,10 +773,12 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     ZKL_COMPLETION_END(c);
 }
 
+/* The node we waited for went (the watch is over). Our own node cannot
+ * have gone unnoticed: its watch was set before this one, so the server
+ * would have told us first. */
 static void predecessor_gone(zkl_contender_t *c)
 {
     session_of(c)->stats.wakeups++;
-    drop_watched(c);
     if (c->sole_blocker)
         become_holder(c);
     else
@@ -739,10 +789,16 @@ static void watch_done(int rc, const char *value, int len, const struct Stat *st
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
+    c->watch_pending = false;
     if (rc == ZOK) {
-        c->watch_armed = true;
+        c->pred_watches++;
         s->watches++;
-    } else if (c->phase == ZKL_QUEUING) {
+        if (!c->watch_wanted)
+            forget_blocker(c); /* we moved on while it was being set */
+        ZKL_COMPLETION_END(c);
+        return;
+    }
+    if (c->watch_wanted && c->phase == ZKL_QUEUING) {
         if (rc == ZNONODE)
             predecessor_gone(c); /* went before the watch was set */
         else if (transient(rc))
@@ -750,6 +806,7 @@ static void watch_done(int rc, const char *value, int len, const struct Stat *st
         else
             failed(c, rc);
     }
+    watch_over(c);
     ZKL_COMPLETION_END(c);
 }
 
@@ -758,10 +815,12 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
     ZKL_COMPLETION_BEGIN(c);
     c->own_pending = false;
     if (rc == ZOK) {
-        c->own_armed = true;
+        c->own_watches++;
         s->watches++;
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
         lose(c, ZKLOCK_LOST_DELETED);
+    } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
+        requeue(c); /* our place was deleted before we could watch it */
     }
     ZKL_COMPLETION_END(c);
 }
@@ -771,10 +830,15 @@ static void delete_done(int rc, const void *data)
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
     if (rc == ZOK || rc == ZNONODE) {
+        /* "No node" after a delete whose reply was lost is that delete's
+         * success; on a first attempt, the node was gone before we came. */
+        if (rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
+            c->result = ZKLOCK_ELOST;
         set_node(c, NULL);
-        if (rc == ZNONODE && c->result == ZKLOCK_OK)
-            c->result = ZKLOCK_ELOST; /* a release found the node gone */
-    } else if (!transient(rc) && !session_ending(rc)) {
+        c->delete_unknown = false;
+    } else if (transient(rc)) {
+        c->delete_unknown = true;
+    } else if (!session_ending(rc)) {
         /* Not ours to delete (ACLs?): it goes with the session. */
         set_node(c, NULL);
         if (c->result == ZKLOCK_OK)
@@ -801,32 +865,43 @@ static void session_string_done(int rc, const char *value, const void *data)
 
 /* Every watcher also receives the session's state changes (type
  * ZOO_SESSION_EVENT); those are the session code's business. A node event
- * consumes the watch whatever the generation. */
-#define ZKL_WATCHER_BEGIN(c, flag)                 \
-    zkl_contender_t *c = (zkl_contender_t *)ctx;  \
-    zklock_session_t *s;                          \
-    bool current;                                 \
-    if (type == ZOO_SESSION_EVENT)                \
-        return;                                   \
-    s = session_of(c);                            \
-    pthread_mutex_lock(&s->mu);                   \
-    s->stats.watch_events++;                      \
-    if (c->flag) {                                \
-        c->flag = false;                          \
-        s->watches--;                             \
-    }                                             \
-    current = c->gen == s->gen && zh == s->zh
+ * ends the registration whatever it is about; it counts only if it is about
+ * what we watch now, in this session. */
+static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const char *path,
+                        const char *expected)
+{
+    zklock_session_t *s = session_of(c);
+
+    s->stats.watch_events++;
+    if (*count > 0) {
+        (*count)--;
+        s->watches--;
+    }
+    return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
+}
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    ZKL_WATCHER_BEGIN(c, watch_armed);
-    if (current && c->phase == ZKL_QUEUING && c->watched && c->busy) {
-        c->need_list = true; /* look again once the chain in flight is done */
-    } else if (current && c->phase == ZKL_QUEUING && c->watched) {
-        if (type == ZOO_CHANGED_EVENT)
+    zkl_contender_t *c = ctx;
+    zklock_session_t *s;
+
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    s = session_of(c);
+    pthread_mutex_lock(&s->mu);
+    if (watch_event(c, zh, &c->pred_watches, path, c->watched) && c->watch_wanted &&
+        c->phase == ZKL_QUEUING && !c->busy) {
+        if (type == ZOO_CHANGED_EVENT) {
             send_watch(c); /* only its data changed: watch it again */
-        else
+        } else {
+            watch_over(c);
             predecessor_gone(c);
+        }
+    } else if (c->pred_watches == 0 && !c->watch_pending) {
+        bool wanted = c->watch_wanted && c->phase == ZKL_QUEUING;
+        watch_over(c);
+        if (wanted)
+            c->need_list = true; /* look again once the chain in flight is done */
     }
     settle(c);
     pthread_mutex_unlock(&s->mu);
@@ -834,12 +909,20 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
 
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    ZKL_WATCHER_BEGIN(c, own_armed);
-    if (current && c->phase == ZKL_HELD) {
-        if (type == ZOO_DELETED_EVENT)
+    zkl_contender_t *c = ctx;
+    zklock_session_t *s;
+
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    s = session_of(c);
+    pthread_mutex_lock(&s->mu);
+    if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
+        if (c->phase == ZKL_HELD)
             lose(c, ZKLOCK_LOST_DELETED);
-        /* else: its data changed; step() arms the watch again */
+        else if (c->phase == ZKL_QUEUING)
+            requeue(c); /* someone deleted our place in the queue */
     }
+    /* a data change: step() arms the watch again */
     settle(c);
     pthread_mutex_unlock(&s->mu);
 }
@@ -852,6 +935,7 @@ void zkl_engine_resume(zklock_session_t *s)
     zkl_contender_t *c = s->contenders, *next;
     for (; c; c = next) {
         next = c->sess_next;
+        c->backoff = false;
         wake(c);
         settle(c);
     }
@@ -879,8 +963,8 @@ void zkl_engine_session_ended(zklock_session_t *s, int reason)
         next = c->sess_next;
         c->busy = 0;
         c->need_list = c->need_parents = c->create_unknown = false;
-        c->own_pending = false;
-        drop_watched(c);
+        c->own_pending = c->watch_pending = false;
+        c->watch_wanted = false; /* registrations go with the handle */
         switch (c->phase) {
         case ZKL_HELD:
             if (reason == ZKLOCK_ECLOSED && !c->waiting) {
@@ -918,7 +1002,8 @@ void zkl_engine_forget_watches(zklock_session_t *s)
     zkl_contender_t *c = s->contenders, *next;
     for (; c; c = next) {
         next = c->sess_next;
-        c->watch_armed = c->own_armed = false;
+        c->pred_watches = c->own_watches = 0;
+        watch_over(c);
         zkl_reap(c);
     }
     s->watches = 0;
@@ -929,16 +1014,8 @@ void zkl_engine_forget_watches(zklock_session_t *s)
 int zkl_engine_unwatch_all(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
-        if (c->own_armed && s->zh && c->node &&
-            zoo_remove_watches(s->zh, c->node, ZWATCHTYPE_DATA, own_watcher, c, 1) == ZOK) {
-            c->own_armed = false;
-            s->watches--;
-        }
-        if (c->watch_armed && s->zh && c->watched &&
-            zoo_remove_watches(s->zh, c->watched, ZWATCHTYPE_DATA, pred_watcher, c, 1) == ZOK) {
-            c->watch_armed = false;
-            s->watches--;
-        }
+        take_back(c, c->node, own_watcher, &c->own_watches);
+        take_back(c, c->watched, pred_watcher, &c->pred_watches);
     }
     return s->watches;
 }

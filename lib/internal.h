@@ -108,18 +108,26 @@ struct zkl_contender {
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
     bool create_unknown;   /* a create's reply was lost: look for our node */
+    bool delete_unknown;   /* a delete's reply was lost: it may have worked */
     bool need_parents;     /* the lock path is missing: create it first */
     bool need_list;
+    bool backoff;          /* a request failed for want of a connection: send
+                              nothing more until the next resume */
     bool try_once;
     bool canceled;
     bool waiting;          /* the owner is inside zklock_acquire() */
     bool sole_blocker;     /* the watched node is the only one ahead of us */
 
-    char *watched;         /* the node we watch while waiting */
-    bool watch_armed;      /* our watcher is registered on `watched` */
-    bool own_armed;        /* our watcher is registered on our own node */
-    bool own_pending;      /* that watch's request is in flight */
-    bool own_wanted;       /* arm it when possible */
+    /* The watch on the node that blocks us. `watched` stays set while the
+     * request that sets it is in flight or the watch is registered. */
+    char *watched;
+    bool watch_wanted;     /* we still care about `watched` */
+    bool watch_pending;    /* the request setting the watch is in flight */
+    int pred_watches;      /* registrations of pred_watcher for us (0 or 1) */
+    /* The watch on our own node, armed as soon as it exists: tells a waiter
+     * its place is gone and a holder its lock is. */
+    int own_watches;       /* registrations of own_watcher for us (0 or 1) */
+    bool own_pending;      /* the request setting it is in flight */
     int ops;               /* requests in flight (completion pending) */
     unsigned gen;          /* session generation of those requests/watches */
 

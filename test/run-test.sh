@@ -13,5 +13,6 @@ if [ -n "${ZKLOCK_TEST_VALGRIND:-}" ]; then
 fi
 case $name in
   test_unit|fuzz_*) exec "$@" ;;
+  test_ensemble) exec "$here/zk-harness.sh" run -n 3 "$@" ;;
 esac
 exec "$here/zk-harness.sh" run "$@"

@@ -111,6 +111,21 @@ int tu_spawn(char *const argv[]);
 /* Waits for pid; returns its exit status, or 128+signal. */
 int tu_wait_pid(int pid);
 
+/* ---- servers -------------------------------------------------------------------- */
+
+/* Number of servers the harness started, and the i-th one's "ip:port"
+ * (1-based, into a static buffer). */
+int tu_servers(void);
+const char *tu_server(int i);
+/* A four-letter word's answer from server i into buf; its length or -1. */
+int tu_fourlw(int i, const char *word, char *buf, size_t len);
+/* Which server leads (1-based), 0 if none answers as leader. */
+int tu_leader(void);
+/* Which server holds the connection of session id, 0 if none. */
+int tu_server_of(int64_t session_id);
+/* Runs "zk-harness.sh CMD DIR I" (kill, pause, resume, restart). */
+int tu_harness(const char *cmd, int i);
+
 /* ---- lock-test helpers ------------------------------------------------------------ */
 
 #define TU_WAIT_MS 20000 /* generous deadline for conditions on a loaded machine */

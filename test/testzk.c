@@ -3,7 +3,10 @@
 
 #include "detector.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
@@ -170,6 +173,97 @@ void tu_expire(zklock_session_t *s)
     CU_FAIL_FATAL("could not make the session expire");
 }
 
+
+/* ---- servers ------------------------------------------------------------------------ */
+
+int tu_servers(void)
+{
+    int n = 1;
+    for (const char *p = tu_hosts(); *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+const char *tu_server(int i)
+{
+    static char buf[64];
+    const char *p = tu_hosts();
+    size_t len;
+
+    for (int k = 1; k < i && p; k++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return "";
+    len = strcspn(p, ",");
+    snprintf(buf, sizeof buf, "%.*s", (int)len, p);
+    return buf;
+}
+
+int tu_fourlw(int i, const char *word, char *buf, size_t len)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    char host[64];
+    const char *hp = tu_server(i), *colon = strrchr(hp, ':');
+    size_t got = 0;
+    ssize_t n;
+    int fd;
+
+    if (!colon || len == 0)
+        return -1;
+    snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+    a.sin_port = htons((uint16_t)atoi(colon + 1));
+    inet_pton(AF_INET, host, &a.sin_addr);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        write(fd, word, strlen(word)) != (ssize_t)strlen(word)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+    return (int)got;
+}
+
+int tu_leader(void)
+{
+    char buf[4096];
+    for (int i = 1; i <= tu_servers(); i++)
+        if (tu_fourlw(i, "srvr", buf, sizeof buf) > 0 && strstr(buf, "Mode: leader"))
+            return i;
+    return 0;
+}
+
+int tu_server_of(int64_t session_id)
+{
+    char buf[65536], sid[40];
+
+    snprintf(sid, sizeof sid, "sid=0x%llx,", (unsigned long long)session_id);
+    for (int i = 1; i <= tu_servers(); i++)
+        if (tu_fourlw(i, "cons", buf, sizeof buf) > 0 && strstr(buf, sid))
+            return i;
+    return 0;
+}
+
+int tu_harness(const char *cmd, int i)
+{
+    char *script = getenv("ZKLOCK_TEST_HARNESS"), *dir = getenv("ZKLOCK_TEST_ZKDIR");
+    char idx[16];
+
+    if (!script || !dir)
+        return -1;
+    snprintf(idx, sizeof idx, "%d", i);
+    {
+        char *argv[] = {"/bin/bash", script, (char *)cmd, dir, idx, NULL};
+        int pid = tu_spawn(argv);
+        return pid < 0 ? -1 : tu_wait_pid(pid);
+    }
+}
 
 /* ---- lock-test helpers ------------------------------------------------------------ */
 

@@ -3,9 +3,10 @@
 #
 #   zk-harness.sh run [-n SERVERS] [--] COMMAND [ARG...]
 #       Starts a standalone server (or an ensemble of SERVERS) in a temp dir,
-#       runs COMMAND with ZKLOCK_TEST_HOSTS (the connect string) and
-#       ZKLOCK_TEST_ZKDIR (the harness dir) in its environment, stops the
-#       servers and exits with COMMAND's status.
+#       runs COMMAND with ZKLOCK_TEST_HOSTS (the connect string),
+#       ZKLOCK_TEST_ZKDIR (the harness dir) and ZKLOCK_TEST_HARNESS (this
+#       script) in its environment, stops the servers and exits with
+#       COMMAND's status.
 #   zk-harness.sh start DIR [SERVERS]   start servers under DIR (created); prints hosts
 #   zk-harness.sh stop DIR              stop every server under DIR and remove DIR
 #   zk-harness.sh kill DIR I            SIGKILL server I (1-based)
@@ -22,6 +23,7 @@
 # quick, and check empty containers every second.
 set -u
 
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 ZK_CP=${ZK_CP:-/etc/zookeeper/conf_example:/usr/share/java/zookeeper.jar}
 JAVA=${JAVA:-java}
 START_TIMEOUT=${ZKLOCK_HARNESS_START_TIMEOUT:-60}
@@ -147,7 +149,7 @@ cmd_run() {
   trap 'cmd_stop "$run_dir"' EXIT
   trap 'exit 130' INT TERM
   hosts=$(cmd_start "$run_dir" "$n") || exit 99 # a hard error for the automake harness
-  ZKLOCK_TEST_HOSTS=$hosts ZKLOCK_TEST_ZKDIR=$run_dir "$@"
+  ZKLOCK_TEST_HOSTS=$hosts ZKLOCK_TEST_ZKDIR=$run_dir ZKLOCK_TEST_HARNESS=$self "$@"
   status=$?
   [ $status -ne 0 ] && [ -n "${ZKLOCK_HARNESS_LOGS:-}" ] && tail -n 50 "$run_dir"/s*/server.log >&2
   return $status

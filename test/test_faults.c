@@ -1,0 +1,456 @@
+/* test_faults.c: lost replies, connection loss and partitions, injected by a
+ * proxy (zkproxy.c) between one client and the server. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/proto.h>
+
+#include "zkproxy.h"
+
+/* A session through a fresh proxy, with callbacks recorded in ev. */
+struct faulty {
+    zkproxy_t *proxy;
+    zklock_session_t *s;
+    struct tu_events ev;
+};
+
+static void faulty_open(struct faulty *f, int timeout_ms)
+{
+    zklock_session_opts_t o = {.timeout_ms = timeout_ms, .on_state = tu_on_state};
+
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->ev.mu, NULL);
+    f->proxy = zkproxy_start(tu_server(1));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->proxy);
+    o.ctx = &f->ev;
+    TU_REQUIRE_RC(zklock_session_open(&f->s, zkproxy_hosts(f->proxy), &o), ZKLOCK_OK);
+}
+
+static void faulty_close(struct faulty *f)
+{
+    zklock_session_close(f->s);
+    zkproxy_stop(f->proxy);
+}
+
+/* Cuts the connection and waits until the client knows. */
+static void cut(struct faulty *f)
+{
+    zkproxy_cut(f->proxy);
+    CU_ASSERT_FATAL(tu_wait_state(&f->ev, ZKLOCK_SUSPENDED));
+}
+
+static void restore(struct faulty *f)
+{
+    zkproxy_restore(f->proxy);
+    CU_ASSERT(tu_wait_state(&f->ev, ZKLOCK_RECONNECTED));
+}
+
+/* The only child of path (caller frees), or NULL. */
+static char *only_child(const char *path)
+{
+    int n;
+    char **kids = tu_children(path, &n), *one = NULL;
+    if (n == 1)
+        one = strdup(kids[0]);
+    tu_free_strings(kids);
+    return one;
+}
+
+static int64_t owner_of(const char *path, const char *child)
+{
+    char full[512];
+    struct Stat st;
+    snprintf(full, sizeof full, "%s/%s", path, child);
+    return zoo_exists(tu_zk(), full, 0, &st) == ZOK ? st.ephemeralOwner : -1;
+}
+
+/* ---- lost create replies -------------------------------------------------------- */
+
+/* The lock path made beforehand, so that the create whose reply is lost is
+ * the one that makes our node (not one answered "no parent"). */
+static void make_lock_path(const char *path)
+{
+    char parent[512];
+    snprintf(parent, sizeof parent, "%s", path);
+    *strrchr(parent, '/') = '\0';
+    zoo_create(tu_zk(), parent, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+}
+
+static void test_lost_create_reply(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-create");
+    zklock_t *l;
+    char *node;
+
+    faulty_open(&f, 4000);
+    make_lock_path(path);
+    l = tu_mutex(f.s, path, NULL);
+    zkproxy_drop_reply(f.proxy, ZOO_CREATE2_OP);
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1); /* the fault did happen */
+    CU_ASSERT(tu_saw_state(&f.ev, ZKLOCK_RECONNECTED));
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    /* One node, the one the lost create made, owned by our session. */
+    node = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    TU_ASSERT_INT(owner_of(path, node), ==, zklock_session_id(f.s));
+    free(node);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+static bool recovered(void *s)
+{
+    return TU_STAT(s, listings) >= 1;
+}
+
+static void test_lost_create_reply_while_waiting(void)
+{
+    struct faulty f;
+    zklock_session_t *h = tu_session();
+    const char *path = tu_path("lost-create-wait");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw;
+    struct tu_acquirer w;
+
+    make_lock_path(path);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    faulty_open(&f, 4000);
+    lw = tu_mutex(f.s, path, NULL);
+    zkproxy_drop_reply(f.proxy, ZOO_CREATE2_OP);
+    tu_start_acquirer(&w, lw, 30000, true);
+    /* The waiter finds its node again and waits in its place: no orphan. */
+    CU_ASSERT(tu_wait_until(recovered, f.s, TU_WAIT_MS));
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1);
+    TU_ASSERT_INT(tu_count(path), ==, 2);
+    TU_ASSERT_INT(tu_acquirer_done(&w), ==, 0);
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(lw);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+static void test_lost_delete_reply(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-delete");
+    zklock_t *l;
+
+    faulty_open(&f, 4000);
+    l = tu_mutex(f.s, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zkproxy_drop_reply(f.proxy, ZOO_DELETE_OP);
+    /* The delete happened; its answer is lost; the retry finds the node
+     * gone, which is that delete's success. */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+/* ---- connection loss, session alive ---------------------------------------------- */
+
+static void test_hold_through_connection_loss(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("hold-cut");
+    zklock_t *l;
+    char *before, *after;
+
+    faulty_open(&f, 6000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    before = only_child(path);
+    cut(&f);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* suspended, not lost */
+    restore(&f);
+    after = only_child(path);
+    CU_ASSERT(before && after && strcmp(before, after) == 0);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1);
+    TU_ASSERT_INT(lost.lost, ==, 0);
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    free(before);
+    free(after);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+static void test_wait_through_connection_loss(void)
+{
+    struct faulty f;
+    zklock_session_t *h = tu_session();
+    const char *path = tu_path("wait-cut");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw;
+    struct tu_acquirer w;
+    char **kids, *mine = NULL, *now;
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    faulty_open(&f, 6000);
+    lw = tu_mutex(f.s, path, NULL);
+    tu_start_acquirer(&w, lw, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    kids = tu_children(path, &n);
+    for (int i = 0; i < n; i++)
+        if (owner_of(path, kids[i]) == zklock_session_id(f.s))
+            mine = strdup(kids[i]);
+    tu_free_strings(kids);
+    cut(&f);
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK); /* while the waiter is away */
+    restore(&f);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    now = only_child(path);
+    CU_ASSERT(mine && now && strcmp(mine, now) == 0); /* same node: kept its place */
+    free(mine);
+    free(now);
+    zklock_free(lw); /* releases the waiter's hold */
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+}
+
+struct releaser {
+    zklock_t *l;
+    int rc, done;
+    pthread_t t;
+};
+
+static void *release_main(void *p)
+{
+    struct releaser *r = p;
+    r->rc = zklock_release(r->l);
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static bool released(void *p)
+{
+    return __atomic_load_n(&((struct releaser *)p)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+static void *acquire_then_release_later(void *p)
+{
+    struct releaser *r = p;
+    r->rc = zklock_acquire(r->l, -1);
+    return NULL;
+}
+
+static void test_release_during_connection_loss(void)
+{
+    struct faulty f;
+    const char *path = tu_path("release-cut");
+    zklock_t *l;
+    struct releaser r = {0};
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, NULL);
+    /* The hold belongs to a thread: take it in the thread that releases. */
+    r.l = l;
+    pthread_create(&r.t, NULL, acquire_then_release_later, &r);
+    pthread_join(r.t, NULL);
+    TU_REQUIRE_RC(r.rc, ZKLOCK_OK);
+    cut(&f);
+    pthread_create(&r.t, NULL, release_main, &r);
+    /* Deliberate fault window: the release must not return while the server
+     * cannot confirm the delete, and the node must still be there. */
+    CU_ASSERT(!tu_wait_until(released, &r, 1500));
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    restore(&f);
+    pthread_join(r.t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+struct try_once {
+    zklock_t *l;
+    int timeout_ms, rc, done;
+};
+
+static void *try_main(void *p)
+{
+    struct try_once *t = p;
+    t->rc = zklock_acquire(t->l, t->timeout_ms);
+    __atomic_store_n(&t->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static bool tried(void *p)
+{
+    return __atomic_load_n(&((struct try_once *)p)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+static void test_acquire_while_disconnected(void)
+{
+    struct faulty f;
+    const char *path = tu_path("acquire-cut");
+    zklock_t *l;
+    struct try_once t;
+    pthread_t th;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, NULL);
+    cut(&f);
+    /* try-once answers at once (the proxy stays cut: it cannot wait for it) */
+    t = (struct try_once){l, 0, 0, 0};
+    pthread_create(&th, NULL, try_main, &t);
+    CU_ASSERT(tu_wait_until(tried, &t, TU_WAIT_MS));
+    pthread_join(th, NULL);
+    TU_ASSERT_RC(t.rc, ZCONNECTIONLOSS);
+    /* a waiting acquire waits for the connection within its deadline */
+    TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT);
+    t = (struct try_once){l, 30000, 0, 0};
+    pthread_create(&th, NULL, try_main, &t);
+    zkproxy_restore(f.proxy);
+    pthread_join(th, NULL);
+    TU_ASSERT_RC(t.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    zklock_free(l);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+static void test_give_up_during_connection_loss(void)
+{
+    struct faulty f;
+    zklock_session_t *h = tu_session();
+    const char *path = tu_path("giveup-cut");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw;
+    struct tu_acquirer w;
+
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    faulty_open(&f, 8000);
+    lw = tu_mutex(f.s, path, NULL);
+    tu_start_acquirer(&w, lw, 2500, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    cut(&f);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_ETIMEDOUT); /* the deadline holds */
+    TU_ASSERT_INT(tu_count(path), ==, 2); /* its node cannot go yet */
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_wait_children(path, 1)); /* ...and goes once it can */
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    zklock_free(lw);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+}
+
+/* ---- partition longer than the session ------------------------------------------------ */
+
+static void test_partition_expires_locally(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *other = tu_session();
+    const char *path = tu_path("partition");
+    zklock_t *l, *lo2 = tu_mutex(other, path, NULL);
+    int64_t token, token2;
+
+    faulty_open(&f, 2000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    cut(&f);
+    /* No server can tell the client; after a whole session timeout it tells
+     * itself, while still cut off. */
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    CU_ASSERT(tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    /* Meanwhile the ensemble expires the session and the lock moves on. */
+    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
+    TU_ASSERT_INT(token2, >, token);
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lo2);
+    faulty_close(&f);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* ---- someone else's hand ----------------------------------------------------------------- */
+
+static void test_waiter_node_deleted(void)
+{
+    zklock_session_t *h = tu_session(), *w = tu_session();
+    const char *path = tu_path("waiter-deleted");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw = tu_mutex(w, path, NULL);
+    struct tu_acquirer a;
+    char **kids, node[512];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    tu_start_acquirer(&a, lw, 30000, true);
+    CU_ASSERT(tu_wait_children(path, 2));
+    kids = tu_children(path, &n);
+    for (int i = 0; i < n; i++)
+        if (owner_of(path, kids[i]) == zklock_session_id(w))
+            snprintf(node, sizeof node, "%s/%s", path, kids[i]);
+    tu_free_strings(kids);
+    /* The waiter's node is deleted: it is not told (it held nothing) but it
+     * only learns when it looks again; the holder's release makes it look. */
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    zklock_free(lh);
+    zklock_free(lw);
+    zklock_session_close(h);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+}
+
+static const tu_test_t fault_tests[] = {
+    {"lost_create_reply", test_lost_create_reply},
+    {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
+    {"lost_delete_reply", test_lost_delete_reply},
+    {"hold_through_connection_loss", test_hold_through_connection_loss},
+    {"wait_through_connection_loss", test_wait_through_connection_loss},
+    {"release_during_connection_loss", test_release_during_connection_loss},
+    {"acquire_while_disconnected", test_acquire_while_disconnected},
+    {"give_up_during_connection_loss", test_give_up_during_connection_loss},
+    {"partition_expires_locally", test_partition_expires_locally},
+    {"waiter_node_deleted", test_waiter_node_deleted},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"faults", fault_tests}, {NULL, NULL}};
+    int rc = tu_main(suites, true);
+    tu_zk_close();
+    return rc;
+}

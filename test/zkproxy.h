@@ -1,0 +1,25 @@
+/* zkproxy.h: a fault-injecting TCP proxy in front of one ZooKeeper server. */
+#ifndef ZKLOCK_ZKPROXY_H
+#define ZKLOCK_ZKPROXY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct zkproxy zkproxy_t;
+
+/* Listens on a free loopback port and forwards to upstream ("ip:port"). */
+zkproxy_t *zkproxy_start(const char *upstream);
+/* The connect string of the proxy ("127.0.0.1:port"). */
+const char *zkproxy_hosts(zkproxy_t *p);
+/* Closes every connection and refuses new ones until zkproxy_restore. */
+void zkproxy_cut(zkproxy_t *p);
+void zkproxy_restore(zkproxy_t *p);
+/* Arms a lost reply: the next request of this type (ZOO_CREATE2_OP, ...)
+ * reaches the server; its reply is dropped and the connection closed. */
+void zkproxy_drop_reply(zkproxy_t *p, int optype);
+/* Replies dropped, connections accepted so far. */
+int zkproxy_dropped(zkproxy_t *p);
+int zkproxy_accepted(zkproxy_t *p);
+void zkproxy_stop(zkproxy_t *p);
+
+#endif
