@@ -70,9 +70,15 @@ static int accept_entry(const char *name, size_t at, bool neg, size_t ndig,
     int64_t v = digits_value(name + at + neg, ndig);
     int tag;
 
+    char canonical[16];
+
     if (neg)
         v = -v;
     if (v < INT32_MIN || v > INT32_MAX)
+        return -1;
+    /* Only the server's own spelling: "-0010000000" is not a sequence. */
+    snprintf(canonical, sizeof canonical, "%010d", (int32_t)v);
+    if (strcmp(canonical, name + at) != 0)
         return -1;
     tag = tag_ending(name, at);
     if (tag < 0)

@@ -12,11 +12,12 @@
 #   asan       make check under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan       make check under ThreadSanitizer
 #   valgrind   make check-valgrind (memcheck, leaks are errors)
+#   fuzz       libFuzzer on lock paths and node names ($FUZZ_SECONDS, default 60)
 #   distcheck  make distcheck
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-ALL_STAGES="check install asan tsan valgrind distcheck"
+ALL_STAGES="check install asan tsan valgrind fuzz distcheck"
 stages=${*:-$ALL_STAGES}
 B=$ZKLOCK_TOP/build
 
@@ -61,6 +62,21 @@ stage_tsan() {
 stage_valgrind() {
   build "$B/plain"
   make -C "$B/plain" check-valgrind || { cat "$B/plain/test-suite.log"; return 1; }
+}
+
+stage_fuzz() {
+  local out=$B/fuzz
+  build "$B/plain"
+  mkdir -p "$out/corpus"
+  cp "$ZKLOCK_TOP"/test/fuzz-corpus/* "$out/corpus/"
+  clang -g -O1 -fsanitize=fuzzer,address,undefined -DZKL_LIBFUZZER -DTHREADED \
+    -I"$B/plain" -I"$B/plain/include" -I"$ZKLOCK_TOP/include" \
+    -o "$out/fuzz_names" "$ZKLOCK_TOP/test/fuzz_names.c" "$ZKLOCK_TOP/lib/node.c" \
+    "$ZKLOCK_TOP/lib/path.c" "$ZKLOCK_TOP/lib/error.c" -lzookeeper_mt ||
+    { echo "FAIL: cannot build the fuzz target"; return 1; }
+  (cd "$out" && ./fuzz_names -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
+    -print_final_stats=1 corpus 2>&1 | tail -n 15) || { echo "FAIL: the fuzzer found a crash (see $out)"; return 1; }
+  echo "PASS: fuzzed lock paths and node names for ${FUZZ_SECONDS:-60} s"
 }
 
 stage_distcheck() {

@@ -104,6 +104,7 @@ static void test_parse_names(void)
     expect_parse("lock-123", -1, 0, 0);
     expect_parse("x-lock-2147483648", -1, 0, 0);  /* out of range */
     expect_parse("x-lock-00000000001", -1, 0, 0); /* eleven digits */
+    expect_parse("x-lock--0010000000", -1, 0, 0); /* not how the server spells it */
     expect_parse("x-leases-0000000001", -1, 0, 0);
     expect_parse("0000000001", -1, 0, 0);
     expect_parse("", -1, 0, 0);
