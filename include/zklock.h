@@ -232,6 +232,10 @@ typedef struct zklock_opts {
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
                                 const char *path, const zklock_opts_t *opts);
 
+/* ZKLOCK_OK if path is a valid lock path (the rules above), ZKLOCK_EINVAL
+ * otherwise. Does not talk to ZooKeeper. */
+ZKLOCK_API int zklock_path_check(const char *path);
+
 /* Acquires l for the calling thread, waiting up to timeout_ms milliseconds
  * (-1 = forever, 0 = try once: one round trip, no waiting).
  * Returns 0 when held. Errors:
@@ -323,6 +327,51 @@ ZKLOCK_API zklock_t *zklock_rwlock_write(zklock_rwlock_t *rw);
 /* Frees both views as zklock_free() frees a handle (waiters canceled, holds
  * released: the read side first). rw may be NULL. */
 ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
+
+/* ------------------------------------------------------------------------
+ * Inspecting a lock: who holds it, who waits (any recipe, any client)
+ */
+
+/* One lock node of a queue. Strings are borrowed from the queue. */
+typedef struct zklock_node {
+    const char *name;     /* the child's name */
+    const char *kind;     /* "mutex", "read", "write" (Curator's names),
+                             "kazoo-lock", "kazoo-read" (kazoo's) */
+    int shared;           /* 1 for readers */
+    int holds;            /* 1 if it holds the lock now, 0 if it waits */
+    int32_t seq;          /* the server's sequence number */
+    int64_t token;        /* fencing token: the node's creation zxid */
+    int64_t session;      /* the session that owns it (ephemeralOwner) */
+    int64_t ctime_ms;     /* creation time, ms since the epoch (server clock) */
+    const char *identity; /* the node's data as text ("" if none) */
+} zklock_node_t;
+
+typedef struct zklock_queue {
+    const char *path;           /* the lock path */
+    int exists;                 /* 0 if the lock path does not exist */
+    int64_t version;            /* the lock path's child version */
+    size_t count;               /* lock nodes, in queue order */
+    const zklock_node_t *nodes;
+    size_t ignored;             /* children that are not lock nodes */
+} zklock_queue_t;
+
+/* Reads the queue of the lock at path (two pipelined round trips) into a
+ * new *out, which the caller frees with zklock_queue_free(). Nodes are in
+ * the order zklock serves them; `holds` applies zklock's rule (readers
+ * share, everything else excludes). A missing lock path gives an empty
+ * queue with exists = 0. Errors: ZKLOCK_EINVAL, ZKLOCK_ECLOSED,
+ * ZKLOCK_ENOMEM, ZCONNECTIONLOSS (not connected now), ZooKeeper's codes. */
+ZKLOCK_API int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out);
+
+/* Waits until the queue differs from `since` (a node came or went, or the
+ * lock path appeared or vanished), the session's ZooKeeper session ends, or
+ * timeout_ms passes (-1: no limit). Returns 0 when something changed (read
+ * it again), ZKLOCK_ETIMEDOUT, or the errors of zklock_queue_read(). */
+ZKLOCK_API int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since,
+                                 int timeout_ms);
+
+/* Frees a queue from zklock_queue_read(). q may be NULL. */
+ZKLOCK_API void zklock_queue_free(zklock_queue_t *q);
 
 #ifdef __cplusplus
 }

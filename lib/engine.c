@@ -959,6 +959,7 @@ void zkl_engine_session_ended(zklock_session_t *s, int reason)
      * handle: take them back while we still know their paths. */
     if (s->adopted)
         zkl_engine_unwatch_all(s);
+    zkl_inspect_session_ended(s);
     for (c = s->contenders; c; c = next) {
         next = c->sess_next;
         c->busy = 0;
@@ -1006,6 +1007,7 @@ void zkl_engine_forget_watches(zklock_session_t *s)
         watch_over(c);
         zkl_reap(c);
     }
+    zkl_inspect_forget_watches(s);
     s->watches = 0;
 }
 
@@ -1017,5 +1019,6 @@ int zkl_engine_unwatch_all(zklock_session_t *s)
         take_back(c, c->node, own_watcher, &c->own_watches);
         take_back(c, c->watched, pred_watcher, &c->pred_watches);
     }
+    zkl_inspect_unwatch_all(s);
     return s->watches;
 }

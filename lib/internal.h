@@ -53,6 +53,7 @@ struct zkl_entry {
     int32_t key;      /* seq relative to a reference: the sort key */
     uint8_t tag;      /* enum zkl_tag */
     bool mine;        /* a stray node of the contender judging the queue */
+    uint32_t index;   /* the caller's own: carried through zkl_sort */
 };
 
 /* Parses a child name. Returns 0 and fills e (name, seq, tag) for a lock
@@ -166,6 +167,7 @@ enum zkl_sstate {
 };
 
 struct zkl_callback;
+struct zkl_qwatch;
 
 struct zklock_session {
     pthread_mutex_t mu;
@@ -197,6 +199,7 @@ struct zklock_session {
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
+    struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
     zklock_stats_t stats;
 };
 
@@ -212,6 +215,11 @@ void zkl_engine_forget_watches(zklock_session_t *s);
 void zkl_engine_wake_all(zklock_session_t *s);
 int zkl_engine_unwatch_all(zklock_session_t *s);
 zkl_contender_t *zkl_thread_contender(const zklock_t *l);
+
+/* inspect.c */
+void zkl_inspect_session_ended(zklock_session_t *s);
+void zkl_inspect_forget_watches(zklock_session_t *s);
+void zkl_inspect_unwatch_all(zklock_session_t *s);
 
 /* session.c */
 bool zkl_connected(const zklock_session_t *s);

@@ -86,3 +86,8 @@ int zkl_path_check(const char *path)
         c = slash + 1;
     }
 }
+
+int zklock_path_check(const char *path)
+{
+    return zkl_path_check(path);
+}

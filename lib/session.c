@@ -366,6 +366,7 @@ static char *default_identity(void)
 
 void zkl_session_free(zklock_session_t *s)
 {
+    zkl_inspect_forget_watches(s); /* nothing is left by now; be sure */
     while (s->cb_head) {
         struct zkl_callback *cb = s->cb_head;
         s->cb_head = cb->next;

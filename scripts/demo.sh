@@ -1,25 +1,103 @@
 #!/bin/bash
 # scripts/demo.sh: sets up everything (Debian packages, build), starts a
-# throwaway local ZooKeeper, shows zklock at work, and stops ZooKeeper.
+# throwaway local ZooKeeper, shows zklock at work with real processes, and
+# stops ZooKeeper. About a minute.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 B=$ZKLOCK_TOP/build/plain
 ensure_packages
 build "$B"
-make -C "$B" -s docs/example >/dev/null
+
+ZKLOCK=$B/tools/zklock
+ZKLS=$B/tools/zklock-ls
+zkdir=$(mktemp -d "${TMPDIR:-/tmp}/zklock-demo.XXXXXX")
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  "$ZKLOCK_TOP/test/zk-harness.sh" stop "$zkdir"
+}
+trap cleanup EXIT
 
 say "starting a throwaway ZooKeeper on loopback"
-exec "$ZKLOCK_TOP/test/zk-harness.sh" run bash -c '
-  example=$1
-  echo "ZooKeeper is at $ZKLOCK_TEST_HOSTS"
-  echo
-  echo "Three processes start at once and each takes /locks/nightly-report:"
-  for i in 1 2 3; do
-    ( out=$("$example" "$ZKLOCK_TEST_HOSTS") && echo "  process $i: $out" ) &
+ZKLOCK_SERVERS=$("$ZKLOCK_TOP/test/zk-harness.sh" start "$zkdir") || die "ZooKeeper did not start"
+export ZKLOCK_SERVERS
+echo "ZooKeeper is at $ZKLOCK_SERVERS (ZKLOCK_SERVERS tells the tools where)."
+
+stamp() { date +%H:%M:%S.%1N; }
+# Polls the lock's queue until it has n nodes (so that arrival order is known).
+queued() {
+  for _ in $(seq 200); do
+    [ "$("$ZKLS" --json "$1" | grep -o '"position"' | wc -l)" -ge "$2" ] && return 0
+    sleep 0.05 # poll the queue
   done
-  wait
-  echo
-  echo "Each held the lock in turn; the fencing tokens grow with every new holder."
-  echo "Next: README.md (usage), man 3 zklock (the API), docs/design.md (how it works)."
-' demo "$B/docs/example"
+  return 1
+}
+show() { echo; echo "\$ zklock-ls $1"; "$ZKLS" "$1" | sed 's/^/  /'; echo; }
+pause_for_reader() { sleep "${DEMO_PAUSE:-1}"; }
+
+# ---------------------------------------------------------------------------
+echo
+say "1. Three workers want the same lock, each for a second"
+echo "Each runs:  zklock --identity worker-N /demo/report sh -c '...; sleep 1'"
+for i in 1 2 3; do
+  "$ZKLOCK" --identity "worker-$i" /demo/report sh -c \
+    "echo \"  \$(date +%H:%M:%S.%1N)  worker $i starts (fencing token \$ZKLOCK_FENCE)\"; sleep 1; echo \"  \$(date +%H:%M:%S.%1N)  worker $i done\"" &
+  queued /demo/report "$i"
+done
+show /demo/report
+wait
+echo "They ran one at a time, in the order they arrived; each holder's token is"
+echo "larger than the last, so storage can refuse a stale holder."
+pause_for_reader
+
+# ---------------------------------------------------------------------------
+echo
+say "2. Readers share, a writer waits its turn, later readers wait behind it"
+run() { # mode name seconds
+  "$ZKLOCK" "-$1" --identity "$2" /demo/config sh -c \
+    "echo \"  \$(date +%H:%M:%S.%1N)  $2 in\"; sleep $3; echo \"  \$(date +%H:%M:%S.%1N)  $2 out\"" &
+}
+run r reader-1 2; queued /demo/config 1
+run r reader-2 2; queued /demo/config 2
+run w writer 1;   queued /demo/config 3
+run r reader-3 1; queued /demo/config 4
+show /demo/config
+wait
+echo "reader-1 and reader-2 read together; the writer waited for them; reader-3,"
+echo "who came after the writer, waited for the writer (writers do not starve)."
+pause_for_reader
+
+# ---------------------------------------------------------------------------
+echo
+say "3. A holder is killed with SIGKILL and never releases"
+echo "It holds /demo/job with a 4 s session timeout; 'next' waits behind it."
+# (in a subshell, so that the shell does not announce the kill)
+( "$ZKLOCK" --session-timeout 4000 --identity doomed /demo/job sleep 300 &
+  echo $! >"$zkdir/doomed.pid"; wait ) 2>/dev/null &
+queued /demo/job 1
+doomed=$(cat "$zkdir/doomed.pid")
+"$ZKLOCK" --identity next /demo/job sh -c 'echo "  $(date +%H:%M:%S.%1N)  next has the lock"' &
+next=$!
+queued /demo/job 2
+show /demo/job
+echo "  $(stamp)  kill -9 the holder"
+orphan=$(pgrep -P "$doomed" || true)  # its command, killed after it
+kill -KILL "$doomed"
+[ -n "$orphan" ] && kill -KILL $orphan
+t0=$(date +%s%N)
+wait "$next"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+printf '  The lock moved on %d.%d s after the kill: when ZooKeeper expired the dead\n' \
+  $((ms / 1000)) $((ms % 1000 / 100))
+echo "  process's session. No lease to tune, no cleanup by hand."
+
+# ---------------------------------------------------------------------------
+echo
+say "done: ZooKeeper stops now"
+cat <<'TXT'
+Where next:
+  zklock --help, man zklock, man zklock-ls     the tools (build/plain/tools)
+  README.md                                    using the library from C
+  man 3 zklock, docs/design.md                 the API and how it works
+  scripts/test.sh                              the whole test suite
+TXT

@@ -9,6 +9,7 @@
 #   check      ./configure && make check (unit, API, fault and tool tests)
 #   install    make install into a temp prefix, build the README example with
 #              pkg-config against it, make uninstall leaves nothing
+#   demo       scripts/demo.sh runs to completion
 #   asan       make check under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan       make check under ThreadSanitizer
 #   valgrind   make check-valgrind (memcheck, leaks are errors)
@@ -17,7 +18,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-ALL_STAGES="check install asan tsan valgrind fuzz distcheck"
+ALL_STAGES="check install demo asan tsan valgrind fuzz distcheck"
 stages=${*:-$ALL_STAGES}
 B=$ZKLOCK_TOP/build
 
@@ -45,6 +46,13 @@ stage_install() {
   fi
   rm -rf "$prefix" "$B/example-installed"
   echo "PASS: make install, pkg-config build of docs/example.c against it, make uninstall"
+}
+
+stage_demo() {
+  DEMO_PAUSE=0 "$ZKLOCK_TOP/scripts/demo.sh" >"$B/demo.log" 2>&1 ||
+    { tail -n 40 "$B/demo.log"; echo "FAIL: the demo"; return 1; }
+  grep -q "next has the lock" "$B/demo.log" || { echo "FAIL: the demo did not finish its story"; return 1; }
+  echo "PASS: scripts/demo.sh"
 }
 
 stage_asan() {

@@ -1,0 +1,501 @@
+/*
+ * inspect.c: reading a lock's queue from outside (zklock_queue_read) and
+ * waiting for it to change (zklock_queue_wait), for tools and operators.
+ *
+ * Like the engine, this uses only asynchronous ZooKeeper calls under the
+ * session mutex and waits on a condition variable; the session's handle may
+ * be replaced under us at any time, so a synchronous call is never safe.
+ * One read is: the children (with the lock path's cversion), then the data
+ * and Stat of every lock node, pipelined: two round trips.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the result ------------------------------------------------------------ */
+
+/* zklock_queue_t is the first member: the caller's pointer is ours. */
+struct queue_block {
+    zklock_queue_t q;
+    char *path;
+    zklock_node_t *nodes;
+    char **strings; /* names and identities the nodes point into */
+    size_t nstrings;
+};
+
+void zklock_queue_free(zklock_queue_t *q)
+{
+    struct queue_block *b = (struct queue_block *)q;
+
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->nstrings; i++)
+        free(b->strings[i]);
+    free(b->strings);
+    free(b->nodes);
+    free(b->path);
+    free(b);
+}
+
+static const char *kind_of(enum zkl_tag tag)
+{
+    static const char *const kinds[ZKL_TAG_COUNT] = {
+        [ZKL_TAG_LOCK] = "mutex",       [ZKL_TAG_WRIT] = "write",
+        [ZKL_TAG_READ] = "read",        [ZKL_TAG_KLOCK] = "kazoo-lock",
+        [ZKL_TAG_KRLOCK] = "kazoo-read",
+    };
+    return kinds[tag];
+}
+
+/* ---- one read ------------------------------------------------------------------ */
+
+struct answer {
+    struct reading *r;
+    int rc;
+    struct Stat st;
+    char *data;
+};
+
+struct reading {
+    zklock_session_t *s;
+    pthread_cond_t cond;
+    int pending;
+    int rc;
+    bool exists;
+    int64_t version;
+    char **names; /* children, strdup'ed */
+    int nnames;
+    struct zkl_entry *q; /* the lock nodes among them */
+    struct answer *answers;
+    size_t n;
+};
+
+static void answered(struct reading *r)
+{
+    r->s->ops--;
+    if (--r->pending == 0)
+        pthread_cond_broadcast(&r->cond);
+    pthread_cond_broadcast(&r->s->cond);
+}
+
+static void children_done(int rc, const struct String_vector *v, const struct Stat *st,
+                          const void *data)
+{
+    struct reading *r = (struct reading *)data;
+
+    pthread_mutex_lock(&r->s->mu);
+    r->exists = rc != ZNONODE;
+    if (rc == ZOK) {
+        r->version = st->cversion;
+        r->names = calloc((size_t)v->count + 1, sizeof *r->names);
+        for (int i = 0; r->names && i < v->count; i++)
+            if ((r->names[r->nnames] = strdup(v->data[i])) != NULL)
+                r->nnames++;
+        if (!r->names)
+            r->rc = ZKLOCK_ENOMEM;
+    } else if (rc != ZNONODE) {
+        r->rc = rc;
+    }
+    answered(r);
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+static void node_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    struct answer *a = (struct answer *)data;
+    struct reading *r = a->r;
+
+    pthread_mutex_lock(&r->s->mu);
+    a->rc = rc;
+    if (rc == ZOK) {
+        a->st = *st;
+        a->data = malloc(len > 0 ? (size_t)len + 1 : 1);
+        if (a->data) {
+            if (len > 0)
+                memcpy(a->data, value, (size_t)len);
+            a->data[len > 0 ? len : 0] = '\0';
+        }
+    } else if (rc != ZNONODE && r->rc == 0) {
+        r->rc = rc; /* a node that went meanwhile is just left out */
+    }
+    answered(r);
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+static void await_answers(struct reading *r)
+{
+    while (r->pending > 0)
+        pthread_cond_wait(&r->cond, &r->s->mu);
+}
+
+/* Sends one request; counts it if the client took it. */
+static bool sent(struct reading *r, int rc)
+{
+    if (rc != ZOK) {
+        if (r->rc == 0)
+            r->rc = rc;
+        return false;
+    }
+    r->pending++;
+    r->s->ops++;
+    r->s->stats.requests++;
+    return true;
+}
+
+static void read_children(struct reading *r, const char *path)
+{
+    sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
+    await_answers(r);
+}
+
+static void read_nodes(struct reading *r, const char *path)
+{
+    r->q = calloc((size_t)r->nnames + 1, sizeof *r->q);
+    r->answers = calloc((size_t)r->nnames + 1, sizeof *r->answers);
+    if (!r->q || !r->answers) {
+        r->rc = ZKLOCK_ENOMEM;
+        return;
+    }
+    for (int i = 0; i < r->nnames; i++) {
+        char full[ZKL_PATH_MAX + 256];
+        if (zkl_parse_name(r->names[i], &r->q[r->n]) != 0)
+            continue;
+        snprintf(full, sizeof full, "%s/%s", path, r->names[i]);
+        r->answers[r->n].r = r;
+        if (sent(r, zoo_aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
+            r->n++;
+    }
+    await_answers(r);
+}
+
+static void reading_free(struct reading *r)
+{
+    for (int i = 0; i < r->nnames; i++)
+        free(r->names[i]);
+    free(r->names);
+    for (size_t i = 0; r->answers && i < r->n; i++)
+        free(r->answers[i].data);
+    free(r->answers);
+    free(r->q);
+    pthread_cond_destroy(&r->cond);
+}
+
+/* ---- building the queue ------------------------------------------------------ */
+
+/* Moves a string into the block; NULL if out of memory. */
+static const char *keep(struct queue_block *b, char *str)
+{
+    if (!str)
+        return NULL;
+    b->strings[b->nstrings++] = str;
+    return str;
+}
+
+static void fill_node(zklock_node_t *node, struct queue_block *b, const struct zkl_entry *e,
+                      struct answer *a, bool holds)
+{
+    node->name = keep(b, strdup(e->name));
+    node->identity = keep(b, a->data);
+    if (!node->identity)
+        node->identity = "";
+    a->data = NULL;
+    node->kind = kind_of(e->tag);
+    node->shared = zkl_tag_shared(e->tag);
+    node->holds = holds;
+    node->seq = e->seq;
+    node->token = a->st.czxid;
+    node->session = a->st.ephemeralOwner;
+    node->ctime_ms = a->st.ctime;
+}
+
+static int build_queue(struct reading *r, const char *path, zklock_queue_t **out)
+{
+    struct queue_block *b = calloc(1, sizeof *b);
+    struct zkl_entry *live;
+    size_t n = 0;
+
+    if (!b)
+        return ZKLOCK_ENOMEM;
+    live = calloc(r->n + 1, sizeof *live);
+    b->nodes = calloc(r->n + 1, sizeof *b->nodes);
+    b->strings = calloc(2 * r->n + 1, sizeof *b->strings);
+    b->path = strdup(path);
+    if (!live || !b->nodes || !b->strings || !b->path) {
+        free(live);
+        zklock_queue_free(&b->q);
+        return ZKLOCK_ENOMEM;
+    }
+    /* Nodes that went between the listing and their read are left out. */
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->answers[i].rc != ZOK)
+            continue;
+        live[n] = r->q[i];
+        live[n].mine = false;
+        live[n++].index = (uint32_t)i;
+    }
+    zkl_sort(live, n, n ? live[0].seq : 0);
+    for (size_t i = 0; i < n; i++) {
+        int blockers;
+        bool holds = zkl_blocker(live, i, &blockers) < 0;
+        fill_node(&b->nodes[i], b, &live[i], &r->answers[live[i].index], holds);
+    }
+    free(live);
+    b->q.path = b->path;
+    b->q.exists = r->exists;
+    b->q.version = r->version;
+    b->q.count = n;
+    b->q.nodes = b->nodes;
+    b->q.ignored = (size_t)r->nnames - r->n;
+    *out = &b->q;
+    return 0;
+}
+
+/* ---- the calls ----------------------------------------------------------------- */
+
+/* With s->mu held: may we talk to ZooKeeper now? Counts the caller in. */
+static int enter(zklock_session_t *s)
+{
+    if (s->closing || s->state == ZKL_S_CLOSED)
+        return ZKLOCK_ECLOSED;
+    if (!zkl_connected(s))
+        return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
+    s->users++;
+    return 0;
+}
+
+static void leave(zklock_session_t *s)
+{
+    s->users--;
+    pthread_cond_broadcast(&s->cond);
+}
+
+int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out)
+{
+    struct reading r;
+    int rc;
+
+    if (!out)
+        return ZKLOCK_EINVAL;
+    *out = NULL;
+    if (!s || zkl_path_check(path) != 0)
+        return ZKLOCK_EINVAL;
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    if (zkl_cond_init(&r.cond) != 0)
+        return ZKLOCK_ESYSTEM;
+    pthread_mutex_lock(&s->mu);
+    rc = enter(s);
+    if (rc == 0) {
+        read_children(&r, path);
+        if (r.rc == 0 && r.exists)
+            read_nodes(&r, path);
+        rc = r.rc ? r.rc : build_queue(&r, path, out);
+        leave(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    reading_free(&r);
+    return rc;
+}
+
+/* ---- waiting for a change ----------------------------------------------------------- */
+
+/* A watch set for zklock_queue_wait. It outlives the call when its event is
+ * already on its way (`abandoned`): the watcher frees it then. The session
+ * keeps them in a list to wake waiters and free them when a handle ends. */
+struct zkl_qwatch {
+    zklock_session_t *s;
+    char *path;
+    int type;        /* ZWATCHTYPE_CHILD (the children) or ZWATCHTYPE_DATA (exists) */
+    int registered;  /* 0 or 1 */
+    bool answered, fired, ended, abandoned;
+    int rc;
+    bool exists;
+    int64_t version;
+    struct zkl_qwatch *next;
+};
+
+static void unlink_qwatch(struct zkl_qwatch *w)
+{
+    struct zkl_qwatch **p = &w->s->qwatches;
+    while (*p && *p != w)
+        p = &(*p)->next;
+    if (*p)
+        *p = w->next;
+    free(w->path);
+    free(w);
+}
+
+static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    struct zkl_qwatch *w = ctx;
+    zklock_session_t *s;
+
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    s = w->s;
+    pthread_mutex_lock(&s->mu);
+    if (w->registered) {
+        w->registered = 0;
+        s->watches--;
+    }
+    w->fired = true;
+    if (w->abandoned)
+        unlink_qwatch(w);
+    else
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void qwatch_answer(struct zkl_qwatch *w, int rc, bool registered, const struct Stat *st)
+{
+    zklock_session_t *s = w->s;
+
+    w->answered = true;
+    w->rc = rc == ZNONODE ? ZOK : rc;
+    w->exists = rc == ZOK;
+    w->version = rc == ZOK && st ? st->cversion : 0;
+    if (registered) {
+        w->registered = 1;
+        s->watches++;
+    }
+    s->ops--;
+    pthread_cond_broadcast(&s->cond);
+}
+
+static void qwatch_children_done(int rc, const struct String_vector *v, const struct Stat *st,
+                                 const void *data)
+{
+    struct zkl_qwatch *w = (struct zkl_qwatch *)data;
+    pthread_mutex_lock(&w->s->mu);
+    qwatch_answer(w, rc, rc == ZOK, st);
+    pthread_mutex_unlock(&w->s->mu);
+}
+
+static void qwatch_exists_done(int rc, const struct Stat *st, const void *data)
+{
+    struct zkl_qwatch *w = (struct zkl_qwatch *)data;
+    pthread_mutex_lock(&w->s->mu);
+    /* an exists watch is set whether the node exists or not */
+    qwatch_answer(w, rc, rc == ZOK || rc == ZNONODE, NULL);
+    w->version = 0;
+    pthread_mutex_unlock(&w->s->mu);
+}
+
+/* Takes the watch back; if its event is on its way, leaves it to the watcher. */
+static void qwatch_done(struct zkl_qwatch *w)
+{
+    zklock_session_t *s = w->s;
+
+    if (w->registered && s->zh &&
+        zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
+        w->registered = 0;
+        s->watches--;
+    }
+    if (w->registered)
+        w->abandoned = true;
+    else
+        unlink_qwatch(w);
+}
+
+static int send_qwatch(struct zkl_qwatch *w, const zklock_queue_t *since)
+{
+    zklock_session_t *s = w->s;
+    int rc;
+
+    w->type = since->exists ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
+    rc = since->exists
+             ? zoo_awget_children2(s->zh, w->path, queue_watcher, w, qwatch_children_done, w)
+             : zoo_awexists(s->zh, w->path, queue_watcher, w, qwatch_exists_done, w);
+    if (rc == ZOK) {
+        s->ops++;
+        s->stats.requests++;
+        while (!w->answered)
+            pthread_cond_wait(&s->cond, &s->mu);
+        rc = w->rc;
+    }
+    return rc;
+}
+
+static bool differs(const struct zkl_qwatch *w, const zklock_queue_t *since)
+{
+    /* an exists answer says nothing of the children: creation is the change */
+    if (w->exists != (bool)since->exists)
+        return true;
+    return since->exists && w->version != since->version;
+}
+
+int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int timeout_ms)
+{
+    struct zkl_qwatch *w;
+    struct timespec deadline;
+    int rc;
+
+    if (!s || !since || !since->path || timeout_ms < -1)
+        return ZKLOCK_EINVAL;
+    w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(since->path))) {
+        free(w);
+        return ZKLOCK_ENOMEM;
+    }
+    w->s = s;
+    zkl_deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    pthread_mutex_lock(&s->mu);
+    w->next = s->qwatches;
+    s->qwatches = w;
+    rc = enter(s);
+    if (rc == 0) {
+        rc = send_qwatch(w, since);
+        while (rc == 0 && !differs(w, since) && !w->fired && !w->ended) {
+            if (timeout_ms >= 0 && zkl_passed(&deadline)) {
+                rc = ZKLOCK_ETIMEDOUT;
+            } else if (timeout_ms < 0) {
+                pthread_cond_wait(&s->cond, &s->mu);
+            } else {
+                pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+            }
+        }
+        leave(s);
+    }
+    qwatch_done(w);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- the session's side --------------------------------------------------------------- */
+
+/* The ZooKeeper session ended: waiters return (the queue did change). */
+void zkl_inspect_session_ended(zklock_session_t *s)
+{
+    for (struct zkl_qwatch *w = s->qwatches; w; w = w->next)
+        w->ended = true;
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* The old handle is closed: its watches cannot fire; free the abandoned. */
+void zkl_inspect_forget_watches(zklock_session_t *s)
+{
+    struct zkl_qwatch *w = s->qwatches, *next;
+    for (; w; w = next) {
+        next = w->next;
+        w->registered = 0;
+        if (w->abandoned)
+            unlink_qwatch(w);
+    }
+}
+
+/* Adopted sessions at close: take back what is left on the handle. */
+void zkl_inspect_unwatch_all(zklock_session_t *s)
+{
+    struct zkl_qwatch *w = s->qwatches, *next;
+    for (; w; w = next) {
+        next = w->next;
+        if (w->registered && s->zh &&
+            zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
+            w->registered = 0;
+            s->watches--;
+            if (w->abandoned)
+                unlink_qwatch(w);
+        }
+    }
+}

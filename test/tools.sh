@@ -1,0 +1,202 @@
+#!/bin/bash
+# tools.sh: the zklock and zklock-ls utilities, as a user runs them, against a
+# throwaway ZooKeeper (started here unless ZKLOCK_TEST_HOSTS is set).
+set -u
+if [ -z "${ZKLOCK_TEST_HOSTS:-}" ]; then
+  exec "${srcdir:-$(dirname "$0")/..}/test/zk-harness.sh" run bash "$0" "$@"
+fi
+B=${top_builddir:-.}
+ZKLOCK=$B/tools/zklock
+ZKLS=$B/tools/zklock-ls
+export ZKLOCK_SERVERS=$ZKLOCK_TEST_HOSTS
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
+T=$(mktemp -d) && trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+failures=0 n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+check() { # description, then a command that must succeed
+  local what=$1; shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+expect_status() { # want description command...
+  local want=$1 what=$2 got; shift 2
+  "$@" >"$T/out" 2>"$T/err"; got=$?
+  if [ "$got" = "$want" ]; then ok "$what (exit $got)"; else
+    fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err"; fi
+}
+# Polls a condition (a command) until it holds or SECONDS pass.
+wait_for() { # seconds command...
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.05 # poll the condition until the deadline
+  done
+}
+queued() { # path count: the queue has exactly count nodes
+  [ "$("$ZKLS" --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))')" = "$2" ]
+}
+json_field() { # path python-expression-on-q
+  "$ZKLS" --json "$1" | python3 -c "import json,sys; q=json.load(sys.stdin); print($2)"
+}
+started() { [ -s "$1" ]; }
+dead() { ! kill -0 "$1" 2>/dev/null; }
+P=/zklock-test/tools-$$
+
+# ---- exit codes ----------------------------------------------------------------------
+expect_status 0 "runs the command" "$ZKLOCK" $P/a true
+expect_status 3 "passes on the command's status" "$ZKLOCK" $P/a sh -c 'exit 3'
+expect_status 137 "128+N when the command dies of signal N" "$ZKLOCK" $P/a sh -c 'kill -9 $$'
+expect_status 64 "usage: no command" "$ZKLOCK" $P/a
+expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
+expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true
+expect_status 64 "usage: bad timeout" "$ZKLOCK" -t soon $P/a true
+expect_status 65 "invalid lock path" "$ZKLOCK" relative/path true
+expect_status 65 "invalid lock path (..)" "$ZKLOCK" /a/../b true
+expect_status 69 "servers unreachable, within the connect timeout" \
+  "$ZKLOCK" -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "unreachable says so in one line" grep -q "no ZooKeeper server answered at 127.0.0.1:1" "$T/err"
+expect_status 127 "command not found" "$ZKLOCK" $P/a /nonexistent/command
+echo "not a program" >"$T/noexec"
+expect_status 126 "command not runnable" "$ZKLOCK" $P/a "$T/noexec"
+expect_status 0 "--help" "$ZKLOCK" --help
+check "--help names every option of the man page" \
+  grep -q -- "--kill-after" "$T/out"
+expect_status 0 "--version" "$ZKLOCK" --version
+check "--version prints the version" grep -q "^zklock [0-9]" "$T/out"
+expect_status 64 "zklock-ls: no path" "$ZKLS"
+expect_status 65 "zklock-ls: invalid path" "$ZKLS" /a//b
+
+# ---- the environment ---------------------------------------------------------------------
+"$ZKLOCK" $P/env sh -c 'echo "$ZKLOCK_PATH $ZKLOCK_FENCE"' >"$T/env"
+read -r epath efence <"$T/env"
+check "ZKLOCK_PATH is the lock path" [ "$epath" = "$P/env" ]
+check "ZKLOCK_FENCE is a positive token" [ "${efence:-0}" -gt 0 ]
+"$ZKLOCK" $P/env sh -c 'echo "$ZKLOCK_FENCE"' >"$T/env2"
+check "tokens grow with each new holder" [ "$(cat "$T/env2")" -gt "$efence" ]
+
+# ---- busy, timeout, conflict code ------------------------------------------------------------
+"$ZKLOCK" --identity holder-1 $P/busy sh -c "echo x > $T/busy-in; sleep 30" &
+holder=$!
+check "holder started" wait_for 20 started "$T/busy-in"
+expect_status 1 "--timeout 0 on a held lock" "$ZKLOCK" -t 0 $P/busy true
+check "the busy message names the holder" grep -q "locked by holder-1" "$T/err"
+expect_status 42 "--conflict-exit-code" "$ZKLOCK" -t 0 -E 42 $P/busy true
+start=$(date +%s%N)
+expect_status 1 "--timeout 0.5 gives up" "$ZKLOCK" -t 0.5 $P/busy true
+check "...not before its deadline" [ $(( ($(date +%s%N) - start) / 1000000 )) -ge 500 ]
+check "giving up left no node behind" queued $P/busy 1
+kill -TERM $holder; wait $holder
+
+# ---- signals ----------------------------------------------------------------------------------
+"$ZKLOCK" $P/sig sh -c "trap 'echo got-term > $T/term; exit 7' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" &
+pid=$!
+check "command running" wait_for 20 started "$T/ready"
+kill -TERM $pid; wait $pid; st=$?
+check "SIGTERM is passed on to the command" grep -q got-term "$T/term"
+check "...and zklock exits with its status" [ $st = 7 ]
+check "...and releases the lock" queued $P/sig 0
+
+rm -f "$T/ready"
+"$ZKLOCK" $P/sig sh -c "trap 'echo got-hup > $T/hup; exit 0' HUP; echo ready > $T/ready; while :; do sleep 0.1; done" &
+pid=$!
+check "command running" wait_for 20 started "$T/ready"
+kill -HUP $pid; wait $pid
+check "SIGHUP is passed on" grep -q got-hup "$T/hup"
+
+rm -f "$T/ready"
+"$ZKLOCK" $P/wait sh -c "echo x > $T/ready; sleep 30" &
+holder=$!
+check "holder running" wait_for 20 started "$T/ready"
+"$ZKLOCK" $P/wait true &
+waiter=$!
+check "waiter queued" wait_for 20 queued $P/wait 2
+kill -INT $waiter; wait $waiter; st=$?
+check "SIGINT while waiting: exit 130" [ $st = 130 ]
+check "...leaving no node behind" queued $P/wait 1
+kill -TERM $holder; wait $holder
+
+# ---- the lock lost while the command runs -------------------------------------------------------
+lost_run() { # trap-action expected-marker
+  rm -f "$T/ready" "$T/lost"
+  "$ZKLOCK" --session-timeout 2000 --kill-after 1 $P/lost \
+    sh -c "trap '$1' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" 2>"$T/lost-err" &
+  pid=$!
+  check "command running" wait_for 20 started "$T/ready"
+  # Deliberate fault: freeze zklock past its session timeout. Another client
+  # gets the lock once ZooKeeper has expired the frozen session.
+  kill -STOP $pid
+  check "the lock moves on while zklock is frozen" "$ZKLOCK" -t 30 $P/lost true
+  kill -CONT $pid
+  wait $pid; st=$?
+  check "zklock exits 75 when it lost the lock" [ $st = 75 ]
+  check "...and says so" grep -q "lost $P/lost" "$T/lost-err"
+}
+lost_run "echo term > $T/lost; exit 0"
+check "the command got SIGTERM" grep -q term "$T/lost"
+lost_run ""
+check "a command ignoring SIGTERM gets SIGKILL after --kill-after" grep -q "SIGKILL" "$T/lost-err"
+
+# ---- read/write modes ----------------------------------------------------------------------------
+# Each reader stays inside until it has seen the other inside (both must hold
+# at once) and the test says "out".
+reader() { "$ZKLOCK" -r $P/rw sh -c "touch $T/in-$1; for i in \$(seq 400); do [ -e $T/in-$2 ] && [ -e $T/readers-go ] && exit 0; sleep 0.05; done; exit 9"; }
+reader a b & ra=$!
+reader b a & rb=$!
+check "both readers inside at once" wait_for 20 test -e "$T/in-a"
+check "both readers inside at once" wait_for 20 test -e "$T/in-b"
+expect_status 1 "a writer cannot join them" "$ZKLOCK" -w -t 0 $P/rw true
+touch "$T/readers-go"
+wait $ra; sa=$?; wait $rb; sb=$?
+check "readers shared the lock" [ $sa = 0 ] && [ $sb = 0 ]
+expect_status 0 "a writer gets it after them" "$ZKLOCK" -w -t 5 $P/rw true
+
+# ---- zklock-ls ------------------------------------------------------------------------------------
+rm -f "$T/ready"
+"$ZKLOCK" -w --identity writer-1 $P/ls sh -c "echo x > $T/ready; sleep 30" & w1=$!
+check "writer holds" wait_for 20 started "$T/ready"
+"$ZKLOCK" -r --identity reader-2 $P/ls true & r2=$!
+check "reader queued" wait_for 20 queued $P/ls 2
+"$ZKLOCK" -x --identity mutex-3 $P/ls true & m3=$!
+check "mutex queued" wait_for 20 queued $P/ls 3
+expect_status 0 "zklock-ls shows the queue" "$ZKLS" $P/ls
+check "text: header" grep -q "^$P/ls  (1 holding, 2 waiting)" "$T/out"
+check "text: 1 holds write writer-1" grep -Eq "^  1 +holds +write +[0-9]{10} .* writer-1$" "$T/out"
+check "text: 2 waits read reader-2" grep -Eq "^  2 +waits +read +[0-9]{10} .* reader-2$" "$T/out"
+check "text: 3 waits mutex mutex-3" grep -Eq "^  3 +waits +mutex +[0-9]{10} .* mutex-3$" "$T/out"
+check "json: states, kinds, identities in order" [ "$(json_field $P/ls '[(n["state"],n["kind"],n["identity"]) for n in q["nodes"]]')" = \
+  "[('holds', 'write', 'writer-1'), ('waits', 'read', 'reader-2'), ('waits', 'mutex', 'mutex-3')]" ]
+check "json: tokens increase along the queue" [ "$(json_field $P/ls 'all(a["token"] < b["token"] for a, b in zip(q["nodes"], q["nodes"][1:]))')" = True ]
+check "json: positions and sessions" [ "$(json_field $P/ls '[n["position"] for n in q["nodes"]] == [1,2,3] and all(n["session"].startswith("0x") for n in q["nodes"])')" = True ]
+"$ZKLS" --watch $P/ls >"$T/watch" 2>&1 & watcher=$!
+check "--watch prints the queue" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch"
+kill -TERM $w1; wait $w1 $r2 $m3
+check "--watch prints it again as it moves" wait_for 20 grep -q "(free)\|no such lock" "$T/watch"
+kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+expect_status 0 "zklock-ls on a missing lock" "$ZKLS" /zklock-test/never-made
+check "...says so" grep -q "(no such lock)" "$T/out"
+
+# ---- -v and --kazoo ---------------------------------------------------------------------------------
+rm -f "$T/ready"
+"$ZKLOCK" --identity holder-v $P/v sh -c "echo x > $T/ready; sleep 30" & hv=$!
+check "holder running" wait_for 20 started "$T/ready"
+"$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
+check "-v shows the place in the queue and the holder" \
+  wait_for 20 grep -q "waiting for $P/v: place 2 of 2, 1 ahead of us; held by holder-v" "$T/verbose"
+kill -TERM $hv; wait $hv $vw
+check "-v says when it got the lock" grep -q "acquired $P/v after" "$T/verbose"
+
+rm -f "$T/ready"
+"$ZKLOCK" --kazoo $P/kz sh -c "echo x > $T/ready; sleep 30" & kz=$!
+check "kazoo-named holder running" wait_for 20 started "$T/ready"
+check "--kazoo names the node <32 hex>__lock__<seq>" \
+  [ "$(json_field $P/kz 'q["nodes"][0]["kind"] + " " + str(bool(__import__("re").match(r"^[0-9a-f]{32}__lock__[0-9]{10}$", q["nodes"][0]["name"])))')" = "kazoo-lock True" ]
+expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
+kill -TERM $kz; wait $kz
+
+# ---- nothing left behind -------------------------------------------------------------------------------
+for p in a env busy sig wait lost rw ls v kz; do
+  check "no node left under $P/$p" wait_for 10 queued $P/$p 0
+done
+echo "1..$n"
+[ $failures = 0 ]

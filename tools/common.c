@@ -1,0 +1,116 @@
+/* common.c: what the zklock utilities share. */
+#include "config.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void tool_say(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", tool_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void tool_die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", tool_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(code);
+}
+
+const char *tool_servers(const char *option)
+{
+    const char *env = getenv("ZKLOCK_SERVERS");
+    if (option)
+        return option;
+    return env && *env ? env : "127.0.0.1:2181";
+}
+
+double tool_seconds(const char *option, const char *value)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(value, &end);
+    if (errno || end == value || *end || v < 0 || v > 1e7)
+        tool_die(EXIT_USAGE, "%s: '%s' is not a number of seconds (try --help)", option, value);
+    return v;
+}
+
+long tool_integer(const char *option, const char *value, long min, long max)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < min || v > max)
+        tool_die(EXIT_USAGE, "%s: '%s' is not a number from %ld to %ld (try --help)", option,
+                 value, min, max);
+    return v;
+}
+
+zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *opts)
+{
+    zklock_session_t *s;
+    int rc = zklock_session_open(&s, servers, opts);
+
+    if (rc == ZKLOCK_ENOSERVER)
+        tool_die(EXIT_UNREACHABLE, "no ZooKeeper server answered at %s", servers);
+    if (rc == ZKLOCK_EINVAL)
+        tool_die(EXIT_USAGE, "cannot use the server list '%s' (host:port,host:port...)", servers);
+    if (rc)
+        tool_die(EXIT_UNREACHABLE, "cannot open a session at %s: %s", servers,
+                 zklock_strerror(rc));
+    return s;
+}
+
+void tool_check_path(const char *path)
+{
+    if (zklock_path_check(path) != ZKLOCK_OK)
+        tool_die(EXIT_BADPATH,
+                 "'%s' is not a lock path (absolute, no '.', '..', empty or trailing "
+                 "components, not under /zookeeper)",
+                 path);
+}
+
+void tool_age(char *buf, size_t len, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms < 60000)
+        snprintf(buf, len, "%.1fs", (double)ms / 1000);
+    else if (ms < 3600000)
+        snprintf(buf, len, "%lldm%02llds", (long long)(ms / 60000), (long long)(ms / 1000 % 60));
+    else
+        snprintf(buf, len, "%lldh%02lldm", (long long)(ms / 3600000),
+                 (long long)(ms / 60000 % 60));
+}
+
+int64_t tool_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tool_zk_log(bool verbose)
+{
+    /* The C client logs to stderr, even an ERROR line for every session
+     * closed normally: off unless asked for. */
+    zoo_set_debug_level(verbose ? ZOO_LOG_LEVEL_WARN : 0);
+}

@@ -1,0 +1,53 @@
+/* common.h: what the zklock utilities share. */
+#ifndef ZKLOCK_TOOLS_COMMON_H
+#define ZKLOCK_TOOLS_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <zklock.h>
+
+/* sysexits-style codes (sysexits.h), spelled out so the man pages can. */
+enum {
+    EXIT_USAGE = 64,       /* EX_USAGE: bad command line */
+    EXIT_BADPATH = 65,     /* EX_DATAERR: the lock path is not valid */
+    EXIT_UNREACHABLE = 69, /* EX_UNAVAILABLE: no server answered, or ZooKeeper failed */
+    EXIT_INTERNAL = 70,    /* EX_SOFTWARE: an internal error */
+    EXIT_OSERR = 71,       /* EX_OSERR: the system refused (fork, threads) */
+    EXIT_LOST = 75,        /* EX_TEMPFAIL: the lock was lost while the command ran */
+    EXIT_CANNOT_RUN = 126, /* the command exists but cannot run */
+    EXIT_NOT_FOUND = 127   /* the command was not found */
+};
+
+extern const char *tool_name;
+
+/* Prints "NAME: message" on stderr and exits with code. */
+void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+/* "NAME: message" on stderr. */
+void tool_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The servers: the option, else $ZKLOCK_SERVERS, else 127.0.0.1:2181. */
+const char *tool_servers(const char *option);
+
+/* Parses a non-negative number (seconds may have a fraction) or dies with
+ * a usage error naming the option. */
+double tool_seconds(const char *option, const char *value);
+long tool_integer(const char *option, const char *value, long min, long max);
+
+/* Opens a session or dies with a clear line (exit 69 when no server answers,
+ * 64 for an unusable server list). */
+zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *opts);
+
+/* Dies with 65 if path is not a valid lock path. */
+void tool_check_path(const char *path);
+
+/* "1.5s", "3m07s", "2h05m": a short age. */
+void tool_age(char *buf, size_t len, int64_t ms);
+
+/* Milliseconds since the epoch (the wall clock, as ZooKeeper's ctime). */
+int64_t tool_wall_ms(void);
+
+/* zklock's quiet default for ZooKeeper's client log; -v shows warnings. */
+void tool_zk_log(bool verbose);
+
+#endif

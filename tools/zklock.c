@@ -1,0 +1,571 @@
+/* zklock: run a command while holding a ZooKeeper lock, like flock(1)
+ * across machines.
+ *
+ * Threads: the main thread waits for everything in one poll loop (signals
+ * through a signalfd, the lock thread's answers and on_lost through pipes);
+ * the lock thread acquires and later releases (a hold belongs to a thread);
+ * with -v a monitor thread prints the queue while we wait. */
+#include "config.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tool_name = "zklock";
+
+static const char usage_text[] =
+    "Usage: zklock [OPTION]... LOCKPATH COMMAND [ARG]...\n"
+    "Run COMMAND while holding the ZooKeeper lock LOCKPATH, like flock(1) across machines.\n"
+    "\n"
+    "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
+    "                               then 127.0.0.1:2181)\n"
+    "  -x, --exclusive              an exclusive lock (the default; Curator's InterProcessMutex)\n"
+    "  -r, --read                   the shared side of a read/write lock\n"
+    "  -w, --write                  the exclusive side of a read/write lock\n"
+    "                               (Curator's InterProcessReadWriteLock; any zklock modes on\n"
+    "                               one path exclude each other as they should)\n"
+    "      --kazoo                  name the lock node as python kazoo's Lock/ReadLock does\n"
+    "  -t, --timeout SECONDS        give up after SECONDS (0: try once; default: wait forever)\n"
+    "  -E, --conflict-exit-code N   exit with N when the lock is busy or the timeout passes\n"
+    "                               (default 1)\n"
+    "      --identity TEXT          stored in the lock node (default: host:pid)\n"
+    "      --session-timeout MS     ZooKeeper session timeout (default 10000)\n"
+    "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
+    "      --kill-after SECONDS     if the lock is lost, SIGKILL the command this long after\n"
+    "                               SIGTERM (default 10)\n"
+    "  -v, --verbose                say what happens on stderr: place in the queue, holder\n"
+    "  -h, --help                   show this help and exit\n"
+    "  -V, --version                show the version and exit\n"
+    "\n"
+    "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
+    "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
+    "environment. SIGINT, SIGTERM and SIGHUP are passed on to it. If the lock is lost while\n"
+    "it runs (the session expired), it gets SIGTERM, then SIGKILL after --kill-after.\n"
+    "\n"
+    "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1) when the\n"
+    "lock is busy or the timeout passed; 64 bad usage; 65 invalid lock path; 69 ZooKeeper\n"
+    "unreachable or failing; 70 internal error; 71 system error; 75 the lock was lost\n"
+    "while COMMAND ran; 126 COMMAND cannot run; 127 COMMAND not found; 128+N when signal\n"
+    "N arrived before the lock was acquired.\n"
+    "\n"
+    "Examples:\n"
+    "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
+    "  zklock -w /deploy/web ./deploy.sh v1.2.3\n"
+    "  zklock -v /services/billing/leader ./run-billing-leader\n";
+
+struct options {
+    const char *servers, *path, *identity;
+    char mode; /* 'x', 'r', 'w' */
+    bool kazoo, verbose;
+    double timeout_s; /* < 0: forever */
+    int conflict_code, session_ms;
+    double connect_s, kill_after_s;
+    char **command;
+};
+
+/* ---- command line --------------------------------------------------------------- */
+
+static void usage_error(const char *msg)
+{
+    tool_die(EXIT_USAGE, "%s (try 'zklock --help')", msg);
+}
+
+static void parse(int argc, char **argv, struct options *o)
+{
+    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO };
+    static const struct option longs[] = {
+        {"servers", required_argument, NULL, 's'},
+        {"exclusive", no_argument, NULL, 'x'},
+        {"read", no_argument, NULL, 'r'},
+        {"write", no_argument, NULL, 'w'},
+        {"kazoo", no_argument, NULL, OPT_KAZOO},
+        {"timeout", required_argument, NULL, 't'},
+        {"conflict-exit-code", required_argument, NULL, 'E'},
+        {"identity", required_argument, NULL, OPT_IDENTITY},
+        {"session-timeout", required_argument, NULL, OPT_SESSION},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+        {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, modes = 0;
+
+    *o = (struct options){.mode = 'x', .timeout_s = -1, .conflict_code = 1,
+                          .connect_s = 10, .kill_after_s = 10};
+    /* '+': options end at the lock path; what follows is the command's */
+    while ((c = getopt_long(argc, argv, "+s:xrwt:E:vhV", longs, NULL)) != -1) {
+        switch (c) {
+        case 's': o->servers = optarg; break;
+        case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
+        case OPT_KAZOO: o->kazoo = true; break;
+        case 't': o->timeout_s = tool_seconds("--timeout", optarg); break;
+        case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
+        case OPT_IDENTITY: o->identity = optarg; break;
+        case OPT_SESSION:
+            o->session_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
+            break;
+        case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
+        case OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", optarg); break;
+        case 'v': o->verbose = true; break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'V': printf("zklock %s\n", zklock_version()); exit(0);
+        default: usage_error("unknown option");
+        }
+    }
+    if (modes > 1)
+        usage_error("choose one of -x, -r, -w");
+    if (argc - optind < 2)
+        usage_error(argc - optind < 1 ? "missing LOCKPATH and COMMAND" : "missing COMMAND");
+    o->path = argv[optind];
+    o->command = argv + optind + 1;
+    o->servers = tool_servers(o->servers);
+}
+
+/* ---- the lock thread --------------------------------------------------------------- */
+
+struct holder {
+    zklock_t *lock;
+    int timeout_ms;
+    int acquired_rc, released_rc;
+    int64_t token;
+    int answers; /* write end: the thread reports here */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool release_now;
+    pthread_t thread;
+};
+
+static void report(int fd, char what)
+{
+    while (write(fd, &what, 1) < 0 && errno == EINTR)
+        ;
+}
+
+static void *lock_thread(void *arg)
+{
+    struct holder *h = arg;
+
+    h->acquired_rc = zklock_acquire(h->lock, h->timeout_ms);
+    if (h->acquired_rc == ZKLOCK_OK)
+        zklock_fence(h->lock, &h->token); /* the hold, and its token, are this thread's */
+    report(h->answers, 'A');
+    if (h->acquired_rc != ZKLOCK_OK)
+        return NULL;
+    pthread_mutex_lock(&h->mu);
+    while (!h->release_now)
+        pthread_cond_wait(&h->cond, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    h->released_rc = zklock_release(h->lock);
+    report(h->answers, 'R');
+    return NULL;
+}
+
+static void ask_release(struct holder *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->release_now = true;
+    pthread_cond_signal(&h->cond);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- -v: the queue while we wait ------------------------------------------------------ */
+
+struct monitor {
+    zklock_session_t *s;
+    const char *path;
+    volatile int stop;
+    pthread_t thread;
+};
+
+static void describe(const zklock_queue_t *q, int64_t self)
+{
+    size_t ahead = 0, me = q->count;
+    const zklock_node_t *holder = NULL;
+
+    for (size_t i = 0; i < q->count; i++) {
+        if (q->nodes[i].session == self && me == q->count)
+            me = i;
+        if (q->nodes[i].holds && !holder)
+            holder = &q->nodes[i];
+    }
+    if (me == q->count)
+        return; /* our node is not there (yet) */
+    for (size_t i = 0; i < me; i++)
+        ahead += !(q->nodes[me].shared && q->nodes[i].shared);
+    if (holder && holder->session != self)
+        tool_say("waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
+                 q->path, me + 1, q->count, ahead, *holder->identity ? holder->identity : "?",
+                 holder->kind, (long long)holder->token);
+}
+
+static void *monitor_thread(void *arg)
+{
+    struct monitor *m = arg;
+    zklock_queue_t *q = NULL;
+
+    while (!m->stop) {
+        if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
+            struct timespec pause = {0, 200 * 1000 * 1000};
+            nanosleep(&pause, NULL); /* not connected: look again shortly */
+            continue;
+        }
+        if (m->stop)
+            break;
+        describe(q, zklock_session_id(m->s));
+        /* Wake at least every 250 ms to notice we should stop. */
+        while (!m->stop && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
+            ;
+        zklock_queue_free(q);
+        q = NULL;
+    }
+    zklock_queue_free(q);
+    return NULL;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+static char **command_env(const char *path, int64_t token)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    char **env;
+
+    while (environ[n])
+        n++;
+    env = calloc(n + 3, sizeof *env);
+    if (!env)
+        tool_die(EXIT_OSERR, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "ZKLOCK_FENCE=", 13) && strncmp(environ[i], "ZKLOCK_PATH=", 12))
+            env[k++] = environ[i];
+    if (asprintf(&env[k++], "ZKLOCK_FENCE=%lld", (long long)token) < 0 ||
+        asprintf(&env[k++], "ZKLOCK_PATH=%s", path) < 0)
+        tool_die(EXIT_OSERR, "out of memory");
+    return env;
+}
+
+/* The last two entries are the ones command_env() made. */
+static void free_command_env(char **env)
+{
+    size_t n = 0;
+    while (env[n])
+        n++;
+    free(env[n - 1]);
+    free(env[n - 2]);
+    free(env);
+}
+
+/* Starts the command with default signal handling; returns its pid, or
+ * dies with 126/127 (not runnable / not found). */
+static pid_t start_command(char **command, char **env, int *exit_code)
+{
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+    pid_t pid;
+    int rc;
+
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawnp(&pid, command[0], NULL, &attr, command, env);
+    posix_spawnattr_destroy(&attr);
+    if (rc == 0)
+        return pid;
+    tool_say("cannot run %s: %s", command[0], strerror(rc));
+    *exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    return -1;
+}
+
+static int status_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+/* ---- the main loop ------------------------------------------------------------------------ */
+
+struct run {
+    struct options *o;
+    zklock_session_t *s;
+    struct holder h;
+    struct monitor mon;
+    int sigfd, answers[2], lost[2];
+    pid_t child;
+    int exit_code;
+    bool lost_lock, child_done, term_sent, kill_sent;
+    struct timespec kill_at;
+    int64_t started_ms;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_lost(zklock_t *l, int reason, void *ctx)
+{
+    struct run *r = ctx;
+    report(r->lost[1], 'L');
+}
+
+static void lock_acquired(struct run *r)
+{
+    int64_t token = r->h.token;
+    char **env;
+
+    r->mon.stop = 1;
+    if (r->o->verbose)
+        tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
+                 (double)(mono_ms() - r->started_ms) / 1000, (long long)token, r->o->command[0]);
+    env = command_env(r->o->path, token);
+    r->child = start_command(r->o->command, env, &r->exit_code);
+    free_command_env(env);
+    if (r->child < 0) {
+        r->child_done = true;
+        ask_release(&r->h);
+    }
+}
+
+/* "... is locked by web-1:4121 (write)", naming the holder if we can. */
+static void say_busy(struct run *r)
+{
+    const char *why = r->h.acquired_rc == ZKLOCK_EBUSY ? "is locked" : "was still locked at the timeout";
+    zklock_queue_t *q = NULL;
+    const zklock_node_t *holder = NULL;
+
+    if (zklock_queue_read(r->s, r->o->path, &q) == ZKLOCK_OK)
+        for (size_t i = 0; i < q->count && !holder; i++)
+            if (q->nodes[i].holds)
+                holder = &q->nodes[i];
+    if (holder && *holder->identity)
+        tool_say("%s %s by %s (%s)", r->o->path, why, holder->identity, holder->kind);
+    else
+        tool_say("%s %s", r->o->path, why);
+    zklock_queue_free(q);
+}
+
+/* The lock thread answered: acquired (or not), or released. */
+static bool on_answer(struct run *r)
+{
+    char what;
+    if (read(r->answers[0], &what, 1) != 1)
+        return false;
+    if (what == 'R')
+        return true; /* released: we are done */
+    if (r->h.acquired_rc == ZKLOCK_OK) {
+        lock_acquired(r);
+        return false;
+    }
+    r->mon.stop = 1;
+    switch (r->h.acquired_rc) {
+    case ZKLOCK_EBUSY:
+    case ZKLOCK_ETIMEDOUT:
+        say_busy(r);
+        r->exit_code = r->o->conflict_code;
+        break;
+    case ZKLOCK_ECANCELED:
+        break; /* a signal came first; its code is set */
+    case ZCONNECTIONLOSS:
+        tool_say("no connection to ZooKeeper to try %s", r->o->path);
+        r->exit_code = EXIT_UNREACHABLE;
+        break;
+    default:
+        tool_say("cannot take %s: %s", r->o->path, zklock_strerror(r->h.acquired_rc));
+        r->exit_code = EXIT_UNREACHABLE;
+    }
+    return true;
+}
+
+static void on_signal(struct run *r)
+{
+    struct signalfd_siginfo si;
+
+    if (read(r->sigfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return;
+    if (si.ssi_signo == SIGCHLD) {
+        int status;
+        if (r->child > 0 && waitpid(r->child, &status, WNOHANG) == r->child) {
+            r->child_done = true;
+            if (r->exit_code < 0)
+                r->exit_code = status_code(status);
+            if (r->o->verbose)
+                tool_say("%s ended (%d); releasing %s", r->o->command[0], status_code(status),
+                         r->o->path);
+            ask_release(&r->h);
+        }
+        return;
+    }
+    if (r->child > 0 && !r->child_done) {
+        kill(r->child, (int)si.ssi_signo); /* pass it on */
+        return;
+    }
+    /* before the command runs: stop waiting for the lock */
+    if (r->exit_code < 0)
+        r->exit_code = 128 + (int)si.ssi_signo;
+    zklock_cancel(r->h.lock);
+}
+
+static void on_lost_lock(struct run *r)
+{
+    char what;
+    if (read(r->lost[0], &what, 1) != 1 || r->lost_lock || r->child <= 0 || r->child_done)
+        return;
+    r->lost_lock = true;
+    r->exit_code = EXIT_LOST;
+    tool_say("lost %s (the ZooKeeper session expired); stopping %s", r->o->path,
+             r->o->command[0]);
+    kill(r->child, SIGTERM);
+    r->term_sent = true;
+    clock_gettime(CLOCK_MONOTONIC, &r->kill_at);
+    r->kill_at.tv_sec += (time_t)r->o->kill_after_s;
+    r->kill_at.tv_nsec += (long)((r->o->kill_after_s - (double)(time_t)r->o->kill_after_s) * 1e9);
+    if (r->kill_at.tv_nsec >= 1000000000L) {
+        r->kill_at.tv_sec++;
+        r->kill_at.tv_nsec -= 1000000000L;
+    }
+}
+
+static int poll_timeout(const struct run *r)
+{
+    struct timespec now;
+    int64_t ms;
+
+    if (!r->term_sent || r->kill_sent || r->child_done)
+        return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ms = (int64_t)(r->kill_at.tv_sec - now.tv_sec) * 1000 + (r->kill_at.tv_nsec - now.tv_nsec) / 1000000;
+    return ms < 0 ? 0 : (int)ms;
+}
+
+static void loop(struct run *r)
+{
+    for (;;) {
+        struct pollfd fds[3] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0}, {r->lost[0], POLLIN, 0}};
+        int n = poll(fds, 3, poll_timeout(r));
+
+        if (n < 0 && errno != EINTR)
+            tool_die(EXIT_OSERR, "poll: %s", strerror(errno));
+        if (n == 0 && r->term_sent && !r->kill_sent && !r->child_done) {
+            tool_say("%s did not stop after SIGTERM: SIGKILL", r->o->command[0]);
+            kill(r->child, SIGKILL);
+            r->kill_sent = true;
+        }
+        if (n > 0 && fds[0].revents)
+            on_signal(r);
+        if (n > 0 && fds[2].revents)
+            on_lost_lock(r);
+        if (n > 0 && fds[1].revents && on_answer(r))
+            return;
+    }
+}
+
+/* ---- setting up ---------------------------------------------------------------------------- */
+
+static zklock_t *make_lock(struct run *r, zklock_rwlock_t **rw)
+{
+    zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
+                        .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR};
+    zklock_t *l = NULL;
+    int rc;
+
+    *rw = NULL;
+    if (r->o->mode == 'x') {
+        rc = zklock_mutex_new(&l, r->s, r->o->path, &lo);
+    } else {
+        rc = zklock_rwlock_new(rw, r->s, r->o->path, &lo);
+        if (rc == 0)
+            l = r->o->mode == 'r' ? zklock_rwlock_read(*rw) : zklock_rwlock_write(*rw);
+    }
+    if (rc)
+        tool_die(EXIT_INTERNAL, "cannot make the lock %s: %s", r->o->path, zklock_strerror(rc));
+    return l;
+}
+
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGCHLD);
+    /* before any thread exists, so that all of them inherit the mask */
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct run r;
+    zklock_rwlock_t *rw;
+    zklock_session_opts_t so = {0};
+    sigset_t set;
+
+    parse(argc, argv, &o);
+    tool_check_path(o.path);
+    tool_zk_log(o.verbose);
+    memset(&r, 0, sizeof r);
+    r.o = &o;
+    r.exit_code = -1;
+    r.child = -1;
+    r.started_ms = mono_ms();
+    block_signals(&set);
+    r.sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0)
+        tool_die(EXIT_OSERR, "cannot set up: %s", strerror(errno));
+
+    so.timeout_ms = o.session_ms;
+    so.identity = o.identity;
+    so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
+    if (o.verbose)
+        tool_say("connecting to %s", o.servers);
+    r.s = tool_open(o.servers, &so);
+    r.h.lock = make_lock(&r, &rw);
+    r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
+    r.h.answers = r.answers[1];
+    pthread_mutex_init(&r.h.mu, NULL);
+    pthread_cond_init(&r.h.cond, NULL);
+    if (o.verbose) {
+        r.mon = (struct monitor){r.s, o.path, 0, 0};
+        pthread_create(&r.mon.thread, NULL, monitor_thread, &r.mon);
+    }
+    if (pthread_create(&r.h.thread, NULL, lock_thread, &r.h) != 0)
+        tool_die(EXIT_OSERR, "cannot start a thread");
+    loop(&r);
+    pthread_join(r.h.thread, NULL);
+    if (o.verbose)
+        pthread_join(r.mon.thread, NULL);
+    if (r.h.acquired_rc == ZKLOCK_OK && r.h.released_rc != ZKLOCK_OK && !r.lost_lock) {
+        tool_say("releasing %s: %s", o.path, zklock_strerror(r.h.released_rc));
+        if (r.h.released_rc == ZKLOCK_ELOST)
+            r.exit_code = EXIT_LOST;
+    } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK) {
+        tool_say("released %s", o.path);
+    }
+    if (rw)
+        zklock_rwlock_free(rw);
+    else
+        zklock_free(r.h.lock);
+    zklock_session_close(r.s);
+    return r.exit_code < 0 ? EXIT_INTERNAL : r.exit_code;
+}
