@@ -83,9 +83,10 @@ static const char *basename_of(const char *path)
     return strrchr(path, '/') + 1;
 }
 
+/* Only the owner waits on c->cond. */
 static void wake(zkl_contender_t *c)
 {
-    pthread_cond_broadcast(&c->cond);
+    pthread_cond_signal(&c->cond);
 }
 
 /* Called before each request: counts it and stamps the generation. */
@@ -124,10 +125,54 @@ static void op_refused(zkl_contender_t *c, int rc)
     zkl_give_up(c, rc);
 }
 
+/* ---- the own-node watch's delay ------------------------------------------ */
+
+static void due_remove(zkl_contender_t *c)
+{
+    zklock_session_t *s = c->l->s;
+
+    if (!c->in_due_queue)
+        return;
+    if (c->due_prev)
+        c->due_prev->due_next = c->due_next;
+    else
+        s->due_head = c->due_next;
+    if (c->due_next)
+        c->due_next->due_prev = c->due_prev;
+    else
+        s->due_tail = c->due_prev;
+    c->due_next = c->due_prev = NULL;
+    c->in_due_queue = false;
+}
+
+/* Every node waits the same delay, so the queue is in due order. */
+static void due_add(zkl_contender_t *c)
+{
+    zklock_session_t *s = c->l->s;
+
+    due_remove(c);
+    c->own_due = false;
+    zkl_deadline(&c->own_due_at, ZKL_OWN_WATCH_DELAY_MS);
+    c->due_prev = s->due_tail;
+    if (s->due_tail)
+        s->due_tail->due_next = c;
+    else
+        s->due_head = c;
+    s->due_tail = c;
+    c->in_due_queue = true;
+    zkl_wake_thread_by(s, &c->own_due_at);
+}
+
+/* Our node changes: a new one starts its delay, none ends it. */
 static void set_node(zkl_contender_t *c, char *node)
 {
     free(c->node);
     c->node = node;
+    c->own_due = false;
+    if (node)
+        due_add(c);
+    else
+        due_remove(c);
 }
 
 /* The predecessor watch is over (fired, removed, refused or forgotten). */
@@ -151,11 +196,7 @@ zkl_contender_t *zkl_contender_new(zklock_t *l)
         free(c);
         return NULL;
     }
-    if (zkl_make_prefix(c->prefix, l->opts.wire) != 0) {
-        pthread_cond_destroy(&c->cond);
-        free(c);
-        return NULL;
-    }
+    zkl_make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->owner = pthread_self();
     c->attached = true;
@@ -203,6 +244,7 @@ void zkl_reap(zkl_contender_t *c)
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
     unlink_contender(c);
+    due_remove(c);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);
@@ -245,8 +287,7 @@ static void requeue(zkl_contender_t *c)
     c->create_unknown = false;
     c->need_list = false;
     c->heir = false; /* its writer's place is gone too: queue as a reader */
-    if (zkl_make_prefix(c->prefix, c->l->opts.wire) != 0)
-        zkl_give_up(c, ZKLOCK_ESYSTEM);
+    zkl_make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
 static void arm_own_watch(zkl_contender_t *c);
@@ -259,7 +300,7 @@ static void become_holder(zkl_contender_t *c)
     c->phase = ZKL_HELD;
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
-    arm_own_watch(c); /* normally armed already, since the node exists */
+    arm_own_watch(c); /* if its delay is over */
     wake(c);
 }
 
@@ -449,7 +490,7 @@ static void arm_own_watch(zkl_contender_t *c)
     zklock_session_t *s = session_of(c);
     int rc;
 
-    if (c->own_watches > 0 || c->own_pending || !c->node || !zkl_connected(s))
+    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node || !zkl_connected(s))
         return;
     c->own_pending = true;
     op_begin(c);
@@ -705,7 +746,6 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
             struct zkl_entry e;
             c->seq = zkl_parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
             c->czxid = st->czxid;
-            arm_own_watch(c);
             if (c->heir && c->phase == ZKL_QUEUING)
                 become_holder(c);
         }
@@ -758,7 +798,6 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     c->busy--;
     if (rc == ZOK && st->ephemeralOwner == s->session_id) {
         c->czxid = st->czxid;
-        arm_own_watch(c);
         if (c->heir && c->phase == ZKL_QUEUING)
             become_holder(c); /* a heir holds by its writer's place */
         else
@@ -939,6 +978,19 @@ void zkl_engine_resume(zklock_session_t *s)
         wake(c);
         settle(c);
     }
+}
+
+bool zkl_engine_arm_due(zklock_session_t *s, struct timespec *next)
+{
+    while (s->due_head && zkl_passed(&s->due_head->own_due_at)) {
+        zkl_contender_t *c = s->due_head;
+        due_remove(c);
+        c->own_due = true;
+        settle(c); /* arms it now, or on the next resume if disconnected */
+    }
+    if (s->due_head)
+        *next = s->due_head->own_due_at;
+    return s->due_head != NULL;
 }
 
 /* Wakes every owner so that it can look at the session state again. */

@@ -72,9 +72,11 @@ void zkl_sort(struct zkl_entry *q, size_t n, int32_t ref);
 int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers);
 
 /* Node name prefix of a new contender: "_c_<uuid>-" (Curator) or
- * "<32 hex>" (kazoo), NUL-terminated into buf (>= ZKL_PREFIX_MAX). */
+ * "<32 hex>" (kazoo), NUL-terminated into buf (>= ZKL_PREFIX_MAX), from a
+ * generator seeded by zkl_rng_seed (0, or ZKLOCK_ESYSTEM). */
 #define ZKL_PREFIX_MAX 48
-int zkl_make_prefix(char *buf, int wire);
+int zkl_rng_seed(uint64_t state[2]);
+void zkl_make_prefix(char *buf, int wire, uint64_t rng[2]);
 
 /* ---- the engine ---------------------------------------------------------- */
 
@@ -125,10 +127,16 @@ struct zkl_contender {
     bool watch_wanted;     /* we still care about `watched` */
     bool watch_pending;    /* the request setting the watch is in flight */
     int pred_watches;      /* registrations of pred_watcher for us (0 or 1) */
-    /* The watch on our own node, armed as soon as it exists: tells a waiter
-     * its place is gone and a holder its lock is. */
+    /* The watch on our own node: tells a waiter its place is gone and a
+     * holder its lock is. It costs a request and an event per node, so it
+     * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
+     * nodes of a busy lock live less); see the design note. */
     int own_watches;       /* registrations of own_watcher for us (0 or 1) */
     bool own_pending;      /* the request setting it is in flight */
+    bool own_due;          /* the delay is over: set it when possible */
+    struct timespec own_due_at;
+    zkl_contender_t *due_next, *due_prev; /* in s->due_head..due_tail */
+    bool in_due_queue;
     int ops;               /* requests in flight (completion pending) */
     unsigned gen;          /* session generation of those requests/watches */
 
@@ -175,6 +183,8 @@ struct zklock_session {
     pthread_cond_t thread_cond; /* wakes the session thread */
     pthread_t thread;
     bool thread_started, thread_stop;
+    bool thread_asleep, thread_timed; /* what the session thread waits for */
+    struct timespec thread_until;
 
     zhandle_t *zh;
     bool adopted;
@@ -195,16 +205,25 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
+    /* contenders whose own-node watch is not due yet, oldest first */
+    zkl_contender_t *due_head, *due_tail;
     int nlocks;                 /* live lock handles */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
 };
 
 /* engine.c */
+#define ZKL_OWN_WATCH_DELAY_MS 50
 zkl_contender_t *zkl_contender_new(zklock_t *l);
+/* The session thread: arms the own-node watches that are due; returns
+ * whether another is pending (then *next is when). */
+bool zkl_engine_arm_due(zklock_session_t *s, struct timespec *next);
+/* Wakes the session thread if it would sleep past `when`. */
+void zkl_wake_thread_by(zklock_session_t *s, const struct timespec *when);
 void zkl_step(zkl_contender_t *c);
 void zkl_give_up(zkl_contender_t *c, int rc);
 void zkl_detach(zkl_contender_t *c);

@@ -147,40 +147,56 @@ int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers)
 
 /* ---- new names ---------------------------------------------------------- */
 
-static int random_bytes(unsigned char *buf, size_t len)
+/* A node's uuid only has to be unique among live contenders: a
+ * xorshift128+ stream per session, seeded once from the kernel, does it
+ * without a system call per lock. */
+int zkl_rng_seed(uint64_t state[2])
 {
+    ssize_t got = -1;
 #ifdef HAVE_GETRANDOM
-    ssize_t got = getrandom(buf, len, 0);
-    if (got == (ssize_t)len)
-        return 0;
+    got = getrandom(state, 2 * sizeof *state, 0);
 #endif
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ZKLOCK_ESYSTEM;
-    ssize_t got2 = read(fd, buf, len);
-    close(fd);
-    return got2 == (ssize_t)len ? 0 : ZKLOCK_ESYSTEM;
+    if (got != (ssize_t)(2 * sizeof *state)) {
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return ZKLOCK_ESYSTEM;
+        got = read(fd, state, 2 * sizeof *state);
+        close(fd);
+        if (got != (ssize_t)(2 * sizeof *state))
+            return ZKLOCK_ESYSTEM;
+    }
+    if (state[0] == 0 && state[1] == 0)
+        state[0] = 1; /* the one state xorshift never leaves */
+    return 0;
 }
 
-int zkl_make_prefix(char *buf, int wire)
+static uint64_t rng_next(uint64_t state[2])
+{
+    uint64_t x = state[0], y = state[1];
+    state[0] = y;
+    x ^= x << 23;
+    state[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+    return state[1] + y;
+}
+
+void zkl_make_prefix(char *buf, int wire, uint64_t rng[2])
 {
     unsigned char u[16];
-    int rc = random_bytes(u, sizeof u);
+    uint64_t a = rng_next(rng), b = rng_next(rng);
 
-    if (rc)
-        return rc;
+    memcpy(u, &a, 8);
+    memcpy(u + 8, &b, 8);
     u[6] = (u[6] & 0x0F) | 0x40; /* version 4 (random) */
     u[8] = (u[8] & 0x3F) | 0x80; /* RFC 4122 variant */
     if (wire == ZKLOCK_WIRE_KAZOO) {
         /* kazoo: uuid4().hex, the tag follows directly. */
         for (int i = 0; i < 16; i++)
             sprintf(buf + 2 * i, "%02x", u[i]);
-        return 0;
+        return;
     }
     /* Curator: "_c_" + canonical lowercase UUID + "-". */
     snprintf(buf, ZKL_PREFIX_MAX,
              "_c_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x-",
              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
              u[11], u[12], u[13], u[14], u[15]);
-    return 0;
 }

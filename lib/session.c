@@ -260,12 +260,19 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
 
 /* ---- the session thread ---------------------------------------------------------- */
 
+/* How often a connected client looks the server names up again. By default
+ * libzookeeper_mt does it at every turn of its I/O loop: a getaddrinfo(),
+ * with its netlink round trips, per request, which was a third of zklock's
+ * CPU time per lock cycle. A lost connection still resolves at once. */
+#define ZKL_RESOLVE_EVERY_MS 60000
+
 static int open_handle(zklock_session_t *s)
 {
     errno = 0;
     s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
     if (!s->zh)
         return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_EINVAL;
+    zoo_set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
     s->state = ZKL_S_CONNECTING;
     return 0;
 }
@@ -301,9 +308,11 @@ static bool suspended_too_long(const zklock_session_t *s, struct timespec *deadl
     return zkl_passed(deadline);
 }
 
+/* Sleeps until the earliest of: a retry, the end of a suspension's grace,
+ * an own-node watch falling due; or until kicked. */
 static void wait_for_work(zklock_session_t *s)
 {
-    struct timespec deadline, expiry;
+    struct timespec deadline = {0, 0}, t;
     bool timed = false;
 
     if (s->retry_pending) {
@@ -311,15 +320,32 @@ static void wait_for_work(zklock_session_t *s)
         timed = true;
     }
     if (s->state == ZKL_S_SUSPENDED && !s->adopted) {
-        later_of(&expiry, &s->suspended_at, s->negotiated_ms);
-        if (!timed || earlier(&expiry, &deadline))
-            deadline = expiry;
+        later_of(&t, &s->suspended_at, s->negotiated_ms);
+        if (!timed || earlier(&t, &deadline))
+            deadline = t;
         timed = true;
     }
+    if (zkl_engine_arm_due(s, &t)) {
+        if (!timed || earlier(&t, &deadline))
+            deadline = t;
+        timed = true;
+    }
+    s->thread_asleep = true;
+    s->thread_timed = timed;
+    s->thread_until = deadline;
     if (timed)
         pthread_cond_timedwait(&s->thread_cond, &s->mu, &deadline);
     else
         pthread_cond_wait(&s->thread_cond, &s->mu);
+    s->thread_asleep = false;
+}
+
+/* Most calls come with a deadline the thread already wakes for: a lock
+ * cycle then costs no wake-up of this thread. */
+void zkl_wake_thread_by(zklock_session_t *s, const struct timespec *when)
+{
+    if (s->thread_asleep && (!s->thread_timed || earlier(when, &s->thread_until)))
+        pthread_cond_signal(&s->thread_cond);
 }
 
 static void *session_thread(void *arg)
@@ -401,8 +427,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         free(s);
         return ZKLOCK_ENOMEM;
     }
-    if (pthread_mutex_init(&s->mu, NULL) != 0 || zkl_cond_init(&s->cond) != 0 ||
-        zkl_cond_init(&s->thread_cond) != 0) {
+    if (zkl_rng_seed(s->rng) != 0 || pthread_mutex_init(&s->mu, NULL) != 0 ||
+        zkl_cond_init(&s->cond) != 0 || zkl_cond_init(&s->thread_cond) != 0) {
         free(s->identity);
         free(s);
         return ZKLOCK_ESYSTEM;

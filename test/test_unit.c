@@ -114,14 +114,18 @@ static void test_parse_names(void)
 static void test_prefixes(void)
 {
     char a[ZKL_PREFIX_MAX], b[ZKL_PREFIX_MAX];
+    uint64_t rng[2], other[2];
 
-    TU_ASSERT_RC(zkl_make_prefix(a, ZKLOCK_WIRE_CURATOR), 0);
-    TU_ASSERT_RC(zkl_make_prefix(b, ZKLOCK_WIRE_CURATOR), 0);
+    TU_ASSERT_RC(zkl_rng_seed(rng), 0);
+    TU_ASSERT_RC(zkl_rng_seed(other), 0);
+    CU_ASSERT(rng[0] != other[0] || rng[1] != other[1]);
+    zkl_make_prefix(a, ZKLOCK_WIRE_CURATOR, rng);
+    zkl_make_prefix(b, ZKLOCK_WIRE_CURATOR, rng);
     TU_ASSERT_INT(strlen(a), ==, 40); /* _c_ + 36 + - */
     CU_ASSERT(strncmp(a, "_c_", 3) == 0);
     CU_ASSERT(a[39] == '-' && a[11] == '-' && a[16] == '-' && a[17] == '4');
     CU_ASSERT(strcmp(a, b) != 0);
-    TU_ASSERT_RC(zkl_make_prefix(a, ZKLOCK_WIRE_KAZOO), 0);
+    zkl_make_prefix(a, ZKLOCK_WIRE_KAZOO, rng);
     TU_ASSERT_INT(strlen(a), ==, 32);
     CU_ASSERT(strspn(a, "0123456789abcdef") == 32);
 }

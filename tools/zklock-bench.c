@@ -1,0 +1,416 @@
+/* zklock-bench: how fast zklock takes and hands over locks, how many
+ * waiters a release wakes, and what a held lock costs in memory.
+ *
+ * Accepts the peers' command lines (../shared/peers: Curator, kazoo, the
+ * bare ZooKeeper floor), so compare.sh can run it beside them, and prints
+ * one JSON line per run with the same keys. */
+#include "config.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tool_name = "zklock-bench";
+
+static const char usage_text[] =
+    "Usage: zklock-bench [OPTION]... HOSTS WORKLOAD [ARG]...\n"
+    "Measure zklock against the ZooKeeper ensemble HOSTS. Each run prints a summary and,\n"
+    "last, one JSON line.\n"
+    "\n"
+    "Workloads:\n"
+    "  uncontended N               one session takes and releases one lock N times:\n"
+    "                              latency p50/p99/mean, cycles per second, client CPU per cycle\n"
+    "  contended CLIENTS SECONDS   CLIENTS threads, each with its own session, on one lock for\n"
+    "                              SECONDS, checking mutual exclusion: handoffs per second,\n"
+    "                              fewest/most acquisitions per client, overlaps (must be 0)\n"
+    "  herd WAITERS                WAITERS queued on one lock, released one after another:\n"
+    "                              waiters woken and watch events per release (must be 1 and 2\n"
+    "                              whatever WAITERS), release-to-next-holder latency\n"
+    "  many LOCKS                  one session holds LOCKS distinct locks: acquisitions per\n"
+    "                              second and resident memory per held lock\n"
+    "\n"
+    "  -p, --prefix PATH     where the benchmark's locks go (default /zklock-bench)\n"
+    "      --warmup N        uncontended: cycles run before measuring (default 200)\n"
+    "  -h, --help            show this help and exit\n"
+    "  -V, --version         show the version and exit\n"
+    "\n"
+    "The first two workloads take exactly the command lines of the peers in\n"
+    "../shared/peers (compare.sh). See docs/performance.md for the method and figures.\n";
+
+static const char *prefix = "/zklock-bench";
+static int warmup = 200;
+
+/* ---- measuring ------------------------------------------------------------------------- */
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(double *sorted, size_t n, double p)
+{
+    size_t i = (size_t)(p * (double)n);
+    return n ? sorted[i < n ? i : n - 1] : 0;
+}
+
+static double mean(const double *v, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    return n ? sum / (double)n : 0;
+}
+
+static long rss_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static zklock_t *new_lock(zklock_session_t *s, const char *name)
+{
+    char path[512];
+    zklock_t *l;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/%s-%d", prefix, name, (int)getpid());
+    rc = zklock_mutex_new(&l, s, path, NULL);
+    if (rc)
+        tool_die(EXIT_INTERNAL, "%s: %s", path, zklock_strerror(rc));
+    return l;
+}
+
+static void must(int rc, const char *what)
+{
+    if (rc)
+        tool_die(EXIT_UNREACHABLE, "%s: %s", what, zklock_strerror(rc));
+}
+
+/* ---- uncontended -------------------------------------------------------------------------- */
+
+static int uncontended(const char *hosts, long n)
+{
+    zklock_session_t *s = tool_open(hosts, NULL);
+    zklock_t *l = new_lock(s, "u");
+    double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
+
+    for (int i = 0; i < warmup; i++) {
+        must(zklock_acquire(l, -1), "acquire");
+        must(zklock_release(l), "release");
+    }
+    cpu0 = cpu_us();
+    t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        double start = now_us();
+        must(zklock_acquire(l, -1), "acquire");
+        must(zklock_release(l), "release");
+        lat[i] = now_us() - start;
+    }
+    wall = (now_us() - t0) / 1e6;
+    cpu = cpu_us() - cpu0;
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    printf("uncontended: %ld cycles in %.2f s: %.0f/s, p50 %.0f us, p99 %.0f us, "
+           "client CPU %.1f us per cycle\n",
+           n, wall, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
+           cpu / (double)n);
+    printf("{\"peer\":\"zklock\",\"workload\":\"uncontended\",\"n\":%ld,\"ops_per_s\":%.1f,"
+           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"cpu_us_per_op\":%.1f}\n",
+           n, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
+           mean(lat, (size_t)n), cpu / (double)n);
+    free(lat);
+    zklock_free(l);
+    zklock_session_close(s);
+    return 0;
+}
+
+/* ---- contended ---------------------------------------------------------------------------- */
+
+struct contender {
+    zklock_session_t *s;
+    zklock_t *l;
+    double stop_at;
+    long count;
+    pthread_t t;
+};
+
+static int inside;
+static long overlaps;
+
+static void *contend(void *arg)
+{
+    struct contender *c = arg;
+
+    while (now_us() < c->stop_at) {
+        must(zklock_acquire(c->l, -1), "acquire");
+        /* the detector: nobody else may be inside */
+        if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1)
+            __atomic_add_fetch(&overlaps, 1, __ATOMIC_SEQ_CST);
+        c->count++;
+        __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+        must(zklock_release(c->l), "release");
+    }
+    return NULL;
+}
+
+static int contended(const char *hosts, long clients, double seconds)
+{
+    struct contender *c = calloc((size_t)clients, sizeof *c);
+    char name[32];
+    long total = 0, lo = -1, hi = 0;
+    double t0, wall, cpu0, cpu;
+
+    snprintf(name, sizeof name, "c");
+    for (long i = 0; i < clients; i++) {
+        c[i].s = tool_open(hosts, NULL);
+        c[i].l = new_lock(c[i].s, name);
+    }
+    cpu0 = cpu_us();
+    t0 = now_us();
+    for (long i = 0; i < clients; i++) {
+        c[i].stop_at = t0 + seconds * 1e6;
+        pthread_create(&c[i].t, NULL, contend, &c[i]);
+    }
+    for (long i = 0; i < clients; i++)
+        pthread_join(c[i].t, NULL);
+    wall = (now_us() - t0) / 1e6;
+    cpu = cpu_us() - cpu0;
+    for (long i = 0; i < clients; i++) {
+        total += c[i].count;
+        lo = lo < 0 || c[i].count < lo ? c[i].count : lo;
+        hi = c[i].count > hi ? c[i].count : hi;
+    }
+    printf("contended: %ld clients, %ld handoffs in %.2f s: %.0f/s, per client %ld..%ld "
+           "(max/min %.3f), overlaps %ld, client CPU %.1f us per handoff\n",
+           clients, total, wall, (double)total / wall, lo, hi, lo ? (double)hi / (double)lo : 0,
+           overlaps, total ? cpu / (double)total : 0);
+    printf("{\"peer\":\"zklock\",\"workload\":\"contended\",\"clients\":%ld,\"seconds\":%.2f,"
+           "\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,\"max_per_client\":%ld,"
+           "\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
+           clients, wall, total, (double)total / wall, lo, hi, overlaps,
+           total ? cpu / (double)total : 0);
+    for (long i = 0; i < clients; i++) {
+        zklock_free(c[i].l);
+        zklock_session_close(c[i].s);
+    }
+    free(c);
+    return overlaps ? 1 : 0;
+}
+
+/* ---- herd ----------------------------------------------------------------------------------- */
+
+#define WAITERS_PER_SESSION 50
+
+struct herd {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    double released_at; /* when the previous holder called release */
+    double *handoff;    /* release -> next holder, per handoff */
+    long handoffs;
+};
+
+struct waiter {
+    struct herd *h;
+    zklock_t *l;
+    pthread_t t;
+};
+
+static void *wait_in_line(void *arg)
+{
+    struct waiter *w = arg;
+    struct herd *h = w->h;
+
+    must(zklock_acquire(w->l, -1), "acquire");
+    pthread_mutex_lock(&h->mu);
+    h->handoff[h->handoffs++] = now_us() - h->released_at;
+    h->released_at = now_us();
+    pthread_mutex_unlock(&h->mu);
+    must(zklock_release(w->l), "release");
+    return NULL;
+}
+
+static uint64_t total_stat(zklock_session_t **s, long n, size_t offset)
+{
+    uint64_t sum = 0;
+    for (long i = 0; i < n; i++) {
+        zklock_stats_t st;
+        zklock_session_stats(s[i], &st, sizeof st);
+        sum += *(uint64_t *)((char *)&st + offset);
+    }
+    return sum;
+}
+
+static void wait_queued(zklock_session_t *s, const char *path, size_t want)
+{
+    for (;;) {
+        zklock_queue_t *q = NULL;
+        size_t n;
+        must(zklock_queue_read(s, path, &q), "read the queue");
+        n = q->count;
+        if (n >= want) {
+            zklock_queue_free(q);
+            return;
+        }
+        zklock_queue_wait(s, q, 1000);
+        zklock_queue_free(q);
+    }
+}
+
+static int herd(const char *hosts, long waiters)
+{
+    long nsessions = (waiters + WAITERS_PER_SESSION - 1) / WAITERS_PER_SESSION + 1;
+    zklock_session_t **s = calloc((size_t)nsessions, sizeof *s);
+    zklock_t **l = calloc((size_t)nsessions, sizeof *l);
+    struct waiter *w = calloc((size_t)waiters, sizeof *w);
+    struct herd h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0};
+    uint64_t wake0, events0, wakeups, events;
+    const char *path;
+
+    h.handoff = calloc((size_t)waiters, sizeof *h.handoff);
+    for (long i = 0; i < nsessions; i++) {
+        s[i] = tool_open(hosts, NULL);
+        l[i] = new_lock(s[i], "herd");
+    }
+    path = zklock_path(l[0]);
+    must(zklock_acquire(l[0], -1), "acquire"); /* session 0 holds first */
+    for (long i = 0; i < waiters; i++) {
+        w[i] = (struct waiter){&h, l[1 + i / WAITERS_PER_SESSION], 0};
+        pthread_create(&w[i].t, NULL, wait_in_line, &w[i]);
+        if ((i + 1) % 100 == 0 || i + 1 == waiters)
+            wait_queued(s[0], path, (size_t)i + 2); /* arrival order, in batches */
+    }
+    wake0 = total_stat(s, nsessions, offsetof(zklock_stats_t, wakeups));
+    events0 = total_stat(s, nsessions, offsetof(zklock_stats_t, watch_events));
+    h.released_at = now_us();
+    must(zklock_release(l[0]), "release");
+    for (long i = 0; i < waiters; i++)
+        pthread_join(w[i].t, NULL);
+    wakeups = total_stat(s, nsessions, offsetof(zklock_stats_t, wakeups)) - wake0;
+    events = total_stat(s, nsessions, offsetof(zklock_stats_t, watch_events)) - events0;
+    qsort(h.handoff, (size_t)h.handoffs, sizeof *h.handoff, cmp_double);
+    printf("herd: %ld waiters, %ld releases: %.3f waiters woken and %.3f watch events per "
+           "release; release to next holder p50 %.0f us, p99 %.0f us\n",
+           waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
+           percentile(h.handoff, (size_t)h.handoffs, .5), percentile(h.handoff, (size_t)h.handoffs, .99));
+    printf("{\"peer\":\"zklock\",\"workload\":\"herd\",\"waiters\":%ld,\"releases\":%ld,"
+           "\"wakeups_per_release\":%.3f,\"watch_events_per_release\":%.3f,"
+           "\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,\"handoff_mean_us\":%.1f}\n",
+           waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
+           percentile(h.handoff, (size_t)h.handoffs, .5), percentile(h.handoff, (size_t)h.handoffs, .99),
+           mean(h.handoff, (size_t)h.handoffs));
+    for (long i = 0; i < nsessions; i++) {
+        zklock_free(l[i]);
+        zklock_session_close(s[i]);
+    }
+    free(h.handoff);
+    free(w);
+    free(l);
+    free(s);
+    return wakeups == (uint64_t)waiters ? 0 : 1;
+}
+
+/* ---- many ------------------------------------------------------------------------------------ */
+
+static int many(const char *hosts, long k)
+{
+    zklock_session_t *s = tool_open(hosts, NULL);
+    zklock_t **l = calloc((size_t)k, sizeof *l);
+    long rss0, rss_handles, rss_held;
+    double t0, wall;
+
+    rss0 = rss_kib();
+    for (long i = 0; i < k; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "many/%ld", i);
+        l[i] = new_lock(s, name);
+    }
+    rss_handles = rss_kib();
+    t0 = now_us();
+    for (long i = 0; i < k; i++)
+        must(zklock_acquire(l[i], -1), "acquire");
+    wall = (now_us() - t0) / 1e6;
+    rss_held = rss_kib();
+    printf("many: one session holds %ld locks, taken at %.0f/s; resident memory per lock: "
+           "%.0f B for the handle, %.0f B more while held\n",
+           k, (double)k / wall, (double)(rss_handles - rss0) * 1024 / (double)k,
+           (double)(rss_held - rss_handles) * 1024 / (double)k);
+    printf("{\"peer\":\"zklock\",\"workload\":\"many\",\"locks\":%ld,\"ops_per_s\":%.1f,"
+           "\"handle_bytes_per_lock\":%.0f,\"held_bytes_per_lock\":%.0f}\n",
+           k, (double)k / wall, (double)(rss_handles - rss0) * 1024 / (double)k,
+           (double)(rss_held - rss_handles) * 1024 / (double)k);
+    for (long i = 0; i < k; i++) {
+        must(zklock_release(l[i]), "release");
+        zklock_free(l[i]);
+    }
+    free(l);
+    zklock_session_close(s);
+    return 0;
+}
+
+/* ---- main -------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *hosts, *workload;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "p:hV", longs, NULL)) != -1) {
+        switch (c) {
+        case 'p': prefix = optarg; break;
+        case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
+        default: tool_die(EXIT_USAGE, "unknown option (try 'zklock-bench --help')");
+        }
+    }
+    if (argc - optind < 3)
+        tool_die(EXIT_USAGE, "missing HOSTS, WORKLOAD or its arguments (try 'zklock-bench --help')");
+    tool_check_path(prefix);
+    tool_zk_log(false);
+    hosts = argv[optind];
+    workload = argv[optind + 1];
+    if (strcmp(workload, "uncontended") == 0)
+        return uncontended(hosts, tool_integer("N", argv[optind + 2], 1, 100000000));
+    if (strcmp(workload, "contended") == 0 && argc - optind >= 4)
+        return contended(hosts, tool_integer("CLIENTS", argv[optind + 2], 1, 10000),
+                         tool_seconds("SECONDS", argv[optind + 3]));
+    if (strcmp(workload, "herd") == 0)
+        return herd(hosts, tool_integer("WAITERS", argv[optind + 2], 1, 100000));
+    if (strcmp(workload, "many") == 0)
+        return many(hosts, tool_integer("LOCKS", argv[optind + 2], 1, 1000000));
+    tool_die(EXIT_USAGE, "unknown workload '%s' (uncontended, contended, herd, many)", workload);
+}
