@@ -8,7 +8,8 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # Everything the build, the tests and the demo use, as Debian packages.
 ZKLOCK_PACKAGES="build-essential autoconf automake libtool pkg-config
   libzookeeper-mt-dev libcunit1-dev zookeeper default-jre-headless
-  valgrind clang"
+  valgrind clang python3 procps
+  default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -3,17 +3,13 @@
 # detector sees no overlap and a release wakes one waiter. No timing is
 # asserted here; the figures come from the benchmark itself.
 set -u
-if [ -z "${ZKLOCK_TEST_HOSTS:-}" ]; then
-  exec "${srcdir:-$(dirname "$0")/..}/test/zk-harness.sh" run bash "$0" "$@"
-fi
-BENCH=${top_builddir:-.}/tools/zklock-bench
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
-failures=0 n=0
+source "${srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+BENCH=$B/tools/zklock-bench
 run() { # description python-check-on-r workload args...
   local what=$1 cond=$2 out; shift 2
   n=$((n + 1))
   out=$("$BENCH" "$ZKLOCK_TEST_HOSTS" "$@" | grep '^{' | tail -n 1)
-  if [ -n "$out" ] && python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($cond) else 1)" "$out"; then
+  if [ -n "$out" ] && "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($cond) else 1)" "$out"; then
     echo "ok $n - $what: $out"
   else
     echo "not ok $n - $what: ${out:-no JSON line}"; failures=$((failures + 1))
@@ -23,5 +19,4 @@ run "uncontended: the peers' keys" 'r["n"] == 100 and r["ops_per_s"] > 0 and r["
 run "contended: no overlap, everyone served" 'r["overlaps"] == 0 and r["acquisitions"] > 0 and r["min_per_client"] > 0' contended 4 2
 run "herd: one wake-up per release" 'r["wakeups_per_release"] == 1.0 and r["releases"] == 30' herd 30
 run "many: memory per held lock reported" 'r["locks"] == 200 and r["held_bytes_per_lock"] >= 0' many 200
-echo "1..$n"
-[ $failures = 0 ]
+done_testing

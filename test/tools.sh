@@ -2,45 +2,7 @@
 # tools.sh: the zklock and zklock-ls utilities, as a user runs them, against a
 # throwaway ZooKeeper (started here unless ZKLOCK_TEST_HOSTS is set).
 set -u
-if [ -z "${ZKLOCK_TEST_HOSTS:-}" ]; then
-  exec "${srcdir:-$(dirname "$0")/..}/test/zk-harness.sh" run bash "$0" "$@"
-fi
-B=${top_builddir:-.}
-ZKLOCK=$B/tools/zklock
-ZKLS=$B/tools/zklock-ls
-export ZKLOCK_SERVERS=$ZKLOCK_TEST_HOSTS
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
-T=$(mktemp -d) && trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
-failures=0 n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
-check() { # description, then a command that must succeed
-  local what=$1; shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-expect_status() { # want description command...
-  local want=$1 what=$2 got; shift 2
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok "$what (exit $got)"; else
-    fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err"; fi
-}
-# Polls a condition (a command) until it holds or SECONDS pass.
-wait_for() { # seconds command...
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@"; do
-    [ "$(date +%s)" -ge "$deadline" ] && return 1
-    sleep 0.05 # poll the condition until the deadline
-  done
-}
-queued() { # path count: the queue has exactly count nodes
-  [ "$("$ZKLS" --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))')" = "$2" ]
-}
-json_field() { # path python-expression-on-q
-  "$ZKLS" --json "$1" | python3 -c "import json,sys; q=json.load(sys.stdin); print($2)"
-}
-started() { [ -s "$1" ]; }
-dead() { ! kill -0 "$1" 2>/dev/null; }
+source "${srcdir:-$(dirname "$0")/..}/test/testlib.sh"
 P=/zklock-test/tools-$$
 
 # ---- exit codes ----------------------------------------------------------------------
@@ -198,5 +160,4 @@ kill -TERM $kz; wait $kz
 for p in a env busy sig wait lost rw ls v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
-echo "1..$n"
-[ $failures = 0 ]
+done_testing

@@ -1,0 +1,78 @@
+#!/bin/bash
+# interop-curator.sh: zklock and Apache Curator (Debian's 5.4 jars) on the
+# same lock paths: they exclude each other, are served in arrival order, and
+# each sees the other's holders. A detector log (enter/leave with wall-clock
+# ns, from every language) would show any overlap.
+set -u
+J=/usr/share/java
+CP=$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar
+[ -f $J/slf4j-nop.jar ] && CP=$CP:$J/slf4j-nop.jar
+if ! command -v javac >/dev/null || ! command -v java >/dev/null || [ ! -f $J/curator-recipes.jar ]; then
+  echo "SKIP: needs javac and Curator (apt-get install default-jdk-headless libcurator-recipes-java)"
+  exit 77
+fi
+source "${srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+mkdir -p "$T/classes"
+javac -nowarn -cp "$CP" -d "$T/classes" "$TESTDIR/interop/CuratorPeer.java" ||
+  { echo "Bail out! CuratorPeer.java does not compile"; exit 99; }
+curator() { java -cp "$CP:$T/classes" CuratorPeer "$ZKLOCK_TEST_HOSTS" "$@"; }
+checklog() { "$PY" "$TESTDIR/interop/check_log.py" "$@"; }
+P=/zklock-test/curator-$$
+
+# ---- mutex: exclusion both ways ---------------------------------------------------------------
+L=$T/mutex.log
+curator $P/m mutex 12 "$L" c1 15 & a=$!
+curator $P/m mutex 12 "$L" c2 15 & b=$!
+( for i in $(seq 12); do zk_section "$L" z1 mutex 0.015 $P/m; done ) & c=$!
+( for i in $(seq 12); do zk_section "$L" z2 mutex 0.015 $P/m; done ) & d=$!
+wait $a $b $c $d
+check "zklock -x and Curator's InterProcessMutex exclude each other" \
+  checklog "$L" --count c1=12 --count c2=12 --count z1=12 --count z2=12
+
+# ---- mutex: arrival order across languages; zklock-ls shows Curator's node -----------------------
+L=$T/order.log
+zk_hold_until "$L" H mutex "$T/go-h" $P/o & h=$!
+check "zklock holds" wait_for 20 entered "$L" H
+curator $P/o mutex 1 "$L" C 0 & c=$!
+check "Curator queued second" wait_for 30 queued $P/o 2
+zk_section "$L" W mutex 0 $P/o & w=$!
+check "zklock queued third" wait_for 20 queued $P/o 3
+check "zklock-ls shows Curator's node as a waiting mutex with its data (an address)" \
+  [ "$(json_field $P/o 'q["nodes"][1]["state"] + " " + q["nodes"][1]["kind"] + " " + str(bool(__import__("re").match(r"^[0-9a-fA-F.:]+$", q["nodes"][1]["identity"])))')" = "waits mutex True" ]
+check "zklock-ls reads Curator's name" \
+  [ "$(json_field $P/o 'bool(__import__("re").match(r"^_c_[0-9a-f-]{36}-lock-[0-9]{10}$", q["nodes"][1]["name"]))')" = True ]
+touch "$T/go-h"
+wait $h $c $w
+check "served in arrival order: zklock, Curator, zklock" checklog "$L" --order H,C,W
+
+# ---- read/write lock ------------------------------------------------------------------------------
+L=$T/rw.log
+curator $P/rw read 1 "$L" CR 0 "$T/go-cr" & cr=$!
+check "Curator reader holds" wait_for 30 entered "$L" CR
+zk_section "$L" ZR read 0.2 -r $P/rw
+check "a zklock reader got in while the Curator reader held" entered "$L" ZR
+expect_status 1 "a zklock writer cannot get in while a Curator reader holds" "$ZKLOCK" -w -t 0 $P/rw true
+touch "$T/go-cr"; wait $cr
+check "readers shared across languages, and nothing overlapped" checklog "$L" --expect-shared 2
+
+L=$T/rw2.log
+zk_hold_until "$L" ZR2 read "$T/go-zr" -r $P/rw2 & zr=$!
+check "zklock reader holds" wait_for 20 entered "$L" ZR2
+curator $P/rw2 write 1 "$L" CW 0 & cw=$!
+check "Curator writer queued behind it" wait_for 30 queued $P/rw2 2
+check "json: the queue is a holding reader and a waiting Curator writer" \
+  [ "$(json_field $P/rw2 '[(n["state"], n["kind"]) for n in q["nodes"]]')" = "[('holds', 'read'), ('waits', 'write')]" ]
+touch "$T/go-zr"; wait $zr $cw
+check "the Curator writer waited for the zklock reader" checklog "$L" --order ZR2,CW
+
+L=$T/rw3.log
+curator $P/rw3 read 10 "$L" cr1 10 & a=$!
+curator $P/rw3 write 10 "$L" cw1 10 & b=$!
+( for i in $(seq 10); do zk_section "$L" zr1 read 0.01 -r $P/rw3; done ) & c=$!
+( for i in $(seq 10); do zk_section "$L" zw1 write 0.01 -w $P/rw3; done ) & d=$!
+wait $a $b $c $d
+check "mixed readers and writers of both languages never overlap wrongly" \
+  checklog "$L" --count cr1=10 --count cw1=10 --count zr1=10 --count zw1=10
+
+for p in m o rw rw2 rw3; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+done_testing

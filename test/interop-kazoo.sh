@@ -1,0 +1,75 @@
+#!/bin/bash
+# interop-kazoo.sh: zklock with --kazoo names and python kazoo (Debian's
+# 2.8) on the same lock paths: they exclude each other, are served in
+# arrival order, and readers share.
+set -u
+if ! /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+  echo "SKIP: needs kazoo for /usr/bin/python3 (apt-get install python3-kazoo)"
+  exit 77
+fi
+source "${srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+kazoo() { /usr/bin/python3 "$TESTDIR/interop/kazoo_peer.py" "$ZKLOCK_TEST_HOSTS" "$@"; }
+checklog() { "$PY" "$TESTDIR/interop/check_log.py" "$@"; }
+P=/zklock-test/kazoo-$$
+
+# ---- Lock: exclusion both ways ---------------------------------------------------------------------
+L=$T/lock.log
+kazoo $P/m lock 12 "$L" k1 15 & a=$!
+kazoo $P/m lock 12 "$L" k2 15 & b=$!
+( for i in $(seq 12); do zk_section "$L" z1 lock 0.015 --kazoo $P/m; done ) & c=$!
+( for i in $(seq 12); do zk_section "$L" z2 lock 0.015 --kazoo $P/m; done ) & d=$!
+wait $a $b $c $d
+check "zklock --kazoo and kazoo's Lock exclude each other" \
+  checklog "$L" --count k1=12 --count k2=12 --count z1=12 --count z2=12
+
+# ---- arrival order; zklock-ls shows kazoo's nodes ----------------------------------------------------
+L=$T/order.log
+zk_hold_until "$L" H lock "$T/go-h" --kazoo $P/o & h=$!
+check "zklock holds" wait_for 20 entered "$L" H
+kazoo $P/o lock 1 "$L" K 0 & k=$!
+check "kazoo queued second" wait_for 30 queued $P/o 2
+zk_section "$L" W lock 0 --kazoo $P/o & w=$!
+check "zklock queued third" wait_for 20 queued $P/o 3
+check "zklock-ls shows the kazoo node with its identifier" \
+  [ "$(json_field $P/o 'q["nodes"][1]["kind"] + " " + q["nodes"][1]["identity"]')" = "kazoo-lock K" ]
+check "zklock --kazoo writes kazoo's names" \
+  [ "$(json_field $P/o 'all(__import__("re").match(r"^[0-9a-f]{32}__lock__[0-9]{10}$", n["name"]) for n in q["nodes"])')" = True ]
+touch "$T/go-h"
+wait $h $k $w
+check "served in arrival order: zklock, kazoo, zklock" checklog "$L" --order H,K,W
+
+# ---- readers share; writers exclude them ---------------------------------------------------------------
+L=$T/rw.log
+kazoo $P/rw read 1 "$L" KR 0 "$T/go-kr" & kr=$!
+check "kazoo ReadLock holds" wait_for 30 entered "$L" KR
+zk_section "$L" ZR read 0.2 -r --kazoo $P/rw
+check "a zklock reader got in beside the kazoo reader" entered "$L" ZR
+check "zklock's reader node is named __rlock__" \
+  [ "$(json_field $P/rw '[n["kind"] for n in q["nodes"]]')" = "['kazoo-read']" ]
+expect_status 1 "a zklock writer cannot get in while a kazoo reader holds" "$ZKLOCK" -w --kazoo -t 0 $P/rw true
+touch "$T/go-kr"; wait $kr
+check "readers shared across languages" checklog "$L" --expect-shared 2
+
+L=$T/rw2.log
+zk_hold_until "$L" ZR2 read "$T/go-zr" -r --kazoo $P/rw2 & zr=$!
+check "zklock reader holds" wait_for 20 entered "$L" ZR2
+check "kazoo's WriteLock is refused while a zklock reader holds" [ "$(kazoo $P/rw2 write 0 "$L" kw 0)" = busy ]
+check "kazoo's ReadLock shares with it" [ "$(kazoo $P/rw2 read 0 "$L" kr 0)" = free ]
+touch "$T/go-zr"; wait $zr
+
+L=$T/rw3.log
+zk_hold_until "$L" ZW write "$T/go-zw" -w --kazoo $P/rw3 & zw=$!
+check "zklock writer holds" wait_for 20 entered "$L" ZW
+check "kazoo's ReadLock is refused while a zklock writer holds" [ "$(kazoo $P/rw3 read 0 "$L" kr 0)" = busy ]
+touch "$T/go-zw"; wait $zw
+
+L=$T/rw4.log
+kazoo $P/rw4 write 10 "$L" kw1 10 & a=$!
+( for i in $(seq 10); do zk_section "$L" zr1 read 0.01 -r --kazoo $P/rw4; done ) & b=$!
+( for i in $(seq 10); do zk_section "$L" zw1 write 0.01 -w --kazoo $P/rw4; done ) & c=$!
+wait $a $b $c
+check "kazoo's WriteLock and zklock readers and writers never overlap wrongly" \
+  checklog "$L" --count kw1=10 --count zr1=10 --count zw1=10
+
+for p in m o rw rw2 rw3 rw4; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
+done_testing

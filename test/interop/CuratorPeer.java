@@ -1,0 +1,80 @@
+// CuratorPeer: the JVM side of zklock's interoperability tests.
+//
+//   java CuratorPeer HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
+//
+// MODE is mutex (InterProcessMutex), read or write (InterProcessReadWriteLock).
+// For each iteration: acquire (60 s at most), append "<ns> enter ID MODE" to
+// LOG, hold for HOLD_MS (or, with GOFILE, until that file exists), append
+// "<ns> leave ID MODE", release. Timestamps are the wall clock in ns, as
+// `date +%s%N` and Python's time.time_ns() write them. Exit 0 on success.
+import java.io.File;
+import java.io.FileOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorPeer {
+    static long wallNs() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
+    static void log(String file, String line) throws Exception {
+        // one write per line on an append-mode file: lines never interleave
+        try (FileOutputStream out = new FileOutputStream(file, true)) {
+            out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    public static void main(String[] a) throws Exception {
+        if (a.length < 7) {
+            System.err.println("usage: CuratorPeer HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]");
+            System.exit(2);
+        }
+        String hosts = a[0], path = a[1], mode = a[2], logFile = a[4], id = a[5];
+        int iterations = Integer.parseInt(a[3]);
+        long holdMs = Long.parseLong(a[6]);
+        File go = a.length > 7 ? new File(a[7]) : null;
+        CuratorFramework c = CuratorFrameworkFactory.builder().connectString(hosts)
+                .sessionTimeoutMs(10000).connectionTimeoutMs(5000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
+        c.start();
+        if (!c.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            System.err.println("CuratorPeer: cannot connect to " + hosts);
+            System.exit(1);
+        }
+        InterProcessLock lock;
+        if (mode.equals("mutex")) {
+            lock = new InterProcessMutex(c, path);
+        } else {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
+            lock = mode.equals("read") ? rw.readLock() : rw.writeLock();
+        }
+        int status = 0;
+        for (int i = 0; i < iterations; i++) {
+            if (!lock.acquire(60, TimeUnit.SECONDS)) {
+                System.err.println("CuratorPeer " + id + ": timed out");
+                status = 1;
+                break;
+            }
+            log(logFile, wallNs() + " enter " + id + " " + mode);
+            if (go != null) {
+                long deadline = System.currentTimeMillis() + 60000;
+                while (!go.exists() && System.currentTimeMillis() < deadline)
+                    Thread.sleep(20); // polls for the test's signal
+            } else if (holdMs > 0) {
+                Thread.sleep(holdMs);
+            }
+            log(logFile, wallNs() + " leave " + id + " " + mode);
+            lock.release();
+        }
+        c.close();
+        System.exit(status);
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""kazoo_peer: the Python side of zklock's interoperability tests.
+
+  kazoo_peer.py HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
+
+MODE is lock (kazoo Lock), read (ReadLock) or write (WriteLock). For each
+iteration: acquire (60 s at most), append "<ns> enter ID MODE" to LOG, hold
+for HOLD_MS (or, with GOFILE, until that file exists), append
+"<ns> leave ID MODE", release. The lock's identifier is ID.
+With ITERATIONS 0: try once without waiting and print "busy" or "free".
+"""
+import os
+import sys
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import LockTimeout
+
+
+def log(path, line):
+    with open(path, "a") as f:  # one write per line, appended
+        f.write(line + "\n")
+
+
+def main():
+    if len(sys.argv) < 8:
+        sys.exit(__doc__)
+    hosts, path, mode, iterations, logfile, ident, hold_ms = sys.argv[1:8]
+    go = sys.argv[8] if len(sys.argv) > 8 else None
+    iterations, hold_ms = int(iterations), int(hold_ms)
+    zk = KazooClient(hosts=hosts, timeout=10.0)
+    zk.start(timeout=20)
+    make = {"lock": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[mode]
+    lock = make(path, ident)
+    status = 0
+    if iterations == 0:
+        got = lock.acquire(blocking=False)
+        print("free" if got else "busy")
+        if got:
+            lock.release()
+    for _ in range(iterations):
+        try:
+            lock.acquire(timeout=60)
+        except LockTimeout:
+            print(f"kazoo_peer {ident}: timed out", file=sys.stderr)
+            status = 1
+            break
+        log(logfile, f"{time.time_ns()} enter {ident} {mode}")
+        if go:
+            deadline = time.time() + 60
+            while not os.path.exists(go) and time.time() < deadline:
+                time.sleep(0.02)  # polls for the test's signal
+        elif hold_ms:
+            time.sleep(hold_ms / 1000)
+        log(logfile, f"{time.time_ns()} leave {ident} {mode}")
+        lock.release()
+    zk.stop()
+    zk.close()
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+# testlib.sh: what the shell tests share (sourced by bash). Starts a
+# throwaway ZooKeeper around the sourcing script unless ZKLOCK_TEST_HOSTS is
+# set (pass HARNESS_SERVERS=3 for an ensemble), and gives TAP-style helpers.
+if [ -z "${ZKLOCK_TEST_HOSTS:-}" ]; then
+  exec "${srcdir:-$(dirname "$0")/..}/test/zk-harness.sh" run -n "${HARNESS_SERVERS:-1}" bash "$0" "$@"
+fi
+B=${top_builddir:-.}
+TESTDIR=${srcdir:-$(dirname "$0")/..}/test
+ZKLOCK=$B/tools/zklock
+ZKLS=$B/tools/zklock-ls
+export ZKLOCK_SERVERS=$ZKLOCK_TEST_HOSTS
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+[ -n "$PY" ] || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
+T=$(mktemp -d) && trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+failures=0 n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+check() { # description, then a command that must succeed
+  local what=$1; shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+expect_status() { # want description command...
+  local want=$1 what=$2 got; shift 2
+  "$@" >"$T/out" 2>"$T/err"; got=$?
+  if [ "$got" = "$want" ]; then ok "$what (exit $got)"; else
+    fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err"; fi
+}
+# Polls a condition (a command) until it holds or SECONDS pass.
+wait_for() { # seconds command...
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.05 # poll the condition until the deadline
+  done
+}
+queued() { # path count: the queue has exactly count nodes
+  [ "$("$ZKLS" --json "$1" 2>/dev/null | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))')" = "$2" ]
+}
+json_field() { # path python-expression-on-q
+  "$ZKLS" --json "$1" | "$PY" -c "import json,sys; q=json.load(sys.stdin); print($2)"
+}
+started() { [ -s "$1" ]; }
+# One zklock critical section that logs its enter and leave (ns, wall clock):
+# zk_section LOG ID MODE HOLD_S [zklock options...] PATH
+zk_section() {
+  local log=$1 id=$2 mode=$3 hold=$4; shift 4
+  "$ZKLOCK" "$@" sh -c "echo \"\$(date +%s%N) enter $id $mode\" >>$log; sleep $hold; echo \"\$(date +%s%N) leave $id $mode\" >>$log"
+}
+# Like zk_section, but holds until the file GO exists.
+zk_hold_until() { # LOG ID MODE GO [zklock options...] PATH
+  local log=$1 id=$2 mode=$3 go=$4; shift 4
+  "$ZKLOCK" "$@" sh -c "echo \"\$(date +%s%N) enter $id $mode\" >>$log; while [ ! -e $go ]; do sleep 0.02; done; echo \"\$(date +%s%N) leave $id $mode\" >>$log"
+}
+entered() { grep -q " enter $2 " "$1" 2>/dev/null; } # LOG ID
+done_testing() { echo "1..$n"; [ $failures = 0 ]; }
