@@ -188,7 +188,7 @@ static void ask_release(struct holder *h)
 struct monitor {
     zklock_session_t *s;
     const char *path;
-    volatile int stop;
+    int stop; /* set by the main thread: __atomic accesses only */
     pthread_t thread;
 };
 
@@ -213,22 +213,32 @@ static void describe(const zklock_queue_t *q, int64_t self)
                  holder->kind, (long long)holder->token);
 }
 
+static bool stopping(struct monitor *m)
+{
+    return __atomic_load_n(&m->stop, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void stop_monitor(struct monitor *m)
+{
+    __atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
+}
+
 static void *monitor_thread(void *arg)
 {
     struct monitor *m = arg;
     zklock_queue_t *q = NULL;
 
-    while (!m->stop) {
+    while (!stopping(m)) {
         if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
             struct timespec pause = {0, 200 * 1000 * 1000};
             nanosleep(&pause, NULL); /* not connected: look again shortly */
             continue;
         }
-        if (m->stop)
+        if (stopping(m))
             break;
         describe(q, zklock_session_id(m->s));
         /* Wake at least every 250 ms to notice we should stop. */
-        while (!m->stop && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
+        while (!stopping(m) && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
             ;
         zklock_queue_free(q);
         q = NULL;
@@ -334,7 +344,7 @@ static void lock_acquired(struct run *r)
     int64_t token = r->h.token;
     char **env;
 
-    r->mon.stop = 1;
+    stop_monitor(&r->mon);
     if (r->o->verbose)
         tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
                  (double)(mono_ms() - r->started_ms) / 1000, (long long)token, r->o->command[0]);
@@ -377,7 +387,7 @@ static bool on_answer(struct run *r)
         lock_acquired(r);
         return false;
     }
-    r->mon.stop = 1;
+    stop_monitor(&r->mon);
     switch (r->h.acquired_rc) {
     case ZKLOCK_EBUSY:
     case ZKLOCK_ETIMEDOUT:
