@@ -513,7 +513,7 @@ static void test_expiry_while_holding(void)
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK); /* depth 2 */
     TU_ASSERT_RC(zklock_fence(l, &before), ZKLOCK_OK);
-    ev.nstates = 0;
+    tu_forget_states(&ev);
     tu_expire(s);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
     TU_ASSERT_INT(ev.lost, ==, 1);
@@ -551,7 +551,7 @@ static void test_expiry_while_waiting(void)
     TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
     tu_start_acquirer(&w, lb, 30000, false);
     CU_ASSERT(tu_wait_children(path, 2));
-    ev.nstates = 0;
+    tu_forget_states(&ev);
     tu_expire(b);
     /* The waiter queues again on b's new session... */
     CU_ASSERT(tu_wait_state(&ev, ZKLOCK_CONNECTED));

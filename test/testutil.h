@@ -166,6 +166,9 @@ bool tu_lost_once(void *events);
 bool tu_saw_state(struct tu_events *e, int state);
 /* Waits until on_state reported `state`. */
 bool tu_wait_state(struct tu_events *e, int state);
+/* Forgets the states seen so far, once the session's first CONNECTED has
+ * been delivered (it is asynchronous and could otherwise arrive afterwards). */
+void tu_forget_states(struct tu_events *e);
 
 /* A detector in a MAP_SHARED temp file (its name in file) for helper
  * processes to share; tu_free_detector unmaps and removes it. */

@@ -388,6 +388,14 @@ bool tu_wait_state(struct tu_events *e, int state)
     return tu_wait_until(state_seen, &a, TU_WAIT_MS);
 }
 
+void tu_forget_states(struct tu_events *e)
+{
+    CU_ASSERT(tu_wait_state(e, ZKLOCK_CONNECTED));
+    pthread_mutex_lock(&e->mu);
+    e->nstates = 0;
+    pthread_mutex_unlock(&e->mu);
+}
+
 struct detector *tu_new_detector(char *file, size_t len)
 {
     struct detector *d;
