@@ -85,7 +85,9 @@ static void test_leader_kill_with_8_contenders(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_FATAL(tu_servers() == 3);
     for (int i = 0; i < N; i++) {
-        zklock_session_opts_t o = {.timeout_ms = 8000, .on_state = tu_on_state, .ctx = &ev[i]};
+        /* Generous: an election on a loaded two-core machine (TSan, three
+         * JVMs) can take seconds, and the sessions must outlive it. */
+        zklock_session_opts_t o = {.timeout_ms = 15000, .on_state = tu_on_state, .ctx = &ev[i]};
         memset(&ev[i], 0, sizeof ev[i]);
         pthread_mutex_init(&ev[i].mu, NULL);
         w[i] = (struct worker){tu_session_opts(&o), NULL, d, ITER, 0, 0};
@@ -130,7 +132,7 @@ static void test_leader_kill_with_8_contenders(void)
 static zklock_session_t *session_on_follower(struct tu_events *ev, int *server)
 {
     for (int attempt = 0; attempt < 30; attempt++) {
-        zklock_session_opts_t o = {.timeout_ms = 8000, .on_state = tu_on_state, .ctx = ev};
+        zklock_session_opts_t o = {.timeout_ms = 15000, .on_state = tu_on_state, .ctx = ev};
         zklock_session_t *s = tu_session_opts(&o);
         int at = tu_server_of(zklock_session_id(s));
         tu_forget_states(ev); /* the caller watches what happens next */

@@ -108,11 +108,6 @@ static void test_lost_create_reply(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
-static bool recovered(void *s)
-{
-    return TU_STAT(s, listings) >= 1;
-}
-
 static void test_lost_create_reply_while_waiting(void)
 {
     struct faulty f;
@@ -128,7 +123,7 @@ static void test_lost_create_reply_while_waiting(void)
     zkproxy_drop_reply(f.proxy, ZOO_CREATE2_OP);
     tu_start_acquirer(&w, lw, 30000, true);
     /* The waiter finds its node again and waits in its place: no orphan. */
-    CU_ASSERT(tu_wait_until(recovered, f.s, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_listings(f.s, 1));
     TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1);
     TU_ASSERT_INT(tu_count(path), ==, 2);
     TU_ASSERT_INT(tu_acquirer_done(&w), ==, 0);

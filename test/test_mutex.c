@@ -608,7 +608,9 @@ static void test_handoff_without_listing(void)
 
     TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
     tu_start_acquirer(&w, lb, 20000, false);
-    CU_ASSERT(tu_wait_children(path, 2));
+    /* Once b's listing (which shows a) is in: had a gone before, b would
+     * rightly hold without waking. */
+    CU_ASSERT(tu_wait_listings(b, 1));
     TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
     pthread_join(w.t, NULL);
     TU_ASSERT_RC(w.rc, ZKLOCK_OK);
@@ -671,6 +673,7 @@ static void test_one_wakeup_per_release(void)
         pthread_create(&w[i].t, NULL, herd_main, &w[i]);
     }
     CU_ASSERT(tu_wait_children(path, W + 1));
+    CU_ASSERT(tu_wait_listings(b, W)); /* every waiter knows its predecessor */
     TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
     for (int k = 1; k <= W; k++) {
         int holder = -1;

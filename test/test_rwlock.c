@@ -309,12 +309,16 @@ static bool is_holding(void *p)
     return __atomic_load_n(&((struct holder *)p)->holding, __ATOMIC_SEQ_CST) != 0;
 }
 
-static void start_holder(struct holder *h, zklock_t *l, const char *path, int queued)
+/* Starts a thread that takes l (of session s) and returns once its node is
+ * the queued-th child and it has read the queue (so it knows whom to watch). */
+static void start_holder(struct holder *h, zklock_session_t *s, zklock_t *l, const char *path,
+                         int queued)
 {
     memset(h, 0, sizeof *h);
     h->l = l;
     pthread_create(&h->t, NULL, holder_main, h);
     CU_ASSERT(tu_wait_children(path, queued));
+    CU_ASSERT(tu_wait_listings(s, 1));
 }
 
 static void let_go(struct holder *h)
@@ -337,7 +341,7 @@ static void test_release_wakes_only_who_can_proceed(void)
     for (int i = 0; i < N; i++) {
         s[i] = tu_session();
         rw[i] = new_rw(s[i], path, NULL);
-        start_holder(&h[i], writer[i] ? zklock_rwlock_write(rw[i]) : zklock_rwlock_read(rw[i]),
+        start_holder(&h[i], s[i], writer[i] ? zklock_rwlock_write(rw[i]) : zklock_rwlock_read(rw[i]),
                      path, i + 1);
     }
     CU_ASSERT(tu_wait_until(is_holding, &h[0], TU_WAIT_MS));

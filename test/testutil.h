@@ -179,5 +179,8 @@ void tu_free_detector(struct detector *d, const char *file);
 /* One counter of zklock_session_stats, e.g. TU_STAT(s, wakeups). */
 uint64_t tu_stat(zklock_session_t *s, size_t offset);
 #define TU_STAT(s, field) tu_stat((s), offsetof(zklock_stats_t, field))
+/* Waits until s has evaluated n listings of lock paths in all: a waiter
+ * that has listed knows its predecessor, so a release after that wakes it. */
+bool tu_wait_listings(zklock_session_t *s, uint64_t n);
 
 #endif

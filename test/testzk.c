@@ -422,3 +422,20 @@ uint64_t tu_stat(zklock_session_t *s, size_t offset)
     zklock_session_stats(s, &st, sizeof st);
     return *(uint64_t *)((char *)&st + offset);
 }
+
+struct listings_arg {
+    zklock_session_t *s;
+    uint64_t n;
+};
+
+static bool listings_seen(void *p)
+{
+    struct listings_arg *a = p;
+    return TU_STAT(a->s, listings) >= a->n;
+}
+
+bool tu_wait_listings(zklock_session_t *s, uint64_t n)
+{
+    struct listings_arg a = {s, n};
+    return tu_wait_until(listings_seen, &a, TU_WAIT_MS);
+}
