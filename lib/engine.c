@@ -596,7 +596,10 @@ static void watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, i
         }
     }
     c->watched = watched;
-    c->sole_blocker = blockers == 1 && !(exclusive(c) && blocker->tag == ZKL_TAG_WRIT);
+    /* A writer's node (Curator's __WRIT__ or kazoo's __lock__) may leave a
+     * downgrade heir behind it: after its deletion we must look again. */
+    c->sole_blocker = blockers == 1 &&
+                      !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT || blocker->tag == ZKL_TAG_KLOCK));
     send_watch(c);
 }
 
