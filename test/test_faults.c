@@ -101,7 +101,7 @@ static void test_lost_create_reply(void)
     TU_ASSERT_INT(owner_of(path, node), ==, zklock_session_id(f.s));
     free(node);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     zklock_free(l);
     faulty_close(&f);
     tu_assert_clean(path);
@@ -129,7 +129,7 @@ static void test_lost_create_reply_while_waiting(void)
     TU_ASSERT_INT(tu_acquirer_done(&w), ==, 0);
     TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     zklock_free(lw);
     zklock_free(lh);
     faulty_close(&f);
@@ -152,7 +152,7 @@ static void test_lost_delete_reply(void)
      * gone, which is that delete's success. */
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
@@ -184,7 +184,7 @@ static void test_hold_through_connection_loss(void)
     CU_ASSERT(!tu_lost_once(&lost));
     CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     free(before);
     free(after);
     zklock_free(l);
@@ -221,7 +221,7 @@ static void test_wait_through_connection_loss(void)
     free(mine);
     free(now);
     zklock_free(lw); /* releases the waiter's hold */
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     zklock_free(lh);
     faulty_close(&f);
     zklock_session_close(h);
@@ -277,7 +277,7 @@ static void test_release_during_connection_loss(void)
     restore(&f);
     pthread_join(r.t, NULL);
     TU_ASSERT_RC(r.rc, ZKLOCK_OK);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     zklock_free(l);
     faulty_close(&f);
     tu_assert_clean(path);
@@ -327,7 +327,7 @@ static void test_acquire_while_disconnected(void)
     TU_ASSERT_RC(t.rc, ZKLOCK_OK);
     TU_ASSERT_INT(tu_count(path), ==, 1);
     zklock_free(l);
-    TU_ASSERT_INT(tu_count(path), ==, 0);
+    CU_ASSERT(tu_no_children(path));
     faulty_close(&f);
     tu_assert_clean(path);
 }

@@ -89,6 +89,8 @@ void tu_free_strings(char **v);
 
 /* Number of children of path; -1 if path does not exist. */
 int tu_count(const char *path);
+/* path has no children or is gone (the server reaps empty containers). */
+bool tu_no_children(const char *path);
 
 /* Ephemeral nodes anywhere under path (0 if path does not exist). */
 int tu_ephemerals(const char *path);

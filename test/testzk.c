@@ -111,6 +111,11 @@ int tu_count(const char *path)
     return n;
 }
 
+bool tu_no_children(const char *path)
+{
+    return tu_count(path) <= 0;
+}
+
 int tu_ephemerals(const char *path)
 {
     struct Stat st;
