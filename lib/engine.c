@@ -283,8 +283,10 @@ static void requeue(zkl_contender_t *c)
 {
     set_node(c, NULL);
     forget_blocker(c);
-    c->phase = ZKL_QUEUING;
     c->create_unknown = false;
+    if (c->phase == ZKL_LEAVING)
+        return; /* a contender that gave up never queues again: nothing to delete */
+    c->phase = ZKL_QUEUING;
     c->need_list = false;
     c->heir = false; /* its writer's place is gone too: queue as a reader */
     zkl_make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
