@@ -817,9 +817,10 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     ZKL_COMPLETION_END(c);
 }
 
-/* The node we waited for went (the watch is over). Our own node cannot
- * have gone unnoticed: its watch was set before this one, so the server
- * would have told us first. */
+/* The node we waited for went (the watch is over). Had our own node gone
+ * while its watch was set, the server would have told us first; a node
+ * younger than ZKL_OWN_WATCH_DELAY_MS has no such watch yet (design.md,
+ * "Operator deletes a node"). */
 static void predecessor_gone(zkl_contender_t *c)
 {
     session_of(c)->stats.wakeups++;
