@@ -74,7 +74,7 @@ stage_asan() {
 
 stage_tsan() {
   build "$B/tsan" --enable-tsan --disable-shared
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ZKLOCK_TOP/test/tsan.supp" \
     make -C "$B/tsan" -j"$JOBS" check || { cat "$B/tsan/test-suite.log"; return 1; }
 }
 
