@@ -34,7 +34,7 @@ static void watch_done(int rc, const char *value, int len, const struct Stat *st
 static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
 static void delete_done(int rc, const void *data);
 static void session_op_done(int rc, const void *data);
-static void session_string_done(int rc, const char *value, const void *data);
+static void parent_done(int rc, const char *value, const void *data);
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
@@ -335,21 +335,27 @@ void zkl_give_up(zkl_contender_t *c, int rc)
 /* ---- sending -------------------------------------------------------------- */
 
 /* Creates every level of the lock path as a container node, top down, in
- * one pipelined burst; "exists already" answers are fine. */
+ * one pipelined burst; "exists already" answers are fine. A refusal (ACL,
+ * an ephemeral ancestor) is kept in c->parent_rc: our own create then fails
+ * with "no node", and the caller must hear the cause, not a retry storm. */
 static void send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     char *p = strdup(c->l->path);
 
+    c->parent_rc = 0;
     if (!p)
-        return;
+        return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
         if (slash)
             *slash = '\0';
+        c->busy++;
+        op_begin(c);
         if (zoo_acreate(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
-                        session_string_done, s) == ZOK) {
-            s->ops++;
-            s->stats.requests++;
+                        parent_done, c) != ZOK) {
+            op_end(c); /* the create that follows is refused too, and says why */
+            c->busy--;
+            break;
         }
         if (!slash)
             break;
@@ -755,13 +761,27 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
                 become_holder(c);
         }
     } else if (rc == ZNONODE && !c->heir) {
-        c->need_parents = true; /* the listing fails too; step starts over */
+        if (c->parent_rc != 0)
+            failed(c, c->parent_rc); /* the lock path cannot be made */
+        else
+            c->need_parents = true; /* the listing fails too; step starts over */
     } else if (transient(rc)) {
         c->create_unknown = true;
         failed(c, rc);
     } else {
         failed(c, rc);
     }
+    ZKL_COMPLETION_END(c);
+}
+
+/* Answers arrive in order: every parent's before our own create's. */
+static void parent_done(int rc, const char *value, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (rc != ZOK && rc != ZNODEEXISTS && rc != ZNONODE && !transient(rc) &&
+        !session_ending(rc) && c->parent_rc == 0)
+        c->parent_rc = rc;
     ZKL_COMPLETION_END(c);
 }
 
@@ -899,11 +919,6 @@ static void session_op_done(int rc, const void *data)
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
-}
-
-static void session_string_done(int rc, const char *value, const void *data)
-{
-    session_op_done(rc, data);
 }
 
 /* ---- watchers ----------------------------------------------------------------- */

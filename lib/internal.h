@@ -113,6 +113,7 @@ struct zkl_contender {
     bool create_unknown;   /* a create's reply was lost: look for our node */
     bool delete_unknown;   /* a delete's reply was lost: it may have worked */
     bool need_parents;     /* the lock path is missing: create it first */
+    int parent_rc;         /* why creating the lock path was refused, or 0 */
     bool need_list;
     bool backoff;          /* a request failed for want of a connection: send
                               nothing more until the next resume */

@@ -715,6 +715,49 @@ static void test_parents_are_containers(void)
     zklock_session_close(s);
 }
 
+/* A lock path that cannot be created is an answer, not a retry loop:
+ * every kind of wait reports the server's refusal, and asks only a few
+ * times. */
+static void test_uncreatable_path(void)
+{
+    const struct { /* not static: ZOO_EPHEMERAL is a variable */
+        const char *why;
+        struct ACL_vector *acl;
+        int flags, expect;
+    } parents[] = {
+        {"read-only", &ZOO_READ_ACL_UNSAFE, 0, ZNOAUTH},
+        {"ephemeral", &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, ZNOCHILDRENFOREPHEMERALS},
+    };
+    static const int waits[] = {0, 2000, -1};
+    zklock_session_t *s = tu_session();
+    char top[256], path[300];
+
+    snprintf(top, sizeof top, "%s", tu_path("uncreatable"));
+    zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), top, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    for (size_t i = 0; i < sizeof parents / sizeof parents[0]; i++) {
+        char parent[280];
+        zklock_t *l;
+
+        snprintf(parent, sizeof parent, "%s/%s", top, parents[i].why);
+        TU_REQUIRE_RC(zoo_create(tu_zk(), parent, NULL, -1, parents[i].acl, parents[i].flags,
+                                 NULL, 0), ZOK);
+        snprintf(path, sizeof path, "%s/deeper/lock", parent);
+        l = tu_mutex(s, path, NULL);
+        for (size_t j = 0; j < sizeof waits / sizeof waits[0]; j++) {
+            uint64_t before = TU_STAT(s, requests);
+            TU_ASSERT_RC(zklock_acquire(l, waits[j]), parents[i].expect);
+            /* create and list; five parents, create and list again: 9, not a storm */
+            TU_ASSERT_INT(TU_STAT(s, requests) - before, <=, 9);
+            TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+        }
+        zklock_free(l);
+        TU_ASSERT_RC(zoo_delete(tu_zk(), parent, -1), ZOK);
+    }
+    TU_ASSERT_RC(zoo_delete(tu_zk(), top, -1), ZOK);
+    zklock_session_close(s);
+}
+
 static void test_free_releases(void)
 {
     zklock_session_t *s = tu_session();
@@ -793,6 +836,7 @@ static const tu_test_t mutex_tests[] = {
     {"handoff_without_listing", test_handoff_without_listing},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"parents_are_containers", test_parents_are_containers},
+    {"uncreatable_path", test_uncreatable_path},
     {"free_releases", test_free_releases},
     {"adopted_session", test_adopted_session},
     {NULL, NULL},
