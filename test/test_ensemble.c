@@ -81,6 +81,7 @@ static void test_leader_kill_with_8_contenders(void)
     struct worker w[N];
     struct tu_events ev[N];
     int leader;
+    int64_t killed_at;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_FATAL(tu_servers() == 3);
@@ -98,9 +99,17 @@ static void test_leader_kill_with_8_contenders(void)
     CU_ASSERT(tu_wait_until(some_progress, d, TU_WAIT_MS));
     leader = tu_leader();
     CU_ASSERT_FATAL(leader != 0);
+    killed_at = tu_now_ms();
     TU_ASSERT_INT(tu_harness("kill", leader), ==, 0);
     for (int i = 0; i < N; i++)
         pthread_join(w[i].t, NULL);
+    fprintf(stderr, "leader %d killed; workers done after %lld ms\n", leader,
+            (long long)(tu_now_ms() - killed_at));
+    for (int i = 0; i < N; i++) {
+        char who[16];
+        snprintf(who, sizeof who, "session %d", i);
+        tu_print_states(who, &ev[i], killed_at);
+    }
     TU_ASSERT_INT(d->errors, ==, 0);
     TU_ASSERT_INT(d->overlaps, ==, 0);
     TU_ASSERT_INT(d->stale_tokens, ==, 0);

@@ -160,12 +160,16 @@ struct tu_events {
     pthread_mutex_t mu;
     int lost, lost_reason;
     int states[32], nstates;
+    int64_t states_at_ms[32]; /* tu_now_ms() when each state arrived */
 };
 #define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0}
 void tu_on_lost(zklock_t *l, int reason, void *ctx);
 void tu_on_state(zklock_session_t *s, int state, void *ctx);
 bool tu_lost_once(void *events);
 bool tu_saw_state(struct tu_events *e, int state);
+/* Prints the states seen, with their times relative to t0_ms, to stderr:
+ * the timeline a failed failover test needs. */
+void tu_print_states(const char *who, struct tu_events *e, int64_t t0_ms);
 /* Waits until on_state reported `state`. */
 bool tu_wait_state(struct tu_events *e, int state);
 /* Forgets the states seen so far, once the session's first CONNECTED has

@@ -351,8 +351,21 @@ void tu_on_state(zklock_session_t *s, int state, void *ctx)
 {
     struct tu_events *e = ctx;
     pthread_mutex_lock(&e->mu);
-    if (e->nstates < 32)
+    if (e->nstates < 32) {
+        e->states_at_ms[e->nstates] = tu_now_ms();
         e->states[e->nstates++] = state;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void tu_print_states(const char *who, struct tu_events *e, int64_t t0_ms)
+{
+    pthread_mutex_lock(&e->mu);
+    fprintf(stderr, "%s:", who);
+    for (int i = 0; i < e->nstates; i++)
+        fprintf(stderr, " %s@%+lldms", zklock_state_name(e->states[i]),
+                (long long)(e->states_at_ms[i] - t0_ms));
+    fprintf(stderr, "\n");
     pthread_mutex_unlock(&e->mu);
 }
 
