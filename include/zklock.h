@@ -18,8 +18,12 @@
  *    stay valid as long as the object they came from.
  *  - Threads: every function may be called from any thread, concurrently,
  *    except where noted (zklock_session_close() and zklock_free() must not
- *    race with other calls on the same object). Callbacks run on an internal
- *    thread of the session (see ZKLOCK CALLBACKS below).
+ *    race with other calls on the same object). Callbacks (on_state, on_lost)
+ *    run one at a time on the session's own callback thread, never with a
+ *    zklock lock held: they may call the non-blocking functions
+ *    and zklock_acquire() with timeout 0, never zklock_session_close(),
+ *    zklock_free(), a release of a held lock or a timed acquire (zklock(3),
+ *    THREADS AND CALLBACKS).
  *  - No global state: every object hangs off a session.
  */
 #ifndef ZKLOCK_H
@@ -156,19 +160,28 @@ ZKLOCK_API void zklock_session_event(zklock_session_t *s, int type, int state);
 
 /* The ZooKeeper handle in use (borrowed). For an opened session it changes
  * after ZKLOCK_EXPIRED, and is NULL while a new one is being set up; do not
- * close it. NULL if s is NULL or closed. */
+ * close it. NULL if s is NULL or closed (see zklock_session_close() for how
+ * long a closed s may be used). */
 ZKLOCK_API zhandle_t *zklock_session_zhandle(zklock_session_t *s);
 
 /* The id of the ZooKeeper session in use (as in a node's ephemeralOwner),
  * 0 while there is none (connecting, or renewing after an expiry) or if s
- * is NULL or closed. Non-blocking. */
+ * is NULL or closed (see zklock_session_close()). Non-blocking. */
 ZKLOCK_API int64_t zklock_session_id(zklock_session_t *s);
 
 /* Ends the session: threads waiting in zklock_acquire() on its locks return
  * ZKLOCK_ECLOSED, held locks end (their nodes are deleted), and for an
- * opened session the ZooKeeper handle is closed. Lock handles created on s
- * stay valid until zklock_free(): every call on them answers ZKLOCK_ECLOSED.
- * Must not be called from a zklock callback. s may be NULL. */
+ * opened session the ZooKeeper handle is closed. Blocks until callbacks in
+ * progress have returned. Must not be called from a zklock callback, nor
+ * twice. s may be NULL.
+ *
+ * Lock handles created on s stay valid until zklock_free(), and may be freed
+ * from other threads while this runs. On them, zklock_acquire() and
+ * zklock_release() answer ZKLOCK_ECLOSED, zklock_fence() ZKLOCK_ELOST for a
+ * lock that was held (else ZKLOCK_ENOTHELD), zklock_hold_count() 0 and
+ * zklock_cancel() ZKLOCK_OK. s itself is freed when this has returned and the
+ * last lock handle on it is freed: until then zklock_session_id() answers 0
+ * and zklock_session_zhandle() NULL; afterwards s must not be used. */
 ZKLOCK_API void zklock_session_close(zklock_session_t *s);
 
 /* Counters for diagnostics and tests (monotonic since the session opened). */
@@ -199,7 +212,7 @@ typedef struct zklock zklock_t;
 /* Naming of the nodes a lock creates (zklock_opts_t.wire). Whatever the
  * choice, zklock orders every name it knows by its sequence number. */
 enum {
-    ZKLOCK_WIRE_CURATOR = 0, /* _c_<uuid>-lock-<seq>, -__READ__-, -__WRIT__- */
+    ZKLOCK_WIRE_CURATOR = 0, /* _c_<uuid>-lock-<seq>, _c_<uuid>-__READ__<seq>, -__WRIT__ */
     ZKLOCK_WIRE_KAZOO = 1    /* <hex uuid>__lock__<seq>, __rlock__ */
 };
 

@@ -203,6 +203,7 @@ struct zklock_session {
     struct timespec retry_at;
 
     bool closing;               /* zklock_session_close() has begun */
+    bool close_running;         /* ... and has not returned: s is its too */
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;

@@ -600,6 +600,7 @@ void zklock_session_close(zklock_session_t *s)
         return;
     }
     s->closing = true;
+    s->close_running = true; /* a zklock_free() meanwhile must not free s */
     if (s->adopted)
         drain_adopted(s);
     s->state = ZKL_S_CLOSED;
@@ -618,6 +619,7 @@ void zklock_session_close(zklock_session_t *s)
         zkl_engine_forget_watches(s);
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
         pthread_cond_wait(&s->cond, &s->mu);
+    s->close_running = false;
     free_now = zkl_session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_now)
@@ -625,10 +627,12 @@ void zklock_session_close(zklock_session_t *s)
 }
 
 /* With s->mu held: true for exactly one caller, once the session is closed
- * and its last lock handle is gone. That caller frees s after unlocking. */
+ * (zklock_session_close() has finished) and its last lock handle is gone.
+ * That caller frees s after unlocking. */
 bool zkl_session_claim_free(zklock_session_t *s)
 {
-    if (s->state != ZKL_S_CLOSED || s->nlocks > 0 || s->users > 0 || s->free_claimed)
+    if (s->state != ZKL_S_CLOSED || s->close_running || s->nlocks > 0 || s->users > 0 ||
+        s->free_claimed)
         return false;
     s->free_claimed = true;
     return true;

@@ -273,15 +273,48 @@ static void test_session_close_while_held(void)
 {
     zklock_session_t *s = tu_session();
     const char *path = tu_path("closeheld");
-    zklock_t *l = tu_mutex(s, path, NULL), *l2 = NULL;
+    zklock_t *l = tu_mutex(s, path, NULL);
+    int64_t token = 0;
 
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     zklock_session_close(s);
     CU_ASSERT(tu_no_children(path)); /* the session's nodes went with it */
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
+    /* s stays readable while a lock handle on it lives */
+    TU_ASSERT_INT(zklock_session_id(s), ==, 0);
+    CU_ASSERT_PTR_NULL(zklock_session_zhandle(s));
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST);
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(zklock_cancel(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_ECLOSED);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ECLOSED);
     zklock_free(l);
-    (void)l2;
+    tu_assert_clean(path);
+}
+
+static void *free_lock(void *l)
+{
+    zklock_free(l);
+    return NULL;
+}
+
+/* Freeing the last lock handle while another thread closes the session:
+ * whichever finishes last frees the session, exactly once (the sanitizer
+ * stages catch a use after free). */
+static void test_close_races_free(void)
+{
+    const char *path = tu_path("closerace");
+
+    for (int i = 0; i < 20; i++) {
+        zklock_session_t *s = tu_session();
+        zklock_t *l = tu_mutex(s, path, NULL);
+        pthread_t t;
+
+        TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+        pthread_create(&t, NULL, free_lock, l);
+        zklock_session_close(s);
+        pthread_join(t, NULL);
+    }
     tu_assert_clean(path);
 }
 
@@ -824,6 +857,7 @@ static const tu_test_t mutex_tests[] = {
     {"release_not_held", test_release_not_held},
     {"bad_input", test_bad_input},
     {"session_close_while_held", test_session_close_while_held},
+    {"close_races_free", test_close_races_free},
     {"open_unreachable", test_open_unreachable},
     {"threads_exclusion", test_threads_exclusion},
     {"processes_exclusion", test_processes_exclusion},
