@@ -188,6 +188,7 @@ struct zklock_session {
     struct timespec thread_until;
 
     zhandle_t *zh;
+    zhandle_t *retired_zh;      /* an expired session's handle, to close */
     bool adopted;
     char *hosts;
     char *identity;

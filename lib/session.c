@@ -191,8 +191,14 @@ static void expired(zklock_session_t *s)
     s->state = ZKL_S_EXPIRED;
     queue_state(s, ZKLOCK_EXPIRED);
     zkl_engine_session_ended(s, ZKLOCK_LOST_EXPIRED);
-    if (!s->adopted)
+    if (!s->adopted) {
+        /* Retired at once, closed by the session thread: a handle we gave up
+         * for expired must not come back to life (a long election, and the
+         * new leader still knows the session) and carry new nodes. */
+        s->retired_zh = s->zh;
+        s->zh = NULL;
         s->need_new_handle = true;
+    }
     kick(s);
 }
 
@@ -203,8 +209,11 @@ static void connected(zklock_session_t *s)
 
     if (s->state == ZKL_S_CONNECTED || (s->adopted && s->state == ZKL_S_EXPIRED))
         return;
-    if (s->state == ZKL_S_SUSPENDED && !resumed)
+    if (s->state == ZKL_S_SUSPENDED && !resumed) {
         expired(s); /* a different session: the old one is gone */
+        if (!s->adopted)
+            return; /* and its handle is retired: a new one follows */
+    }
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
@@ -281,10 +290,10 @@ static int open_handle(zklock_session_t *s)
  * opens a new session. */
 static void replace_handle(zklock_session_t *s)
 {
-    zhandle_t *old = s->zh;
+    zhandle_t *old = s->retired_zh ? s->retired_zh : s->zh;
 
     s->need_new_handle = false;
-    s->zh = NULL;
+    s->zh = s->retired_zh = NULL;
     if (old) {
         pthread_mutex_unlock(&s->mu);
         zookeeper_close(old);
@@ -612,9 +621,11 @@ void zklock_session_close(zklock_session_t *s)
     stop_thread(s);
     if (!s->adopted && s->zh)
         zookeeper_close(s->zh); /* flushes our requests in flight */
+    if (s->retired_zh)
+        zookeeper_close(s->retired_zh);
 
     pthread_mutex_lock(&s->mu);
-    s->zh = NULL;
+    s->zh = s->retired_zh = NULL;
     if (!s->adopted)
         zkl_engine_forget_watches(s);
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
