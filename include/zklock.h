@@ -275,7 +275,10 @@ ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
  * Returns 0, or ZKLOCK_ENOTHELD (the thread does not hold l; nothing
  * changes), ZKLOCK_ELOST (the hold was lost before or during the release:
  * the session ended or the node was deleted by someone else),
- * ZKLOCK_ECLOSED, ZKLOCK_EINVAL. */
+ * ZKLOCK_ECLOSED, ZKLOCK_EINVAL, or a ZooKeeper code such as ZNOAUTH when
+ * the server refused the delete for good (the lock path's ACL changed): the
+ * hold is over for this thread, but its node, and so the lock, stays until
+ * the session ends. */
 ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost

@@ -509,6 +509,13 @@ static void arm_own_watch(zkl_contender_t *c)
     }
 }
 
+/* An adopted session's close waits for its last watch to go. */
+void zkl_watch_gone(zklock_session_t *s)
+{
+    if (--s->watches == 0)
+        pthread_cond_broadcast(&s->cond);
+}
+
 /* Takes a registered watch back (local bookkeeping in the client, no
  * round trip). False if its event is already on its way to the watcher,
  * which then sees it and counts it off. */
@@ -521,7 +528,7 @@ static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *
     if (zoo_remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
         return false;
     (*count)--;
-    s->watches--;
+    zkl_watch_gone(s);
     return true;
 }
 
@@ -904,7 +911,11 @@ static void delete_done(int rc, const void *data)
     } else if (transient(rc)) {
         c->delete_unknown = true;
     } else if (!session_ending(rc)) {
-        /* Not ours to delete (ACLs?): it goes with the session. */
+        /* Refused for good (the lock path's ACL no longer lets us delete):
+         * the node goes with the session, and nobody will tell us. Take its
+         * watch back now, while we still know its path; the caller hears
+         * the refusal. */
+        take_back(c, c->node, own_watcher, &c->own_watches);
         set_node(c, NULL);
         if (c->result == ZKLOCK_OK)
             c->result = rc;
@@ -935,7 +946,7 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     s->stats.watch_events++;
     if (*count > 0) {
         (*count)--;
-        s->watches--;
+        zkl_watch_gone(s);
     }
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }

@@ -337,7 +337,7 @@ static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, 
     pthread_mutex_lock(&s->mu);
     if (w->registered) {
         w->registered = 0;
-        s->watches--;
+        zkl_watch_gone(s);
     }
     w->fired = true;
     if (w->abandoned)
@@ -390,7 +390,7 @@ static void qwatch_done(struct zkl_qwatch *w)
     if (w->registered && s->zh &&
         zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
         w->registered = 0;
-        s->watches--;
+        zkl_watch_gone(s);
     }
     if (w->registered)
         w->abandoned = true;
@@ -493,7 +493,7 @@ void zkl_inspect_unwatch_all(zklock_session_t *s)
         if (w->registered && s->zh &&
             zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
             w->registered = 0;
-            s->watches--;
+            zkl_watch_gone(s);
             if (w->abandoned)
                 unlink_qwatch(w);
         }

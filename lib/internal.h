@@ -235,6 +235,8 @@ void zkl_engine_resume(zklock_session_t *s);
 void zkl_engine_session_ended(zklock_session_t *s, int reason);
 void zkl_engine_forget_watches(zklock_session_t *s);
 void zkl_engine_wake_all(zklock_session_t *s);
+/* With s->mu held: one watch fewer is registered (wakes a close that waits). */
+void zkl_watch_gone(zklock_session_t *s);
 int zkl_engine_unwatch_all(zklock_session_t *s);
 zkl_contender_t *zkl_thread_contender(const zklock_t *l);
 

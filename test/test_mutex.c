@@ -847,6 +847,47 @@ static void test_adopted_session(void)
     tu_assert_clean(path);
 }
 
+static bool server_watches(void *node)
+{
+    static char buf[1 << 16];
+    return tu_fourlw(1, "wchp", buf, sizeof buf) > 0 && strstr(buf, node) != NULL;
+}
+
+/* An operator takes the DELETE right off the lock path while we hold it:
+ * release says so, the node stays until the session ends, and closing the
+ * adopted session still returns (its watch on that node is taken back). */
+static void test_delete_refused(void)
+{
+    zhandle_t *zh = zookeeper_init(tu_hosts(), app_watcher, 6000, NULL, NULL, 0);
+    const char *path = tu_path("norelease");
+    struct ACL all_but_delete = {ZOO_PERM_ALL & ~ZOO_PERM_DELETE, ZOO_ANYONE_ID_UNSAFE};
+    struct ACL_vector no_delete = {1, &all_but_delete};
+    zklock_session_t *s = NULL;
+    char **kids, node[512];
+    zklock_t *l;
+    int n;
+
+    CU_ASSERT_FATAL(zh && tu_wait_until(zh_up, zh, TU_WAIT_MS));
+    TU_REQUIRE_RC(zklock_session_adopt(&s, zh, NULL), ZKLOCK_OK);
+    l = tu_mutex(s, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, 1);
+    snprintf(node, sizeof node, "%s/%s", path, kids[0]);
+    tu_free_strings(kids);
+    CU_ASSERT(tu_wait_until(server_watches, node, TU_WAIT_MS)); /* the own-node watch */
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), path, -1, &no_delete), ZOK);
+    TU_ASSERT_RC(zklock_release(l), ZNOAUTH);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* it goes with the session */
+    zklock_free(l);
+    zklock_session_close(s);
+    zookeeper_close(zh);
+    CU_ASSERT(tu_no_children(path));
+    TU_ASSERT_RC(zoo_set_acl(tu_zk(), path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t mutex_tests[] = {
     {"node_name_and_data", test_node_name_and_data},
     {"default_identity", test_default_identity},
@@ -873,6 +914,7 @@ static const tu_test_t mutex_tests[] = {
     {"uncreatable_path", test_uncreatable_path},
     {"free_releases", test_free_releases},
     {"adopted_session", test_adopted_session},
+    {"delete_refused", test_delete_refused},
     {NULL, NULL},
 };
 
