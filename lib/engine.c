@@ -66,7 +66,7 @@ static bool session_ending(int rc)
            rc == ZAUTHFAILED;
 }
 
-static char *child_path(const char *dir, const char *name)
+char *zkl_child_path(const char *dir, const char *name)
 {
     size_t dl = strlen(dir), nl = strlen(name);
     char *p = malloc(dl + 1 + nl + 1);
@@ -484,7 +484,7 @@ static void send_delete(zkl_contender_t *c)
  * delete it without waiting; a later listing finds it again if this fails. */
 static void send_stray_delete(zklock_session_t *s, const char *dir, const char *name)
 {
-    char *path = child_path(dir, name);
+    char *path = zkl_child_path(dir, name);
 
     if (path && zoo_adelete(s->zh, path, -1, session_op_done, s) == ZOK) {
         s->ops++;
@@ -596,7 +596,7 @@ void zkl_step(zkl_contender_t *c)
  * and blocks exclusive contenders: behind a writer they list again. */
 static void watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
 {
-    char *watched = child_path(c->l->path, blocker->name);
+    char *watched = zkl_child_path(c->l->path, blocker->name);
 
     if (!watched) {
         zkl_give_up(c, ZKLOCK_ENOMEM);
@@ -653,7 +653,7 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
     for (int i = 0; i < n; i++) {
         if (!q[i].mine)
             continue;
-        set_node(c, child_path(c->l->path, q[i].name));
+        set_node(c, zkl_child_path(c->l->path, q[i].name));
         c->seq = q[i].seq;
         if (c->node)
             send_owner_check(c); /* ours only if our session owns it */

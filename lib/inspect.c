@@ -89,10 +89,12 @@ static void children_done(int rc, const struct String_vector *v, const struct St
     if (rc == ZOK) {
         r->version = st->cversion;
         r->names = calloc((size_t)v->count + 1, sizeof *r->names);
-        for (int i = 0; r->names && i < v->count; i++)
-            if ((r->names[r->nnames] = strdup(v->data[i])) != NULL)
-                r->nnames++;
-        if (!r->names)
+        for (int i = 0; r->names && i < v->count; i++) {
+            if ((r->names[r->nnames] = strdup(v->data[i])) == NULL)
+                break; /* a queue with a hole would be a wrong answer */
+            r->nnames++;
+        }
+        if (!r->names || r->nnames < v->count)
             r->rc = ZKLOCK_ENOMEM;
     } else if (rc != ZNONODE) {
         r->rc = rc;
@@ -115,6 +117,8 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
             if (len > 0)
                 memcpy(a->data, value, (size_t)len);
             a->data[len > 0 ? len : 0] = '\0';
+        } else if (r->rc == 0) {
+            r->rc = ZKLOCK_ENOMEM;
         }
     } else if (rc != ZNONODE && r->rc == 0) {
         r->rc = rc; /* a node that went meanwhile is just left out */
@@ -157,14 +161,19 @@ static void read_nodes(struct reading *r, const char *path)
         r->rc = ZKLOCK_ENOMEM;
         return;
     }
-    for (int i = 0; i < r->nnames; i++) {
-        char full[ZKL_PATH_MAX + 256];
+    for (int i = 0; i < r->nnames && r->rc == 0; i++) {
+        char *full;
         if (zkl_parse_name(r->names[i], &r->q[r->n]) != 0)
             continue;
-        snprintf(full, sizeof full, "%s/%s", path, r->names[i]);
+        full = zkl_child_path(path, r->names[i]);
+        if (!full) {
+            r->rc = ZKLOCK_ENOMEM;
+            break;
+        }
         r->answers[r->n].r = r;
         if (sent(r, zoo_aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
             r->n++;
+        free(full); /* the client has serialised the request */
     }
     await_answers(r);
 }
@@ -192,10 +201,13 @@ static const char *keep(struct queue_block *b, char *str)
     return str;
 }
 
-static void fill_node(zklock_node_t *node, struct queue_block *b, const struct zkl_entry *e,
+/* False if out of memory. */
+static bool fill_node(zklock_node_t *node, struct queue_block *b, const struct zkl_entry *e,
                       struct answer *a, bool holds)
 {
     node->name = keep(b, strdup(e->name));
+    if (!node->name)
+        return false;
     node->identity = keep(b, a->data);
     if (!node->identity)
         node->identity = "";
@@ -207,6 +219,7 @@ static void fill_node(zklock_node_t *node, struct queue_block *b, const struct z
     node->token = a->st.czxid;
     node->session = a->st.ephemeralOwner;
     node->ctime_ms = a->st.ctime;
+    return true;
 }
 
 static int build_queue(struct reading *r, const char *path, zklock_queue_t **out)
@@ -238,7 +251,11 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
     for (size_t i = 0; i < n; i++) {
         int blockers;
         bool holds = zkl_blocker(live, i, &blockers) < 0;
-        fill_node(&b->nodes[i], b, &live[i], &r->answers[live[i].index], holds);
+        if (!fill_node(&b->nodes[i], b, &live[i], &r->answers[live[i].index], holds)) {
+            free(live);
+            zklock_queue_free(&b->q);
+            return ZKLOCK_ENOMEM;
+        }
     }
     free(live);
     b->q.path = b->path;

@@ -235,6 +235,8 @@ void zkl_engine_resume(zklock_session_t *s);
 void zkl_engine_session_ended(zklock_session_t *s, int reason);
 void zkl_engine_forget_watches(zklock_session_t *s);
 void zkl_engine_wake_all(zklock_session_t *s);
+/* dir + "/" + name, malloc'ed; NULL if out of memory. */
+char *zkl_child_path(const char *dir, const char *name);
 /* With s->mu held: one watch fewer is registered (wakes a close that waits). */
 void zkl_watch_gone(zklock_session_t *s);
 int zkl_engine_unwatch_all(zklock_session_t *s);

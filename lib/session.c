@@ -275,6 +275,11 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
  * CPU time per lock cycle. A lost connection still resolves at once. */
 #define ZKL_RESOLVE_EVERY_MS 60000
 
+/* Called with s->mu held, on purpose: the new handle's first events block
+ * in session_watcher until s->zh is set, so none is taken for a stranger's.
+ * zookeeper_init() resolves the host names meanwhile; a slow resolver after
+ * an expiry thus delays other calls on this session, which could not do
+ * anything before the new session is up anyway. */
 static int open_handle(zklock_session_t *s)
 {
     errno = 0;
