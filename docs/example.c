@@ -19,12 +19,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot connect: %s\n", zklock_strerror(rc));
         return 1;
     }
-    zklock_mutex_new(&lock, session, "/locks/nightly-report", NULL);
+    if ((rc = zklock_mutex_new(&lock, session, "/locks/nightly-report", NULL)) != ZKLOCK_OK) {
+        fprintf(stderr, "no lock handle: %s\n", zklock_strerror(rc));
+        zklock_session_close(session);
+        return 1;
+    }
     rc = zklock_acquire(lock, 30000); /* wait up to 30 s */
     if (rc == ZKLOCK_OK) {
         zklock_fence(lock, &token); /* pass it to storage with every write */
         printf("holding the lock, fencing token %lld\n", (long long)token);
-        zklock_release(lock);
+        /* ELOST here: the lock went (session expired, node deleted) before
+         * the release, so the work above may not have been exclusive to the
+         * end; storage that checks the token has refused what came late. */
+        if ((rc = zklock_release(lock)) != ZKLOCK_OK)
+            fprintf(stderr, "release: %s\n", zklock_strerror(rc));
     } else {
         fprintf(stderr, "no lock: %s\n", zklock_strerror(rc));
     }

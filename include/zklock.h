@@ -9,7 +9,8 @@
  * so a C daemon and a JVM service can share one lock.
  *
  * Conventions used by every function below:
- *  - Return values: 0 (ZKLOCK_OK) on success, a negative code on failure.
+ *  - Return values: 0 (ZKLOCK_OK) on success, a negative code on failure
+ *    (except where a function returns something else, e.g. a count).
  *    ZooKeeper's own codes (ZCONNECTIONLOSS, ZNOAUTH, ...) pass through
  *    unchanged; zklock's own codes are all <= ZKLOCK_ERRNO_BASE (-1000), so
  *    they cannot collide. zklock_strerror() describes both kinds.

@@ -46,8 +46,11 @@ double tool_seconds(const char *option, const char *value)
 
     errno = 0;
     v = strtod(value, &end);
-    if (errno || end == value || *end || v < 0 || v > 1e7)
-        tool_die(EXIT_USAGE, "%s: '%s' is not a number of seconds (try --help)", option, value);
+    /* At most TOOL_MAX_SECONDS: the library takes milliseconds in an int.
+     * Written so that "nan" fails too. */
+    if (errno || end == value || *end || !(v >= 0 && v <= TOOL_MAX_SECONDS))
+        tool_die(EXIT_USAGE, "%s: '%s' is not a number of seconds from 0 to %d (try --help)",
+                 option, value, TOOL_MAX_SECONDS);
     return v;
 }
 

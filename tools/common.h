@@ -31,6 +31,8 @@ const char *tool_servers(const char *option);
 
 /* Parses a non-negative number (seconds may have a fraction) or dies with
  * a usage error naming the option. */
+/* About 23 days: the most that fits the library's int milliseconds. */
+#define TOOL_MAX_SECONDS 2000000
 double tool_seconds(const char *option, const char *value);
 long tool_integer(const char *option, const char *value, long min, long max);
 

@@ -405,7 +405,9 @@ int main(int argc, char **argv)
     workload = argv[optind + 1];
     if (strcmp(workload, "uncontended") == 0)
         return uncontended(hosts, tool_integer("N", argv[optind + 2], 1, 100000000));
-    if (strcmp(workload, "contended") == 0 && argc - optind >= 4)
+    if (strcmp(workload, "contended") == 0 && argc - optind < 4)
+        tool_die(EXIT_USAGE, "contended needs CLIENTS and SECONDS (try 'zklock-bench --help')");
+    if (strcmp(workload, "contended") == 0)
         return contended(hosts, tool_integer("CLIENTS", argv[optind + 2], 1, 10000),
                          tool_seconds("SECONDS", argv[optind + 3]));
     if (strcmp(workload, "herd") == 0)
