@@ -287,7 +287,8 @@ ZKLOCK_API int zklock_release(zklock_t *l);
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
 /* The fencing token of the calling thread's hold: the creation zxid of its
- * node, which strictly increases with every new holder of the same lock
+ * node (a read hold taken by downgrade keeps the write hold's token), which
+ * strictly increases with every new holder of the same lock
  * path. Pass it to storage that rejects a token lower than the highest it
  * has seen, so a holder that lost its lock without noticing is refused.
  * Errors: ZKLOCK_ENOTHELD, ZKLOCK_ELOST, ZKLOCK_EINVAL. Non-blocking. */

@@ -299,6 +299,12 @@ static void become_holder(zkl_contender_t *c)
     zklock_session_t *s = session_of(c);
 
     forget_blocker(c);
+    if (c->heir) {
+        /* A downgrade heir holds by its writer's place, and so by its token:
+         * its own node is newer than a writer queued behind, whose token
+         * storage must still accept. */
+        c->czxid = c->heir_token;
+    }
     c->phase = ZKL_HELD;
     c->result = ZKLOCK_OK;
     s->stats.acquired++;

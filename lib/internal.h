@@ -106,6 +106,7 @@ struct zkl_contender {
     int32_t seq;
     int64_t czxid;         /* fencing token */
     int32_t heir_seq;      /* downgrade heir: non-sequential, this sequence */
+    int64_t heir_token;    /* ... and its writer's fencing token */
     bool heir;
 
     /* what the next step must do */

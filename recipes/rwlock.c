@@ -40,6 +40,7 @@ static int rw_prepare(zklock_t *l, zkl_contender_t *c)
         return ZKLOCK_EDEADLK; /* read held, write asked: an upgrade */
     c->heir = true;
     c->heir_seq = other->seq;
+    c->heir_token = other->czxid;
     return 0;
 }
 

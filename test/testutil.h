@@ -148,6 +148,7 @@ struct tu_acquirer {
     bool release_after;
     int rc;
     int64_t took_ms;
+    int64_t token; /* its fencing token, when it acquired */
     pthread_t t;
     int done;
 };

@@ -312,6 +312,8 @@ static void *acquirer_main(void *p)
     int64_t t0 = tu_now_ms();
     a->rc = zklock_acquire(a->l, a->timeout_ms);
     a->took_ms = tu_now_ms() - t0;
+    if (a->rc == 0)
+        zklock_fence(a->l, &a->token);
     if (a->rc == 0 && a->release_after)
         zklock_release(a->l);
     __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
