@@ -349,7 +349,6 @@ static void send_parents(zkl_contender_t *c)
     zklock_session_t *s = session_of(c);
     char *p = strdup(c->l->path);
 
-    c->parent_rc = 0;
     if (!p)
         return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
@@ -412,6 +411,7 @@ static void send_create(zkl_contender_t *c)
         zkl_give_up(c, ZKLOCK_ENOMEM);
         return;
     }
+    c->parent_rc = 0; /* it speaks of this create's parents only */
     if (c->need_parents)
         send_parents(c);
     c->need_parents = false;
@@ -787,13 +787,18 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
     ZKL_COMPLETION_END(c);
 }
 
-/* Answers arrive in order: every parent's before our own create's. */
+/* Answers arrive in order, top down, every parent's before our own create's.
+ * Only the deepest level's answer counts: ZooKeeper checks the permission to
+ * create in a level before it checks whether the child exists, so a read-only
+ * ancestor refuses even a level that is already there. A level that exists
+ * (or was just made) below it clears that refusal. */
 static void parent_done(int rc, const char *value, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
-    if (rc != ZOK && rc != ZNODEEXISTS && rc != ZNONODE && !transient(rc) &&
-        !session_ending(rc) && c->parent_rc == 0)
+    if (rc == ZOK || rc == ZNODEEXISTS)
+        c->parent_rc = 0;
+    else if (rc != ZNONODE && !transient(rc) && !session_ending(rc))
         c->parent_rc = rc;
     ZKL_COMPLETION_END(c);
 }

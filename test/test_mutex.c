@@ -791,6 +791,78 @@ static void test_uncreatable_path(void)
     zklock_session_close(s);
 }
 
+static bool lost_twice(void *events)
+{
+    struct tu_events *e = events;
+    pthread_mutex_lock(&e->mu);
+    bool yes = e->lost == 2;
+    pthread_mutex_unlock(&e->mu);
+    return yes;
+}
+
+/* ZooKeeper checks the right to create in a level before it checks whether
+ * the child exists: a read-only ancestor refuses even levels that are there.
+ * A lock path under such an ancestor, in a level we may create in, works,
+ * and keeps working when an operator wipes the queue and the lock path: the
+ * last waiter, whose first create made the levels, finds no parent for its
+ * new node and must make the levels again, not report that old refusal. */
+static void test_readonly_ancestor(void)
+{
+    enum { N = 3 };
+    struct ACL read_admin_acl = {ZOO_PERM_READ | ZOO_PERM_ADMIN, ZOO_ANYONE_ID_UNSAFE};
+    struct ACL_vector read_admin = {1, &read_admin_acl}; /* ADMIN: to open it again */
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session();
+    char ro[256], sub[280], path[300], nodes[N][512];
+    zklock_t *l[N];
+    struct tu_acquirer a[N];
+    zoo_op_t ops[N + 1];
+    zoo_op_result_t res[N + 1];
+    char **kids;
+    int n, rc;
+
+    snprintf(ro, sizeof ro, "%s", tu_path("readonly-ancestor"));
+    snprintf(sub, sizeof sub, "%s/open", ro);
+    snprintf(path, sizeof path, "%s/lock", sub);
+    zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), ro, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), sub, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), ro, -1, &read_admin), ZOK);
+    /* All start while the lock path is missing, so all make the levels. */
+    for (int i = 0; i < N; i++) {
+        l[i] = tu_mutex(s, path, &lo);
+        tu_start_acquirer(&a[i], l[i], 20000, false);
+    }
+    CU_ASSERT_FATAL(tu_wait_children(path, N));
+
+    /* The operator removes the whole queue and the lock path in one step.
+     * The holder and the next in line (which holds at once by its listing)
+     * are told; the last one lists, finds nothing, queues again and holds. */
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, N);
+    for (int i = 0; i < N; i++) {
+        snprintf(nodes[i], sizeof nodes[i], "%s/%s", path, kids[i]);
+        zoo_delete_op_init(&ops[i], nodes[i], -1);
+    }
+    zoo_delete_op_init(&ops[N], path, -1);
+    tu_free_strings(kids);
+    TU_ASSERT_RC(zoo_multi(tu_zk(), N + 1, ops, res), ZOK);
+    for (int i = 0; i < N; i++)
+        TU_ASSERT_RC(tu_join_acquirer(&a[i]), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(lost_twice, &ev, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_children(path, 1));
+    for (int i = 0; i < N; i++)
+        zklock_free(l[i]);
+    zklock_session_close(s);
+    TU_ASSERT_RC(zoo_set_acl(tu_zk(), ro, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+    tu_assert_clean(path);
+    rc = zoo_delete(tu_zk(), path, -1); /* a container: the server may have reaped it */
+    CU_ASSERT(rc == ZOK || rc == ZNONODE);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), sub, -1), ZOK);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), ro, -1), ZOK);
+}
+
 static void test_free_releases(void)
 {
     zklock_session_t *s = tu_session();
@@ -912,6 +984,7 @@ static const tu_test_t mutex_tests[] = {
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"parents_are_containers", test_parents_are_containers},
     {"uncreatable_path", test_uncreatable_path},
+    {"readonly_ancestor", test_readonly_ancestor},
     {"free_releases", test_free_releases},
     {"adopted_session", test_adopted_session},
     {"delete_refused", test_delete_refused},
