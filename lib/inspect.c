@@ -147,6 +147,16 @@ static bool sent(struct reading *r, int rc)
     return true;
 }
 
+/* With s->mu held: may we talk to ZooKeeper now? */
+static int session_rc(zklock_session_t *s)
+{
+    if (s->closing || s->state == ZKL_S_CLOSED)
+        return ZKLOCK_ECLOSED;
+    if (!zkl_connected(s))
+        return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
+    return 0;
+}
+
 static void read_children(struct reading *r, const char *path)
 {
     sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
@@ -155,6 +165,9 @@ static void read_children(struct reading *r, const char *path)
 
 static void read_nodes(struct reading *r, const char *path)
 {
+    /* The session may have ended while we waited for the listing. */
+    if ((r->rc = session_rc(r->s)) != 0)
+        return;
     r->q = calloc((size_t)r->nnames + 1, sizeof *r->q);
     r->answers = calloc((size_t)r->nnames + 1, sizeof *r->answers);
     if (!r->q || !r->answers) {
@@ -270,15 +283,13 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
 
 /* ---- the calls ----------------------------------------------------------------- */
 
-/* With s->mu held: may we talk to ZooKeeper now? Counts the caller in. */
+/* With s->mu held: session_rc, and counts the caller in. */
 static int enter(zklock_session_t *s)
 {
-    if (s->closing || s->state == ZKL_S_CLOSED)
-        return ZKLOCK_ECLOSED;
-    if (!zkl_connected(s))
-        return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
-    s->users++;
-    return 0;
+    int rc = session_rc(s);
+    if (rc == 0)
+        s->users++;
+    return rc;
 }
 
 static void leave(zklock_session_t *s)

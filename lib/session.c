@@ -604,6 +604,7 @@ static void drain_adopted(zklock_session_t *s)
 
 void zklock_session_close(zklock_session_t *s)
 {
+    zhandle_t *zh, *retired;
     bool free_now;
 
     if (!s)
@@ -620,17 +621,21 @@ void zklock_session_close(zklock_session_t *s)
     s->state = ZKL_S_CLOSED;
     s->gen++;
     zkl_engine_session_ended(s, ZKLOCK_ECLOSED);
+    /* Nobody may touch a handle while we close it (a waiter on its way out
+     * would take its watch back): from here on there is none. */
+    zh = s->adopted ? NULL : s->zh;
+    retired = s->retired_zh;
+    s->zh = s->retired_zh = NULL;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 
     stop_thread(s);
-    if (!s->adopted && s->zh)
-        zookeeper_close(s->zh); /* flushes our requests in flight */
-    if (s->retired_zh)
-        zookeeper_close(s->retired_zh);
+    if (zh)
+        zookeeper_close(zh); /* flushes our requests in flight */
+    if (retired)
+        zookeeper_close(retired);
 
     pthread_mutex_lock(&s->mu);
-    s->zh = s->retired_zh = NULL;
     if (!s->adopted)
         zkl_engine_forget_watches(s);
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
