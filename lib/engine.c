@@ -27,7 +27,8 @@
 #include <string.h>
 
 static void create_done(int rc, const char *name, const struct Stat *st, const void *data);
-static void list_done(int rc, const struct String_vector *names, const void *data);
+static void list_done(int rc, const struct String_vector *names, const struct Stat *st,
+                      const void *data);
 static void sync_done(int rc, const char *value, const void *data);
 static void owner_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
 static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
@@ -169,6 +170,7 @@ static void set_node(zkl_contender_t *c, char *node)
     free(c->node);
     c->node = node;
     c->own_due = false;
+    c->alone = false;
     if (node)
         due_add(c);
     else
@@ -284,6 +286,7 @@ static void requeue(zkl_contender_t *c)
     set_node(c, NULL);
     forget_blocker(c);
     c->create_unknown = false;
+    c->fast = false;
     if (c->phase == ZKL_LEAVING)
         return; /* a contender that gave up never queues again: nothing to delete */
     c->phase = ZKL_QUEUING;
@@ -392,14 +395,88 @@ static void send_list(zkl_contender_t *c)
     c->need_list = false;
     c->busy++;
     op_begin(c);
-    rc = zoo_aget_children(s->zh, c->l->path, 0, list_done, c);
+    rc = zoo_aget_children2(s->zh, c->l->path, 0, list_done, c);
     if (rc != ZOK)
         op_refused(c, rc);
 }
 
+/* ---- the fast path: acquiring without a listing ---------------------------- */
+
+/* A lock taken and released again and again by one handle, with nobody else
+ * around, need not list the queue every time. ZooKeeper numbers sequential
+ * nodes with the lock path's count of child creations (deletions do not
+ * count), so:
+ *
+ *   if our last node was alone in the queue with nothing created after it,
+ *   we deleted it, and our new node gets the very next sequence number,
+ *   then nobody created a node in between: the queue holds only ours.
+ *
+ * The catch is a lock path that was deleted and created again meanwhile
+ * (an empty container is reaped): its new count starts at 0 and could reach
+ * our number. That takes the path's deletion, its creation and as many child
+ * creations as our number, each a transaction of its own (with a zxid of its
+ * own) unless someone puts them all in one multi-op. So the zxids of our two
+ * creations must be closer than that, in the same leader epoch; and the
+ * number must be past ZKL_FAST_MIN_SEQ, so that even that multi-op would
+ * have to re-create the path with as many children. design.md, "Acquiring
+ * without a listing", has the argument and what it leaves out. */
+#define ZKL_FAST_MIN_SEQ 64
+
+/* The listing's count of child creations: ZooKeeper reports cversion as
+ * creations + deletions = 2 * creations - children. -1 if that does not add
+ * up (a server that counts otherwise never gets the fast path). */
+static int64_t creations_of(const struct Stat *parent)
+{
+    int64_t sum = (int64_t)parent->cversion + parent->numChildren;
+    return sum >= 0 && sum % 2 == 0 ? sum / 2 : -1;
+}
+
+/* A listing made us the holder: was our node the only one, with nothing
+ * created after it? (Creations counted = our number + 1.) */
+static bool alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
+{
+    return nodes == 1 && creations_of(parent) == (int64_t)c->seq + 1;
+}
+
+/* Our alone node is deleted: the handle's next create may skip the listing. */
+static void remember_alone(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+
+    l->alone_known = true;
+    l->alone_seq = c->seq;
+    l->alone_zxid = c->czxid;
+    l->alone_gen = c->gen;
+}
+
+/* Called as a create goes out: one create may use what the handle knows. */
+static bool take_alone(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+    bool known = l->alone_known && l->alone_gen == session_of(c)->gen;
+
+    l->alone_known = false;
+    if (known) {
+        c->fast_prev_seq = l->alone_seq;
+        c->fast_prev_zxid = l->alone_zxid;
+    }
+    return known;
+}
+
+/* The rule above, for our new node (c->seq, created at czxid). */
+static bool alone_again(const zkl_contender_t *c, int64_t czxid)
+{
+    int64_t gap = czxid - c->fast_prev_zxid;
+
+    return (uint32_t)c->seq == (uint32_t)c->fast_prev_seq + 1 && c->seq >= ZKL_FAST_MIN_SEQ &&
+           czxid >> 32 == c->fast_prev_zxid >> 32 && gap > 0 && gap <= (int64_t)c->seq + 3;
+}
+
 /* The create and the listing go out back to back: ZooKeeper answers a
  * session's requests in order, so the listing already contains our node and
- * a free lock costs one round trip. A downgrade heir needs no listing. */
+ * a free lock costs one round trip. A downgrade heir needs no listing, nor
+ * does a create that may take the fast path (if it turns out it may not,
+ * the listing follows). */
 static void send_create(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
@@ -412,6 +489,7 @@ static void send_create(zkl_contender_t *c)
         return;
     }
     c->parent_rc = 0; /* it speaks of this create's parents only */
+    c->fast = !c->heir && !c->need_parents && take_alone(c);
     if (c->need_parents)
         send_parents(c);
     c->need_parents = false;
@@ -424,7 +502,7 @@ static void send_create(zkl_contender_t *c)
         op_refused(c, rc);
         return;
     }
-    if (!c->heir)
+    if (!c->heir && !c->fast)
         send_list(c);
 }
 
@@ -668,7 +746,7 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
     /* Not there: the create never happened. */
 }
 
-static void judge(zkl_contender_t *c, const struct String_vector *names)
+static void judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_entry *q;
@@ -700,12 +778,14 @@ static void judge(zkl_contender_t *c, const struct String_vector *names)
         return;
     }
     w = zkl_blocker(q, (size_t)self, &blockers);
-    if (w < 0)
+    if (w < 0) {
         become_holder(c);
-    else if (c->try_once)
+        c->alone = alone_in(c, n, parent);
+    } else if (c->try_once) {
         zkl_give_up(c, ZKLOCK_EBUSY);
-    else
+    } else {
         watch_blocker(c, &q[w], blockers);
+    }
     free(q);
 }
 
@@ -757,9 +837,28 @@ static void back_off(zkl_contender_t *c, int rc)
     }
 }
 
+/* Our node exists. A heir holds by its writer's place; a create sent
+ * without a listing holds if the fast path's rule says so, or lists. */
+static void created(zkl_contender_t *c, bool fast, int64_t czxid)
+{
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (c->heir) {
+        become_holder(c);
+    } else if (fast && alone_again(c, czxid)) {
+        c->alone = true;
+        become_holder(c);
+    } else if (fast) {
+        c->need_list = true;
+    }
+}
+
 static void create_done(int rc, const char *name, const struct Stat *st, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
+    bool fast = c->fast;
+
+    c->fast = false;
     c->busy--;
     if (rc == ZOK) {
         set_node(c, strdup(name));
@@ -770,8 +869,7 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
             struct zkl_entry e;
             c->seq = zkl_parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
             c->czxid = st->czxid;
-            if (c->heir && c->phase == ZKL_QUEUING)
-                become_holder(c);
+            created(c, fast, st->czxid);
         }
     } else if (rc == ZNONODE && !c->heir) {
         if (c->parent_rc != 0)
@@ -803,13 +901,14 @@ static void parent_done(int rc, const char *value, const void *data)
     ZKL_COMPLETION_END(c);
 }
 
-static void list_done(int rc, const struct String_vector *names, const void *data)
+static void list_done(int rc, const struct String_vector *names, const struct Stat *st,
+                      const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
     if (rc == ZOK) {
         if (c->node || c->create_unknown)
-            judge(c, names);
+            judge(c, names, st);
     } else if (rc == ZNONODE) {
         /* No lock path: nothing of ours can be under it. */
         if (c->create_unknown) {
@@ -917,6 +1016,8 @@ static void delete_done(int rc, const void *data)
          * success; on a first attempt, the node was gone before we came. */
         if (rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
             c->result = ZKLOCK_ELOST;
+        if (rc == ZOK && c->alone)
+            remember_alone(c);
         set_node(c, NULL);
         c->delete_unknown = false;
     } else if (transient(rc)) {

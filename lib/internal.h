@@ -122,6 +122,11 @@ struct zkl_contender {
     bool canceled;
     bool waiting;          /* the owner is inside zklock_acquire() */
     bool sole_blocker;     /* the watched node is the only one ahead of us */
+    bool alone;            /* we hold, and our node was the only one in the
+                              queue with nothing created after it */
+    bool fast;             /* our create went out without a listing */
+    int32_t fast_prev_seq; /* ... relying on this alone node of the handle */
+    int64_t fast_prev_zxid;
 
     /* The watch on the node that blocks us. `watched` stays set while the
      * request that sets it is in flight or the watch is registered. */
@@ -159,6 +164,13 @@ struct zklock {
     int refs;              /* 1 for the user + 1 per contender + queued callbacks */
     int in_callback;       /* callbacks running for this handle */
     zkl_contender_t *contenders;
+    /* Acquiring without a listing (engine.c, "the fast path"): this
+     * handle's last node was alone in the queue and we deleted it; if our
+     * next node gets the very next sequence number, nobody else came. */
+    bool alone_known;
+    int32_t alone_seq;     /* that node's sequence number */
+    int64_t alone_zxid;    /* ... and the zxid of its creation */
+    unsigned alone_gen;    /* the session generation it was learnt in */
     /* Recipe hooks (NULL for a plain mutex):
      * prepare: before queuing; may refuse (ZKLOCK_EDEADLK) or turn the
      *          new contender into a downgrade heir.

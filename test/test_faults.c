@@ -68,17 +68,6 @@ static int64_t owner_of(const char *path, const char *child)
 
 /* ---- lost create replies -------------------------------------------------------- */
 
-/* The lock path made beforehand, so that the create whose reply is lost is
- * the one that makes our node (not one answered "no parent"). */
-static void make_lock_path(const char *path)
-{
-    char parent[512];
-    snprintf(parent, sizeof parent, "%s", path);
-    *strrchr(parent, '/') = '\0';
-    zoo_create(tu_zk(), parent, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    TU_REQUIRE_RC(zoo_create(tu_zk(), path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-}
-
 static void test_lost_create_reply(void)
 {
     struct faulty f;
@@ -87,7 +76,7 @@ static void test_lost_create_reply(void)
     char *node;
 
     faulty_open(&f, 4000);
-    make_lock_path(path);
+    tu_make_lock_path(path);
     l = tu_mutex(f.s, path, NULL);
     zkproxy_drop_reply(f.proxy, ZOO_CREATE2_OP);
     TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
@@ -116,7 +105,7 @@ static void test_lost_create_reply_while_waiting(void)
     zklock_t *lh = tu_mutex(h, path, NULL), *lw;
     struct tu_acquirer w;
 
-    make_lock_path(path);
+    tu_make_lock_path(path);
     TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
     faulty_open(&f, 4000);
     lw = tu_mutex(f.s, path, NULL);

@@ -657,6 +657,124 @@ static void test_handoff_without_listing(void)
     tu_assert_clean(path);
 }
 
+/* ---- the fast path: a lock nobody else wants costs no listing ------------------------------ */
+
+/* Takes and releases l n times; returns the sequence number of the last node. */
+static long cycles(zklock_t *l, const char *path, int n)
+{
+    long seq = -1;
+    for (int i = 0; i < n; i++) {
+        int count;
+        char **kids;
+        TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+        kids = tu_children(path, &count);
+        if (kids && count == 1)
+            seq = strtol(kids[0] + strlen(kids[0]) - 10, NULL, 10);
+        tu_free_strings(kids);
+        TU_REQUIRE_RC(zklock_release(l), ZKLOCK_OK);
+    }
+    return seq;
+}
+
+/* Enough cycles to pass the engine's minimum sequence number (64). The
+ * lock paths are made beforehand as plain nodes: the server reaps an empty
+ * container (every second under the harness), and a path made again counts
+ * from 0. */
+#define FAST_WARMUP 70
+
+static void delete_lock_path(const char *path)
+{
+    TU_ASSERT_RC(zoo_delete(tu_zk(), path, -1), ZOK);
+}
+
+static void test_fast_path_alone(void)
+{
+    zklock_session_t *a = tu_session();
+    const char *path = tu_path("fast");
+    zklock_t *la = tu_mutex(a, path, NULL);
+    uint64_t listings, requests;
+
+    tu_make_lock_path(path);
+    cycles(la, path, FAST_WARMUP);
+    listings = TU_STAT(a, listings);
+    requests = TU_STAT(a, requests);
+    cycles(la, path, 10);
+    /* a create and a delete per cycle, nothing else */
+    TU_ASSERT_INT(TU_STAT(a, listings), ==, listings);
+    TU_ASSERT_INT(TU_STAT(a, requests), ==, requests + 20);
+    zklock_free(la);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+    delete_lock_path(path);
+}
+
+/* Anyone who created a node since our last one makes us list: a holder
+ * then blocks us, a node already gone does not. */
+static void test_fast_path_sees_newcomer(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("fast-newcomer");
+    zklock_t *la = tu_mutex(a, path, NULL), *lb = tu_mutex(b, path, NULL);
+    uint64_t listings;
+
+    tu_make_lock_path(path);
+    cycles(la, path, FAST_WARMUP);
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK);
+    listings = TU_STAT(a, listings);
+    TU_ASSERT_RC(zklock_acquire(la, 0), ZKLOCK_EBUSY);
+    TU_ASSERT_INT(TU_STAT(a, listings), ==, listings + 1);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+
+    cycles(la, path, 2); /* the fast path again */
+    cycles(lb, path, 1); /* b came and went */
+    listings = TU_STAT(a, listings);
+    TU_ASSERT_RC(zklock_acquire(la, 0), ZKLOCK_OK);
+    TU_ASSERT_INT(TU_STAT(a, listings), ==, listings + 1);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+    delete_lock_path(path);
+}
+
+/* The lock path is deleted and made again between two acquisitions, and
+ * its new count of creations reaches exactly the number our next node
+ * gets: the sequence numbers alone would say "nobody came", while b holds.
+ * The zxids say how much happened in between. */
+static void test_fast_path_recreated_path(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("fast-recreated");
+    zklock_t *la = tu_mutex(a, path, NULL), *lb = tu_mutex(b, path, NULL);
+    char child[512];
+    long last;
+
+    tu_make_lock_path(path);
+    last = cycles(la, path, FAST_WARMUP);
+    TU_REQUIRE_RC(last >= 64, 1);
+    delete_lock_path(path);
+    tu_make_lock_path(path);
+    for (long i = 0; i < last; i++) { /* creations 0 .. last-1 */
+        snprintf(child, sizeof child, "%s/x%ld", path, i);
+        TU_REQUIRE_RC(zoo_create(tu_zk(), child, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    }
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK); /* number `last` */
+    TU_ASSERT_RC(zklock_acquire(la, 0), ZKLOCK_EBUSY); /* number last + 1 */
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    for (long i = 0; i < last; i++) {
+        snprintf(child, sizeof child, "%s/x%ld", path, i);
+        zoo_delete(tu_zk(), child, -1);
+    }
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+    delete_lock_path(path);
+}
+
 struct herd_waiter {
     zklock_t *l;
     pthread_t t;
@@ -981,6 +1099,9 @@ static const tu_test_t mutex_tests[] = {
     {"expiry_while_waiting", test_expiry_while_waiting},
     {"operator_deletes_holder", test_operator_deletes_holder},
     {"handoff_without_listing", test_handoff_without_listing},
+    {"fast_path_alone", test_fast_path_alone},
+    {"fast_path_sees_newcomer", test_fast_path_sees_newcomer},
+    {"fast_path_recreated_path", test_fast_path_recreated_path},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"parents_are_containers", test_parents_are_containers},
     {"uncreatable_path", test_uncreatable_path},

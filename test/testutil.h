@@ -82,6 +82,11 @@ zklock_session_t *tu_session_opts(const zklock_session_opts_t *opts);
 zhandle_t *tu_zk(void);
 void tu_zk_close(void);
 
+/* Makes the lock path beforehand, as a plain persistent node (the server
+ * never reaps it, unlike the container zklock would make); the caller
+ * deletes it. Fails the test if it exists already. */
+void tu_make_lock_path(const char *path);
+
 /* Children of path (NULL-terminated, sorted; caller frees with
  * tu_free_strings), or NULL if it does not exist. */
 char **tu_children(const char *path, int *count);

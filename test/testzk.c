@@ -37,6 +37,15 @@ const char *tu_path(const char *name)
     return b;
 }
 
+void tu_make_lock_path(const char *path)
+{
+    char parent[512];
+    snprintf(parent, sizeof parent, "%s", path);
+    *strrchr(parent, '/') = '\0';
+    zoo_create(tu_zk(), parent, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+}
+
 static bool zh_connected(void *zh)
 {
     return zoo_state((zhandle_t *)zh) == ZOO_CONNECTED_STATE;

@@ -123,11 +123,13 @@ static int uncontended(const char *hosts, long n)
     zklock_session_t *s = tool_open(hosts, NULL);
     zklock_t *l = new_lock(s, "u");
     double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
+    zklock_stats_t st0, st;
 
     for (int i = 0; i < warmup; i++) {
         must(zklock_acquire(l, -1), "acquire");
         must(zklock_release(l), "release");
     }
+    zklock_session_stats(s, &st0, sizeof st0);
     cpu0 = cpu_us();
     t0 = now_us();
     for (long i = 0; i < n; i++) {
@@ -138,11 +140,13 @@ static int uncontended(const char *hosts, long n)
     }
     wall = (now_us() - t0) / 1e6;
     cpu = cpu_us() - cpu0;
+    zklock_session_stats(s, &st, sizeof st);
     qsort(lat, (size_t)n, sizeof *lat, cmp_double);
     printf("uncontended: %ld cycles in %.2f s: %.0f/s, p50 %.0f us, p99 %.0f us, "
-           "client CPU %.1f us per cycle\n",
+           "client CPU %.1f us per cycle, %.2f requests and %.2f listings per cycle\n",
            n, wall, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
-           cpu / (double)n);
+           cpu / (double)n, (double)(st.requests - st0.requests) / (double)n,
+           (double)(st.listings - st0.listings) / (double)n);
     printf("{\"peer\":\"zklock\",\"workload\":\"uncontended\",\"n\":%ld,\"ops_per_s\":%.1f,"
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"cpu_us_per_op\":%.1f}\n",
            n, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
