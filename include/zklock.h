@@ -193,6 +193,8 @@ typedef struct zklock_stats {
     uint64_t listings;      /* children listings of a lock path evaluated */
     uint64_t acquired;      /* successful first acquisitions (not reentrant) */
     uint64_t lost;          /* held locks reported through on_lost */
+    uint64_t fast_acquired; /* acquisitions that needed no listing: the
+                               handle had last held the lock alone */
 } zklock_stats_t;
 
 /* Copies the counters into *out. size must be sizeof(zklock_stats_t) of the

@@ -847,6 +847,7 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
         become_holder(c);
     } else if (fast && alone_again(c, czxid)) {
         c->alone = true;
+        session_of(c)->stats.fast_acquired++;
         become_holder(c);
     } else if (fast) {
         c->need_list = true;

@@ -702,6 +702,7 @@ static void test_fast_path_alone(void)
     /* a create and a delete per cycle, nothing else */
     TU_ASSERT_INT(TU_STAT(a, listings), ==, listings);
     TU_ASSERT_INT(TU_STAT(a, requests), ==, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, fast_acquired), >=, 10);
     zklock_free(la);
     zklock_session_close(a);
     tu_assert_clean(path);
