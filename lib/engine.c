@@ -413,14 +413,14 @@ static void send_list(zkl_contender_t *c)
  *
  * The catch is a lock path that was deleted and created again meanwhile
  * (an empty container is reaped): its new count starts at 0 and could reach
- * our number. That takes the path's deletion, its creation and as many child
- * creations as our number, each a transaction of its own (with a zxid of its
- * own) unless someone puts them all in one multi-op. So the zxids of our two
- * creations must be closer than that, in the same leader epoch; and the
- * number must be past ZKL_FAST_MIN_SEQ, so that even that multi-op would
- * have to re-create the path with as many children. design.md, "Acquiring
- * without a listing", has the argument and what it leaves out. */
-#define ZKL_FAST_MIN_SEQ 64
+ * our number S. That takes S + 2 operations (the path's deletion, its
+ * creation, S child creations) besides our delete. So the zxids of our two
+ * creations, in one leader epoch, may be apart by 2 (our delete between
+ * them) plus one transaction per ZKL_FAST_OPS_PER_TXN creations of the path:
+ * S + 2 operations in so few transactions take a multi-op of 64 and more.
+ * On an idle ensemble the gap is exactly 2 and nothing else can have
+ * happened. design.md, "Acquiring without a listing", has the argument. */
+#define ZKL_FAST_OPS_PER_TXN 64
 
 /* The listing's count of child creations: ZooKeeper reports cversion as
  * creations + deletions = 2 * creations - children. -1 if that does not add
@@ -431,8 +431,9 @@ static int64_t creations_of(const struct Stat *parent)
     return sum >= 0 && sum % 2 == 0 ? sum / 2 : -1;
 }
 
-/* A listing made us the holder: was our node the only one, with nothing
- * created after it? (Creations counted = our number + 1.) */
+/* A listing made us the holder: was our node the only one (so every older
+ * node is gone), with nothing created after it? The second half also checks
+ * that the server numbers nodes the way the fast path assumes. */
 static bool alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
 {
     return nodes == 1 && creations_of(parent) == (int64_t)c->seq + 1;
@@ -468,8 +469,9 @@ static bool alone_again(const zkl_contender_t *c, int64_t czxid)
 {
     int64_t gap = czxid - c->fast_prev_zxid;
 
-    return (uint32_t)c->seq == (uint32_t)c->fast_prev_seq + 1 && c->seq >= ZKL_FAST_MIN_SEQ &&
-           czxid >> 32 == c->fast_prev_zxid >> 32 && gap > 0 && gap <= (int64_t)c->seq + 3;
+    return (uint32_t)c->seq == (uint32_t)c->fast_prev_seq + 1 && c->seq > 0 &&
+           czxid >> 32 == c->fast_prev_zxid >> 32 && gap > 0 &&
+           gap <= 2 + c->seq / ZKL_FAST_OPS_PER_TXN;
 }
 
 /* The create and the listing go out back to back: ZooKeeper answers a

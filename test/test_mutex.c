@@ -676,10 +676,10 @@ static long cycles(zklock_t *l, const char *path, int n)
     return seq;
 }
 
-/* Enough cycles to pass the engine's minimum sequence number (64). The
- * lock paths are made beforehand as plain nodes: the server reaps an empty
- * container (every second under the harness), and a path made again counts
- * from 0. */
+/* Enough cycles for the fast path's slack of one foreign transaction per 64
+ * creations. The lock paths are made beforehand as plain nodes: the server
+ * reaps an empty container (every second under the harness), and a path
+ * made again counts from 0. */
 #define FAST_WARMUP 70
 
 static void delete_lock_path(const char *path)
@@ -740,40 +740,79 @@ static void test_fast_path_sees_newcomer(void)
     delete_lock_path(path);
 }
 
-/* The lock path is deleted and made again between two acquisitions, and
- * its new count of creations reaches exactly the number our next node
- * gets: the sequence numbers alone would say "nobody came", while b holds.
- * The zxids say how much happened in between. */
-static void test_fast_path_recreated_path(void)
+/* Deletes the (empty) lock path and makes it again, with `count` creations
+ * under it, the last a foreign lock node (ephemeral, the test handle's) that
+ * blocks whoever comes after it: count + 2 operations in `txns` multi-ops.
+ * Returns the foreign node's path (static). */
+static const char *recreate_path(const char *path, long count, long txns)
 {
-    zklock_session_t *a = tu_session(), *b = tu_session();
-    const char *path = tu_path("fast-recreated");
-    zklock_t *la = tu_mutex(a, path, NULL), *lb = tu_mutex(b, path, NULL);
+    static char foreign[512];
+    long nops = count + 2, done = 0;
+    zoo_op_t *ops = calloc((size_t)nops, sizeof *ops);
+    zoo_op_result_t *res = calloc((size_t)nops, sizeof *res);
+    char (*names)[512] = calloc((size_t)nops, sizeof *names);
+
+    zoo_delete_op_init(&ops[0], path, -1);
+    zoo_create_op_init(&ops[1], path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    for (long i = 0; i + 1 < count; i++) {
+        snprintf(names[2 + i], sizeof names[0], "%s/x%ld", path, i);
+        zoo_create_op_init(&ops[2 + i], names[2 + i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    }
+    snprintf(names[nops - 1], sizeof names[0], "%s/foreign-lock-", path);
+    zoo_create_op_init(&ops[nops - 1], names[nops - 1], NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL_SEQUENTIAL, foreign, sizeof foreign);
+    for (long t = 0; t < txns; t++) {
+        long n = (nops - done) / (txns - t);
+        TU_REQUIRE_RC(zoo_multi(tu_zk(), (int)n, ops + done, res + done), ZOK);
+        done += n;
+    }
+    free(ops);
+    free(res);
+    free(names);
+    return foreign;
+}
+
+/* Between two acquisitions by a, the lock path is made again, and its new
+ * count of creations reaches exactly the number a's next node gets: the
+ * sequence numbers alone would say "nobody came" while a foreign node holds.
+ * The zxids say how much happened in between. */
+static void fast_path_recreated(const char *name, int txns)
+{
+    zklock_session_t *a = tu_session();
+    const char *path = tu_path(name), *foreign;
+    zklock_t *la = tu_mutex(a, path, NULL);
     char child[512];
     long last;
 
     tu_make_lock_path(path);
     last = cycles(la, path, FAST_WARMUP);
-    TU_REQUIRE_RC(last >= 64, 1);
-    delete_lock_path(path);
-    tu_make_lock_path(path);
-    for (long i = 0; i < last; i++) { /* creations 0 .. last-1 */
-        snprintf(child, sizeof child, "%s/x%ld", path, i);
-        TU_REQUIRE_RC(zoo_create(tu_zk(), child, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    }
-    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK); /* number `last` */
+    TU_REQUIRE_RC(last >= 64, 1); /* the rule allows a transaction of slack */
+    foreign = recreate_path(path, last + 1, txns > 0 ? txns : last + 3);
     TU_ASSERT_RC(zklock_acquire(la, 0), ZKLOCK_EBUSY); /* number last + 1 */
-    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    if (zklock_hold_count(la) > 0)
+        zklock_release(la);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), foreign, -1), ZOK);
     for (long i = 0; i < last; i++) {
         snprintf(child, sizeof child, "%s/x%ld", path, i);
         zoo_delete(tu_zk(), child, -1);
     }
     zklock_free(la);
-    zklock_free(lb);
     zklock_session_close(a);
-    zklock_session_close(b);
     tu_assert_clean(path);
     delete_lock_path(path);
+}
+
+/* Every operation its own transaction, as ordinary clients do. */
+static void test_fast_path_recreated_path(void)
+{
+    fast_path_recreated("fast-recreated", 0);
+}
+
+/* Squeezed into two multi-ops: still one transaction more than the rule's
+ * slack (only a single multi-op of 64+ operations gets through). */
+static void test_fast_path_recreated_in_multis(void)
+{
+    fast_path_recreated("fast-recreated-multi", 2);
 }
 
 struct herd_waiter {
@@ -1103,6 +1142,7 @@ static const tu_test_t mutex_tests[] = {
     {"fast_path_alone", test_fast_path_alone},
     {"fast_path_sees_newcomer", test_fast_path_sees_newcomer},
     {"fast_path_recreated_path", test_fast_path_recreated_path},
+    {"fast_path_recreated_in_multis", test_fast_path_recreated_in_multis},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"parents_are_containers", test_parents_are_containers},
     {"uncreatable_path", test_uncreatable_path},
