@@ -417,7 +417,7 @@ static void send_list(zkl_contender_t *c)
  * creation, S child creations) besides our delete. So the zxids of our two
  * creations, in one leader epoch, may be apart by 2 (our delete between
  * them) plus one transaction per ZKL_FAST_OPS_PER_TXN creations of the path:
- * S + 2 operations in so few transactions take a multi-op of 64 and more.
+ * S + 2 operations in so few transactions take a multi-op of more than 64.
  * On an idle ensemble the gap is exactly 2 and nothing else can have
  * happened. design.md, "Acquiring without a listing", has the argument. */
 #define ZKL_FAST_OPS_PER_TXN 64
