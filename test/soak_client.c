@@ -223,7 +223,9 @@ static int ephemerals_main(const char *h, const char *r)
 }
 
 /* The lock paths as plain persistent nodes: never reaped when empty, so
- * their sequence numbers only grow (the fast path needs 64 and more). */
+ * their sequence numbers only grow (the fast path tolerates one foreign
+ * write per 64 creations of the path, so a path that is never reaped
+ * lets it fire next to the other clients' writes). */
 static int make_paths_main(const char *h, const char *r, int n)
 {
     zklock_session_t *s;

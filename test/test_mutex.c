@@ -809,7 +809,7 @@ static void test_fast_path_recreated_path(void)
 }
 
 /* Squeezed into two multi-ops: still one transaction more than the rule's
- * slack (only a single multi-op of 64+ operations gets through). */
+ * slack (only multi-ops of more than 64 operations get through). */
 static void test_fast_path_recreated_in_multis(void)
 {
     fast_path_recreated("fast-recreated-multi", 2);
