@@ -414,7 +414,8 @@ static void send_list(zkl_contender_t *c)
  * The catch is a lock path that was deleted and created again meanwhile
  * (an empty container is reaped): its new count starts at 0 and could reach
  * our number S. That takes S + 2 operations (the path's deletion, its
- * creation, S child creations) besides our delete. So the zxids of our two
+ * creation, S child creations) between our two creates, besides our delete
+ * (or a foreign deletion of our node: one more). So the zxids of our two
  * creations, in one leader epoch, may be apart by 2 (our delete between
  * them) plus one transaction per ZKL_FAST_OPS_PER_TXN creations of the path:
  * S + 2 operations in so few transactions take a multi-op of more than 64.
