@@ -36,6 +36,7 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
 static void delete_done(int rc, const void *data);
 static void session_op_done(int rc, const void *data);
 static void parent_done(int rc, const char *value, const void *data);
+static void top_parent_done(int rc, const char *value, const void *data);
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
@@ -345,8 +346,9 @@ void zkl_give_up(zkl_contender_t *c, int rc)
 
 /* Creates every level of the lock path as a container node, top down, in
  * one pipelined burst; "exists already" answers are fine. A refusal (ACL,
- * an ephemeral ancestor) is kept in c->parent_rc: our own create then fails
- * with "no node", and the caller must hear the cause, not a retry storm. */
+ * an ephemeral ancestor, a missing chroot) is kept in c->parent_rc: our own
+ * create then fails with "no node", and the caller must hear the cause, not
+ * a retry storm. */
 static void send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
@@ -355,12 +357,13 @@ static void send_parents(zkl_contender_t *c)
     if (!p)
         return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+        bool top = slash == strchr(p + 1, '/');
         if (slash)
             *slash = '\0';
         c->busy++;
         op_begin(c);
         if (zoo_acreate(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
-                        parent_done, c) != ZOK) {
+                        top ? top_parent_done : parent_done, c) != ZOK) {
             op_end(c); /* the create that follows is refused too, and says why */
             c->busy--;
             break;
@@ -733,6 +736,22 @@ static int read_queue(zkl_contender_t *c, const struct String_vector *names,
     return n;
 }
 
+/* A downgrade heir holds by its writer's place: is its thread's held node
+ * on the write side still in the listing? */
+static bool writer_listed(const zkl_contender_t *c, const struct zkl_entry *q, int n)
+{
+    const zklock_t *writes = c->l->sibling;
+
+    for (const zkl_contender_t *w = writes ? writes->contenders : NULL; w; w = w->lock_next) {
+        if (!w->attached || !pthread_equal(w->owner, c->owner) || w->phase != ZKL_HELD || !w->node)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (strcmp(q[i].name, basename_of(w->node)) == 0)
+                return true;
+    }
+    return false;
+}
+
 /* After a lost create reply: adopt our node if the listing has it. */
 static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
 {
@@ -746,7 +765,11 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
             send_owner_check(c); /* ours only if our session owns it */
         return;
     }
-    /* Not there: the create never happened. */
+    /* Not there: the create never happened. A heir may make it again only
+     * beside its writer's node: in a path wiped (and maybe made again)
+     * meanwhile, the writer's number means nothing. */
+    if (c->heir && !writer_listed(c, q, n))
+        requeue(c);
 }
 
 static void judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
@@ -894,14 +917,30 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
  * create in a level before it checks whether the child exists, so a read-only
  * ancestor refuses even a level that is already there. A level that exists
  * (or was just made) below it clears that refusal. */
-static void parent_done(int rc, const char *value, const void *data)
+static void parent_answer(zkl_contender_t *c, int rc, bool top)
 {
-    ZKL_COMPLETION_BEGIN(c);
     c->busy--;
     if (rc == ZOK || rc == ZNODEEXISTS)
         c->parent_rc = 0;
-    else if (rc != ZNONODE && !transient(rc) && !session_ending(rc))
+    else if (transient(rc) || session_ending(rc))
+        c->parent_rc = 0; /* the burst straddled a reconnection: try again */
+    else if (rc != ZNONODE || top)
         c->parent_rc = rc;
+    /* "No node" below the top: the level above went meanwhile (reaped);
+     * at the top it can only be the session's chroot that is missing. */
+}
+
+static void parent_done(int rc, const char *value, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    parent_answer(c, rc, false);
+    ZKL_COMPLETION_END(c);
+}
+
+static void top_parent_done(int rc, const char *value, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    parent_answer(c, rc, true);
     ZKL_COMPLETION_END(c);
 }
 
@@ -914,8 +953,11 @@ static void list_done(int rc, const struct String_vector *names, const struct St
         if (c->node || c->create_unknown)
             judge(c, names, st);
     } else if (rc == ZNONODE) {
-        /* No lock path: nothing of ours can be under it. */
-        if (c->create_unknown) {
+        /* No lock path: nothing of ours can be under it. A downgrade heir
+         * never makes the path: its writer's place is gone with it. */
+        if (c->create_unknown && c->heir) {
+            requeue(c);
+        } else if (c->create_unknown) {
             c->create_unknown = false;
             c->need_parents = true;
         } else if (c->node) {

@@ -949,6 +949,30 @@ static void test_uncreatable_path(void)
     zklock_session_close(s);
 }
 
+/* A connect string whose chroot does not exist: every level answers "no
+ * node", the top one included. The acquire says so at once instead of
+ * sending the burst again and again until its deadline. */
+static void test_missing_chroot(void)
+{
+    static const int waits[] = {0, 2000, -1};
+    char hosts[512];
+    zklock_session_t *s = NULL;
+    zklock_session_opts_t so = {.timeout_ms = 4000};
+    zklock_t *l;
+
+    snprintf(hosts, sizeof hosts, "%s%s", tu_hosts(), tu_path("no-such-chroot"));
+    TU_REQUIRE_RC(zklock_session_open(&s, hosts, &so), ZKLOCK_OK);
+    l = tu_mutex(s, "/a/b/lock", NULL);
+    for (size_t j = 0; j < sizeof waits / sizeof waits[0]; j++) {
+        uint64_t before = TU_STAT(s, requests);
+        TU_ASSERT_RC(zklock_acquire(l, waits[j]), ZNONODE);
+        /* create and list; three levels, create and list again: 7 */
+        TU_ASSERT_INT(TU_STAT(s, requests) - before, <=, 7);
+    }
+    zklock_free(l);
+    zklock_session_close(s);
+}
+
 static bool lost_twice(void *events)
 {
     struct tu_events *e = events;
@@ -1146,6 +1170,7 @@ static const tu_test_t mutex_tests[] = {
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"parents_are_containers", test_parents_are_containers},
     {"uncreatable_path", test_uncreatable_path},
+    {"missing_chroot", test_missing_chroot},
     {"readonly_ancestor", test_readonly_ancestor},
     {"free_releases", test_free_releases},
     {"adopted_session", test_adopted_session},
