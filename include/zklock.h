@@ -264,7 +264,8 @@ ZKLOCK_API int zklock_path_check(const char *path);
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
  *   ZSESSIONEXPIRED    the adopted session has expired
- *   other ZooKeeper codes (e.g. ZNOAUTH) as the server answered
+ *   other ZooKeeper codes (e.g. ZNOAUTH) as the server answered; ZNONODE
+ *                      when the session's chroot does not exist
  * Every failure leaves no node behind: the contender's node is deleted
  * before returning, or, if the connection is down at that moment, as soon
  * as it is back (or the session ends). While the connection is down a
