@@ -353,11 +353,11 @@ static void send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     char *p = strdup(c->l->path);
+    bool top = true;
 
     if (!p)
         return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
-        bool top = slash == strchr(p + 1, '/');
         if (slash)
             *slash = '\0';
         c->busy++;
@@ -371,6 +371,7 @@ static void send_parents(zkl_contender_t *c)
         if (!slash)
             break;
         *slash = '/';
+        top = false;
     }
     free(p);
 }
