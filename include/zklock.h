@@ -116,11 +116,17 @@ ZKLOCK_API const char *zklock_state_name(int state);
 
 typedef struct zklock_session zklock_session_t;
 
+/* The most data zklock writes into one node (an identity): 1020 KiB. A
+ * ZooKeeper server refuses a request larger than its jute.maxbuffer (1 MiB
+ * less one byte by default) by dropping the connection, and the request
+ * carries the node's path and ACL besides its data. */
+#define ZKLOCK_DATA_MAX (1020 * 1024)
+
 typedef struct zklock_session_opts {
     /* ZooKeeper session timeout asked of the server; 0 = 10000 ms. */
     int timeout_ms;
     /* Written into every lock node this session creates (copied);
-     * NULL = "<hostname>:<pid>". */
+     * NULL = "<hostname>:<pid>". At most ZKLOCK_DATA_MAX bytes. */
     const char *identity;
     /* Called on every state change (ZKLOCK_CONNECTED, ...), in order, on the
      * session's callback thread. May be NULL. */
@@ -136,7 +142,8 @@ typedef struct zklock_session_opts {
  * session is established, so that the first acquire never races the
  * connection. opts may be NULL (all defaults); it is copied.
  * Errors: ZKLOCK_EINVAL (NULL out or hosts, unparsable or unresolvable
- * hosts, negative timeouts), ZKLOCK_ENOSERVER (no server answered within
+ * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX),
+ * ZKLOCK_ENOSERVER (no server answered within
  * connect_timeout_ms), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
  * NULL and nothing is left behind. */
 ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,

@@ -426,6 +426,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
 
     if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0))
         return ZKLOCK_EINVAL;
+    if (opts && opts->identity && strlen(opts->identity) > ZKLOCK_DATA_MAX)
+        return ZKLOCK_EINVAL; /* the server would drop every create */
     s = calloc(1, sizeof *s);
     if (!s)
         return ZKLOCK_ENOMEM;
