@@ -493,7 +493,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
 /* ---- the session's side --------------------------------------------------------------- */
 
 /* The ZooKeeper session ended: waiters return (the queue did change). */
-void zkl_inspect_session_ended(zklock_session_t *s)
+static void inspect_ended(zklock_session_t *s, int reason)
 {
     for (struct zkl_qwatch *w = s->qwatches; w; w = w->next)
         w->ended = true;
@@ -501,7 +501,7 @@ void zkl_inspect_session_ended(zklock_session_t *s)
 }
 
 /* The old handle is closed: its watches cannot fire; free the abandoned. */
-void zkl_inspect_forget_watches(zklock_session_t *s)
+static void inspect_handle_closed(zklock_session_t *s)
 {
     struct zkl_qwatch *w = s->qwatches, *next;
     for (; w; w = next) {
@@ -512,8 +512,8 @@ void zkl_inspect_forget_watches(zklock_session_t *s)
     }
 }
 
-/* Adopted sessions at close: take back what is left on the handle. */
-void zkl_inspect_unwatch_all(zklock_session_t *s)
+/* Adopted handles: take back what is left on the handle. */
+static void inspect_unwatch_all(zklock_session_t *s)
 {
     struct zkl_qwatch *w = s->qwatches, *next;
     for (; w; w = next) {
@@ -527,3 +527,9 @@ void zkl_inspect_unwatch_all(zklock_session_t *s)
         }
     }
 }
+
+const struct zkl_layer zkl_inspect_layer = {
+    .ended = inspect_ended,
+    .handle_closed = inspect_handle_closed,
+    .unwatch_all = inspect_unwatch_all,
+};

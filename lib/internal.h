@@ -30,6 +30,66 @@
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zkl_path_check(const char *path);
 
+/* ---- clock.c: monotonic time --------------------------------------------- */
+
+int zkl_cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
+void zkl_now(struct timespec *ts);
+void zkl_later(struct timespec *ts, const struct timespec *base, int64_t ms);
+void zkl_deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
+bool zkl_earlier(const struct timespec *a, const struct timespec *b);
+bool zkl_passed(const struct timespec *ts);
+int64_t zkl_ms_between(const struct timespec *from, const struct timespec *to);
+
+/* ---- timer.c: what the session thread sleeps on --------------------------- */
+
+struct zkl_timer {
+    struct timespec at;
+    size_t slot; /* 1 + its index in the heap while armed, 0 when not */
+    /* Called on the session thread with s->mu held, once `at` has passed. */
+    void (*fire)(struct zkl_timer *t, zklock_session_t *s);
+};
+
+struct zkl_timers {
+    struct zkl_timer **heap;
+    size_t n, cap, reserved;
+    bool asleep, sleep_timed; /* the session thread sleeps (until sleep_until) */
+    struct timespec sleep_until;
+};
+
+/* Owners of timers reserve their slots first; arming then never fails. */
+int zkl_timers_reserve(zklock_session_t *s, size_t k);
+void zkl_timers_unreserve(zklock_session_t *s, size_t k);
+void zkl_timers_free(zklock_session_t *s);
+void zkl_timer_arm(zklock_session_t *s, struct zkl_timer *t, const struct timespec *at);
+void zkl_timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms);
+void zkl_timer_cancel(zklock_session_t *s, struct zkl_timer *t);
+bool zkl_timer_armed(const struct zkl_timer *t);
+/* The session thread: fires what is due; sleeps until the next or a kick. */
+void zkl_timers_fire_due(zklock_session_t *s);
+void zkl_timers_sleep(zklock_session_t *s);
+
+/* ---- dispatch.c: the user's callbacks, in order ---------------------------- */
+
+struct zkl_callback;
+struct zkl_callback_ops {
+    bool (*begin)(struct zkl_callback *cb); /* s->mu held: run it after all? */
+    void (*run)(struct zkl_callback *cb);   /* s->mu not held: the user's code */
+    void (*end)(struct zkl_callback *cb);   /* s->mu held: after run, or dropped;
+                                               frees cb */
+};
+struct zkl_callback {
+    struct zkl_callback *next;
+    const struct zkl_callback_ops *ops;
+    const void *owner; /* what it is about (a lock handle), or NULL */
+};
+
+void zkl_dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
+bool zkl_dispatch_one(zklock_session_t *s);
+struct zkl_callback *zkl_dispatch_take(zklock_session_t *s, const void *owner);
+void zkl_dispatch_drop_all(zklock_session_t *s);
+/* Is the calling thread inside one of s's callbacks? */
+bool zkl_in_callback(const zklock_session_t *s);
+
 /* ---- node.c: node names, queue order, the "who blocks me" rule ---------- */
 
 enum zkl_tag {
@@ -141,9 +201,7 @@ struct zkl_contender {
     int own_watches;       /* registrations of own_watcher for us (0 or 1) */
     bool own_pending;      /* the request setting it is in flight */
     bool own_due;          /* the delay is over: set it when possible */
-    struct timespec own_due_at;
-    zkl_contender_t *due_next, *due_prev; /* in s->due_head..due_tail */
-    bool in_due_queue;
+    struct zkl_timer own_timer; /* ... ends the delay */
     int ops;               /* requests in flight (completion pending) */
     unsigned gen;          /* session generation of those requests/watches */
 
@@ -188,7 +246,6 @@ enum zkl_sstate {
     ZKL_S_CLOSED
 };
 
-struct zkl_callback;
 struct zkl_qwatch;
 
 struct zklock_session {
@@ -197,8 +254,7 @@ struct zklock_session {
     pthread_cond_t thread_cond; /* wakes the session thread */
     pthread_t thread;
     bool thread_started, thread_stop;
-    bool thread_asleep, thread_timed; /* what the session thread waits for */
-    struct timespec thread_until;
+    struct zkl_timers timers;
 
     zhandle_t *zh;
     zhandle_t *retired_zh;      /* an expired session's handle, to close */
@@ -212,17 +268,16 @@ struct zklock_session {
     unsigned gen;               /* bumped whenever the ZooKeeper session ends */
     int64_t session_id;
     struct timespec suspended_at;
+    struct zkl_timer suspend_timer; /* the local expiry (opened sessions) */
+    struct zkl_timer retry_timer;   /* resume the layers, or reopen */
     bool need_new_handle;
-    bool retry_pending;         /* resume the engine at retry_at */
-    struct timespec retry_at;
+    bool reopen_now;                /* ... the retry timer says: now */
 
     bool closing;               /* zklock_session_close() has begun */
     bool close_running;         /* ... and has not returned: s is its too */
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
-    /* contenders whose own-node watch is not due yet, oldest first */
-    zkl_contender_t *due_head, *due_tail;
     int nlocks;                 /* live lock handles */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
@@ -232,54 +287,59 @@ struct zklock_session {
     zklock_stats_t stats;
 };
 
-/* engine.c */
+/* ---- session.c: one ZooKeeper session at a time ------------------------------ */
+
+/* What a layer above the session (the engine, the queue inspector) hears of
+ * the session. Called with s->mu held; any hook may be NULL. */
+struct zkl_layer {
+    void (*resumed)(zklock_session_t *s);           /* connected (again): go on */
+    void (*suspended)(zklock_session_t *s);         /* the connection is lost */
+    void (*ended)(zklock_session_t *s, int reason); /* the ZooKeeper session is over:
+                                                       ZKLOCK_LOST_EXPIRED or ZKLOCK_ECLOSED */
+    void (*handle_closed)(zklock_session_t *s);     /* the old handle is closed: its
+                                                       watches can fire no more */
+    void (*unwatch_all)(zklock_session_t *s);       /* an adopted handle: take every
+                                                       watch back from it */
+    void (*close_begin)(zklock_session_t *s);       /* an adopted handle is let go:
+                                                       remove what is ours on the server */
+    bool (*busy)(const zklock_session_t *s);        /* ... and still removing it */
+};
+/* layers.c: every layer, NULL-terminated. */
+extern const struct zkl_layer *const zkl_layers[];
+extern const struct zkl_layer zkl_engine_layer, zkl_inspect_layer;
+
+bool zkl_connected(const zklock_session_t *s);
+/* Resume the layers shortly (after an answer no session event follows). */
+void zkl_retry_later(zklock_session_t *s);
+bool zkl_session_claim_free(zklock_session_t *s);
+void zkl_session_free(zklock_session_t *s);
+/* With s->mu held: one watch fewer is registered (wakes a close that waits). */
+void zkl_watch_gone(zklock_session_t *s);
+
+/* ---- the engine (engine.c, contender.c, judge.c, fastpath.c, watch.c) ---------- */
+
 #define ZKL_OWN_WATCH_DELAY_MS 50
 zkl_contender_t *zkl_contender_new(zklock_t *l);
-/* The session thread: arms the own-node watches that are due; returns
- * whether another is pending (then *next is when). */
-bool zkl_engine_arm_due(zklock_session_t *s, struct timespec *next);
-/* Wakes the session thread if it would sleep past `when`. */
-void zkl_wake_thread_by(zklock_session_t *s, const struct timespec *when);
 void zkl_step(zkl_contender_t *c);
 void zkl_give_up(zkl_contender_t *c, int rc);
 void zkl_detach(zkl_contender_t *c);
 void zkl_reap(zkl_contender_t *c);
-void zkl_engine_resume(zklock_session_t *s);
-void zkl_engine_session_ended(zklock_session_t *s, int reason);
-void zkl_engine_forget_watches(zklock_session_t *s);
-void zkl_engine_wake_all(zklock_session_t *s);
+zkl_contender_t *zkl_thread_contender(const zklock_t *l);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
 char *zkl_child_path(const char *dir, const char *name);
-/* With s->mu held: one watch fewer is registered (wakes a close that waits). */
-void zkl_watch_gone(zklock_session_t *s);
-int zkl_engine_unwatch_all(zklock_session_t *s);
-zkl_contender_t *zkl_thread_contender(const zklock_t *l);
 
-/* inspect.c */
-void zkl_inspect_session_ended(zklock_session_t *s);
-void zkl_inspect_forget_watches(zklock_session_t *s);
-void zkl_inspect_unwatch_all(zklock_session_t *s);
+/* ---- handle.c: the lock handle every recipe shares ------------------------------ */
 
-/* session.c */
-bool zkl_connected(const zklock_session_t *s);
-void zkl_queue_lost(zklock_session_t *s, zklock_t *l, int reason);
-void zkl_retry_later(zklock_session_t *s);
-void zkl_forget_callbacks(zklock_session_t *s, zklock_t *l);
-bool zkl_session_claim_free(zklock_session_t *s);
-void zkl_session_free(zklock_session_t *s);
-void zkl_lock_unref(zklock_t *l);
-
-/* time.c-ish helpers (session.c) */
-void zkl_deadline(struct timespec *ts, int timeout_ms);
-bool zkl_passed(const struct timespec *ts);
-int zkl_cond_init(pthread_cond_t *cond);
-
-/* lock.c: the creation every recipe shares. */
 int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   const zklock_opts_t *opts, enum zkl_tag curator_tag,
                   enum zkl_tag kazoo_tag);
 /* Undoes zkl_lock_init for a handle that was never used. */
 void zkl_lock_fini(zklock_t *l);
+/* With s->mu held; the last reference frees the handle. */
+void zkl_lock_unref(zklock_t *l);
+
+/* ---- lock.c: the calls every recipe shares ------------------------------------- */
+
 /* Releases what l holds and drops the user's reference (zklock_free). */
 void zkl_lock_retire(zklock_t *l);
 

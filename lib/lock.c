@@ -10,62 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- handles ---------------------------------------------------------------- */
-
-int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
-                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
-                  enum zkl_tag kazoo_tag)
-{
-    int rc = 0;
-
-    if (!s || zkl_path_check(path) != 0)
-        return ZKLOCK_EINVAL;
-    if (opts && opts->wire != ZKLOCK_WIRE_CURATOR && opts->wire != ZKLOCK_WIRE_KAZOO)
-        return ZKLOCK_EINVAL;
-    if (opts)
-        l->opts = *opts;
-    l->s = s;
-    l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
-    l->shared = zkl_tag_shared(l->tag);
-    l->refs = 1;
-    l->path = strdup(path);
-    if (!l->path)
-        return ZKLOCK_ENOMEM;
-    pthread_mutex_lock(&s->mu);
-    if (s->closing || s->state == ZKL_S_CLOSED)
-        rc = ZKLOCK_ECLOSED;
-    else
-        s->nlocks++;
-    pthread_mutex_unlock(&s->mu);
-    if (rc) {
-        free(l->path);
-        l->path = NULL;
-    }
-    return rc;
-}
-
-void zkl_lock_fini(zklock_t *l)
-{
-    pthread_mutex_lock(&l->s->mu);
-    l->s->nlocks--;
-    pthread_mutex_unlock(&l->s->mu);
-    free(l->path);
-}
-
-/* With s->mu held; the last reference frees the handle. */
-void zkl_lock_unref(zklock_t *l)
-{
-    if (--l->refs > 0)
-        return;
-    l->s->nlocks--;
-    free(l->path);
-    l->path = NULL;
-    if (l->destroy)
-        l->destroy(l);
-    else
-        free(l);
-}
-
 static bool closed(const zklock_t *l)
 {
     return l->s->closing || l->s->state == ZKL_S_CLOSED || l->freeing;
@@ -293,6 +237,17 @@ static bool any_leaving(const zklock_t *l)
     return false;
 }
 
+/* Drops the callbacks still queued for l (on_lost of a hold it ends). */
+static void forget_callbacks(zklock_t *l)
+{
+    struct zkl_callback *cb = zkl_dispatch_take(l->s, l), *next;
+
+    for (; cb; cb = next) {
+        next = cb->next;
+        cb->ops->end(cb);
+    }
+}
+
 /* With s->mu held: cancels the waiters, waits for every caller and callback
  * to leave, deletes the nodes still held and drops the user's reference. */
 void zkl_lock_retire(zklock_t *l)
@@ -304,7 +259,7 @@ void zkl_lock_retire(zklock_t *l)
     cancel_locked(l);
     while (l->users > 0 || l->in_callback > 0)
         pthread_cond_wait(&s->cond, &s->mu);
-    zkl_forget_callbacks(s, l);
+    forget_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (c->phase == ZKL_HELD)

@@ -3,11 +3,16 @@
  *
  * The session thread does what must not happen on ZooKeeper's completion
  * thread or on a caller's thread:
- *  - delivers on_state/on_lost callbacks, in order, without s->mu held;
+ *  - delivers the user's callbacks (dispatch.c), in order, without s->mu;
  *  - after an expiry, closes the dead handle and opens a new session;
- *  - declares the session expired when the connection has been down for a
- *    whole session timeout: by then the ensemble has expired it (or will
- *    at any moment), and a partitioned client never hears so from a server.
+ *  - fires the session's timers (timer.c), among them the local expiry: when
+ *    the connection has been down for a whole session timeout, the ensemble
+ *    has expired the session (or will at any moment), and a partitioned
+ *    client never hears so from a server.
+ *
+ * The session knows nothing of what sits on it: the layers above (the queue
+ * engine, the queue inspector) hear of connection changes through the table
+ * zkl_layers (layers.c).
  */
 #include "internal.h"
 
@@ -21,60 +26,35 @@
 #define ZKL_RETRY_MS 100     /* after an answer that no session event follows */
 #define ZKL_REOPEN_MS 1000   /* after zookeeper_init itself failed */
 
-struct zkl_callback {
-    struct zkl_callback *next;
-    zklock_t *l; /* NULL: a session state change */
-    int value;   /* the state, or the reason a lock was lost */
-};
+/* ---- the layers above ------------------------------------------------------ */
 
-/* ---- time ------------------------------------------------------------------ */
+#define EACH_LAYER(hook, ...)                                  \
+    do {                                                       \
+        for (size_t i_ = 0; zkl_layers[i_]; i_++)              \
+            if (zkl_layers[i_]->hook)                          \
+                zkl_layers[i_]->hook(__VA_ARGS__);             \
+    } while (0)
 
-int zkl_cond_init(pthread_cond_t *cond)
+static bool layers_busy(const zklock_session_t *s)
 {
-    pthread_condattr_t attr;
-    int rc;
-
-    if (pthread_condattr_init(&attr) != 0)
-        return -1;
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc;
+    for (size_t i = 0; zkl_layers[i]; i++)
+        if (zkl_layers[i]->busy && zkl_layers[i]->busy(s))
+            return true;
+    return false;
 }
 
-void zkl_deadline(struct timespec *ts, int timeout_ms)
+/* The old handle is closed: no watch of the layers is registered any more. */
+static void handle_closed(zklock_session_t *s)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    EACH_LAYER(handle_closed, s);
+    s->watches = 0;
 }
 
-bool zkl_passed(const struct timespec *ts)
+/* An adopted session's close waits for its last watch to go. */
+void zkl_watch_gone(zklock_session_t *s)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec > ts->tv_sec ||
-           (now.tv_sec == ts->tv_sec && now.tv_nsec >= ts->tv_nsec);
-}
-
-static void later_of(struct timespec *ts, const struct timespec *base, int ms)
-{
-    *ts = *base;
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-static bool earlier(const struct timespec *a, const struct timespec *b)
-{
-    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+    if (--s->watches == 0)
+        pthread_cond_broadcast(&s->cond);
 }
 
 bool zkl_connected(const zklock_session_t *s)
@@ -82,86 +62,42 @@ bool zkl_connected(const zklock_session_t *s)
     return s->zh != NULL && s->state == ZKL_S_CONNECTED;
 }
 
-/* ---- callbacks ------------------------------------------------------------- */
+/* ---- on_state ----------------------------------------------------------------- */
 
-static void enqueue(zklock_session_t *s, zklock_t *l, int value)
+struct state_callback {
+    struct zkl_callback cb;
+    zklock_session_t *s;
+    int state;
+};
+
+static bool state_begin(struct zkl_callback *cb)
 {
-    struct zkl_callback *cb = calloc(1, sizeof *cb);
-
-    if (!cb)
-        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
-    cb->l = l;
-    cb->value = value;
-    if (l)
-        l->refs++;
-    if (s->cb_tail)
-        s->cb_tail->next = cb;
-    else
-        s->cb_head = cb;
-    s->cb_tail = cb;
-    pthread_cond_signal(&s->thread_cond);
+    return true;
 }
 
-void zkl_queue_lost(zklock_session_t *s, zklock_t *l, int reason)
+static void state_run(struct zkl_callback *cb)
 {
-    if (l->opts.on_lost)
-        enqueue(s, l, reason);
+    struct state_callback *sc = (struct state_callback *)cb;
+    sc->s->opts.on_state(sc->s, sc->state, sc->s->opts.ctx);
 }
+
+static void state_end(struct zkl_callback *cb)
+{
+    free(cb);
+}
+
+static const struct zkl_callback_ops state_ops = {state_begin, state_run, state_end};
 
 static void queue_state(zklock_session_t *s, int state)
 {
-    if (s->opts.on_state)
-        enqueue(s, NULL, state);
-}
+    struct state_callback *sc;
 
-/* Drops the queued callbacks of a lock being freed. */
-void zkl_forget_callbacks(zklock_session_t *s, zklock_t *l)
-{
-    struct zkl_callback **p = &s->cb_head, *prev = NULL;
-
-    while (*p) {
-        struct zkl_callback *cb = *p;
-        if (cb->l == l) {
-            *p = cb->next;
-            if (s->cb_tail == cb)
-                s->cb_tail = prev;
-            l->refs--;
-            free(cb);
-        } else {
-            prev = cb;
-            p = &cb->next;
-        }
-    }
-}
-
-/* Delivers one queued callback; false if there was none. */
-static bool deliver_one(zklock_session_t *s)
-{
-    struct zkl_callback *cb = s->cb_head;
-    zklock_t *l;
-
-    if (!cb)
-        return false;
-    s->cb_head = cb->next;
-    if (!s->cb_head)
-        s->cb_tail = NULL;
-    l = cb->l;
-    if (l && !l->freeing) {
-        l->in_callback++;
-        pthread_mutex_unlock(&s->mu);
-        l->opts.on_lost(l, cb->value, l->opts.ctx);
-        pthread_mutex_lock(&s->mu);
-        l->in_callback--;
-        pthread_cond_broadcast(&s->cond);
-    } else if (!l) {
-        pthread_mutex_unlock(&s->mu);
-        s->opts.on_state(s, cb->value, s->opts.ctx);
-        pthread_mutex_lock(&s->mu);
-    }
-    if (l)
-        zkl_lock_unref(l);
-    free(cb);
-    return true;
+    if (!s->opts.on_state || !(sc = calloc(1, sizeof *sc)))
+        return; /* out of memory: the user misses a state change, nothing else */
+    sc->cb.ops = &state_ops;
+    sc->s = s;
+    sc->state = state;
+    zkl_dispatch_push(s, &sc->cb);
 }
 
 /* ---- state changes ------------------------------------------------------------ */
@@ -176,21 +112,29 @@ static void kick(zklock_session_t *s)
 
 void zkl_retry_later(zklock_session_t *s)
 {
-    if (!s->retry_pending) {
-        s->retry_pending = true;
-        zkl_deadline(&s->retry_at, ZKL_RETRY_MS);
-        kick(s);
-    }
+    if (!zkl_timer_armed(&s->retry_timer))
+        zkl_timer_arm_in(s, &s->retry_timer, ZKL_RETRY_MS);
+}
+
+/* The ZooKeeper session is over (s->gen has moved on). */
+static void session_ended(zklock_session_t *s, int reason)
+{
+    /* The watches of an adopted handle stay registered in the application's
+     * handle: take them back while the layers still know their paths. */
+    if (s->adopted)
+        EACH_LAYER(unwatch_all, s);
+    EACH_LAYER(ended, s, reason);
 }
 
 static void expired(zklock_session_t *s)
 {
     if (s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED)
         return;
+    zkl_timer_cancel(s, &s->suspend_timer);
     s->gen++;
     s->state = ZKL_S_EXPIRED;
     queue_state(s, ZKLOCK_EXPIRED);
-    zkl_engine_session_ended(s, ZKLOCK_LOST_EXPIRED);
+    session_ended(s, ZKLOCK_LOST_EXPIRED);
     if (!s->adopted) {
         /* Retired at once, closed by the session thread: a handle we gave up
          * for expired must not come back to life (a long election, and the
@@ -214,12 +158,13 @@ static void connected(zklock_session_t *s)
         if (!s->adopted)
             return; /* and its handle is retired: a new one follows */
     }
+    zkl_timer_cancel(s, &s->suspend_timer);
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
     queue_state(s, resumed ? ZKLOCK_RECONNECTED : ZKLOCK_CONNECTED);
     kick(s);
-    zkl_engine_resume(s);
+    EACH_LAYER(resumed, s);
 }
 
 static void disconnected(zklock_session_t *s)
@@ -227,9 +172,14 @@ static void disconnected(zklock_session_t *s)
     if (s->state != ZKL_S_CONNECTED)
         return;
     s->state = ZKL_S_SUSPENDED;
-    clock_gettime(CLOCK_MONOTONIC, &s->suspended_at);
+    zkl_now(&s->suspended_at);
+    if (!s->adopted) {
+        struct timespec at;
+        zkl_later(&at, &s->suspended_at, s->negotiated_ms);
+        zkl_timer_arm(s, &s->suspend_timer, &at);
+    }
     queue_state(s, ZKLOCK_SUSPENDED);
-    zkl_engine_wake_all(s);
+    EACH_LAYER(suspended, s);
     kick(s);
 }
 
@@ -267,6 +217,25 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* ---- timers ---------------------------------------------------------------------- */
+
+/* The connection has been down for a whole session timeout. */
+static void suspended_too_long(struct zkl_timer *t, zklock_session_t *s)
+{
+    if (s->state == ZKL_S_SUSPENDED)
+        expired(s);
+}
+
+/* After an answer that no session event follows ("throttled"), or a failed
+ * zookeeper_init: try again. */
+static void retry_now(struct zkl_timer *t, zklock_session_t *s)
+{
+    if (s->need_new_handle)
+        s->reopen_now = true; /* the session thread's loop does it, unlocked */
+    else
+        EACH_LAYER(resumed, s);
+}
+
 /* ---- the session thread ---------------------------------------------------------- */
 
 /* How often a connected client looks the server names up again. By default
@@ -298,94 +267,44 @@ static void replace_handle(zklock_session_t *s)
     zhandle_t *old = s->retired_zh ? s->retired_zh : s->zh;
 
     s->need_new_handle = false;
+    s->reopen_now = false;
     s->zh = s->retired_zh = NULL;
     if (old) {
         pthread_mutex_unlock(&s->mu);
         zookeeper_close(old);
         pthread_mutex_lock(&s->mu);
     }
-    zkl_engine_forget_watches(s);
+    handle_closed(s);
     if (s->thread_stop || s->state == ZKL_S_CLOSED)
         return;
     if (open_handle(s) != 0) {
         s->need_new_handle = true; /* try again shortly */
-        s->retry_pending = true;
-        zkl_deadline(&s->retry_at, ZKL_REOPEN_MS);
+        zkl_timer_arm_in(s, &s->retry_timer, ZKL_REOPEN_MS);
     }
 }
 
-static bool suspended_too_long(const zklock_session_t *s, struct timespec *deadline)
+static bool may_reopen(const zklock_session_t *s)
 {
-    if (s->state != ZKL_S_SUSPENDED || s->adopted)
-        return false;
-    later_of(deadline, &s->suspended_at, s->negotiated_ms);
-    return zkl_passed(deadline);
-}
-
-/* Sleeps until the earliest of: a retry, the end of a suspension's grace,
- * an own-node watch falling due; or until kicked. */
-static void wait_for_work(zklock_session_t *s)
-{
-    struct timespec deadline = {0, 0}, t;
-    bool timed = false;
-
-    if (s->retry_pending) {
-        deadline = s->retry_at;
-        timed = true;
-    }
-    if (s->state == ZKL_S_SUSPENDED && !s->adopted) {
-        later_of(&t, &s->suspended_at, s->negotiated_ms);
-        if (!timed || earlier(&t, &deadline))
-            deadline = t;
-        timed = true;
-    }
-    if (zkl_engine_arm_due(s, &t)) {
-        if (!timed || earlier(&t, &deadline))
-            deadline = t;
-        timed = true;
-    }
-    s->thread_asleep = true;
-    s->thread_timed = timed;
-    s->thread_until = deadline;
-    if (timed)
-        pthread_cond_timedwait(&s->thread_cond, &s->mu, &deadline);
-    else
-        pthread_cond_wait(&s->thread_cond, &s->mu);
-    s->thread_asleep = false;
-}
-
-/* Most calls come with a deadline the thread already wakes for: a lock
- * cycle then costs no wake-up of this thread. */
-void zkl_wake_thread_by(zklock_session_t *s, const struct timespec *when)
-{
-    if (s->thread_asleep && (!s->thread_timed || earlier(when, &s->thread_until)))
-        pthread_cond_signal(&s->thread_cond);
+    return s->need_new_handle && (s->reopen_now || !zkl_timer_armed(&s->retry_timer));
 }
 
 static void *session_thread(void *arg)
 {
     zklock_session_t *s = arg;
-    struct timespec deadline;
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (deliver_one(s))
+        if (zkl_dispatch_one(s))
             continue;
         if (s->thread_stop)
             break;
-        if (s->retry_pending && zkl_passed(&s->retry_at)) {
-            s->retry_pending = false;
-            if (s->need_new_handle)
-                replace_handle(s);
-            else
-                zkl_engine_resume(s);
-        } else if (s->need_new_handle && !s->retry_pending) {
+        if (may_reopen(s)) {
             replace_handle(s);
-        } else if (suspended_too_long(s, &deadline)) {
-            expired(s);
-        } else {
-            wait_for_work(s);
+            continue;
         }
+        zkl_timers_fire_due(s);
+        if (!s->cb_head && !s->thread_stop && !may_reopen(s))
+            zkl_timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -406,12 +325,9 @@ static char *default_identity(void)
 
 void zkl_session_free(zklock_session_t *s)
 {
-    zkl_inspect_forget_watches(s); /* nothing is left by now; be sure */
-    while (s->cb_head) {
-        struct zkl_callback *cb = s->cb_head;
-        s->cb_head = cb->next;
-        free(cb);
-    }
+    handle_closed(s); /* nothing is left by now; be sure */
+    zkl_dispatch_drop_all(s);
+    zkl_timers_free(s);
     pthread_cond_destroy(&s->thread_cond);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
@@ -439,13 +355,18 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         s->opts.connect_timeout_ms = s->opts.timeout_ms;
     s->identity = s->opts.identity ? strdup(s->opts.identity) : default_identity();
     s->opts.identity = s->identity;
-    if (!s->identity) {
+    s->retry_timer.fire = retry_now;
+    s->suspend_timer.fire = suspended_too_long;
+    if (!s->identity || zkl_timers_reserve(s, 2) != 0) {
+        free(s->identity);
+        zkl_timers_free(s);
         free(s);
         return ZKLOCK_ENOMEM;
     }
     if (zkl_rng_seed(s->rng) != 0 || pthread_mutex_init(&s->mu, NULL) != 0 ||
         zkl_cond_init(&s->cond) != 0 || zkl_cond_init(&s->thread_cond) != 0) {
         free(s->identity);
+        zkl_timers_free(s);
         free(s);
         return ZKLOCK_ESYSTEM;
     }
@@ -587,19 +508,13 @@ int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out, size_t size)
 static void drain_adopted(zklock_session_t *s)
 {
     struct timespec deadline;
-    bool leaving;
 
-    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_QUEUING || c->phase == ZKL_HELD)
-            zkl_give_up(c, ZKLOCK_ECLOSED);
+    EACH_LAYER(close_begin, s);
     zkl_deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
-    do {
-        leaving = false;
-        for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-            leaving |= c->phase == ZKL_LEAVING;
-    } while (leaving && zkl_connected(s) && !zkl_passed(&deadline) &&
-             pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT);
-    zkl_engine_unwatch_all(s);
+    while (layers_busy(s) && zkl_connected(s) && !zkl_passed(&deadline) &&
+           pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT)
+        ;
+    EACH_LAYER(unwatch_all, s);
     while (s->ops > 0 || s->watches > 0)
         pthread_cond_wait(&s->cond, &s->mu);
 }
@@ -622,7 +537,9 @@ void zklock_session_close(zklock_session_t *s)
         drain_adopted(s);
     s->state = ZKL_S_CLOSED;
     s->gen++;
-    zkl_engine_session_ended(s, ZKLOCK_ECLOSED);
+    zkl_timer_cancel(s, &s->suspend_timer);
+    zkl_timer_cancel(s, &s->retry_timer);
+    session_ended(s, ZKLOCK_ECLOSED);
     /* Nobody may touch a handle while we close it (a waiter on its way out
      * would take its watch back): from here on there is none. */
     zh = s->adopted ? NULL : s->zh;
@@ -639,7 +556,7 @@ void zklock_session_close(zklock_session_t *s)
 
     pthread_mutex_lock(&s->mu);
     if (!s->adopted)
-        zkl_engine_forget_watches(s);
+        handle_closed(s);
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
         pthread_cond_wait(&s->cond, &s->mu);
     s->close_running = false;

@@ -250,6 +250,67 @@ static void test_version(void)
                       ZKLOCK_VERSION_PATCH);
 }
 
+/* ---- the timer heap ---------------------------------------------------------------- */
+
+struct rec_timer {
+    struct zkl_timer t;
+    int id;
+};
+static int fired[512], nfired;
+
+static void record_fire(struct zkl_timer *t, zklock_session_t *s)
+{
+    fired[nfired++] = ((struct rec_timer *)t)->id;
+}
+
+/* Timers fire in deadline order, whatever the order of arming, re-arming and
+ * cancelling; a cancelled timer never fires. */
+static void test_timer_heap(void)
+{
+    static struct rec_timer timers[400];
+    zklock_session_t s;
+    struct timespec base;
+    bool cancelled[400] = {false};
+    unsigned seed = 12345;
+    int expect = 0;
+
+    memset(&s, 0, sizeof s);
+    TU_REQUIRE_RC(zkl_timers_reserve(&s, 400), 0);
+    zkl_now(&base);
+    base.tv_sec -= 10; /* every deadline below has passed */
+    for (int i = 0; i < 400; i++) {
+        struct timespec at;
+        seed = seed * 1103515245u + 12345u;
+        timers[i] = (struct rec_timer){{{0, 0}, 0, record_fire}, i};
+        zkl_later(&at, &base, (int64_t)(seed >> 8) % 5000);
+        zkl_timer_arm(&s, &timers[i].t, &at);
+    }
+    for (int i = 0; i < 400; i += 3) { /* re-arm a third at other times */
+        struct timespec at;
+        seed = seed * 1103515245u + 12345u;
+        zkl_later(&at, &base, (int64_t)(seed >> 8) % 5000);
+        zkl_timer_arm(&s, &timers[i].t, &at);
+    }
+    for (int i = 1; i < 400; i += 7) {
+        zkl_timer_cancel(&s, &timers[i].t);
+        cancelled[i] = true;
+    }
+    for (int i = 0; i < 400; i++)
+        expect += !cancelled[i];
+    TU_ASSERT_INT(s.timers.n, ==, expect);
+    nfired = 0;
+    zkl_timers_fire_due(&s);
+    TU_ASSERT_INT(nfired, ==, expect);
+    TU_ASSERT_INT(s.timers.n, ==, 0);
+    for (int i = 0; i < nfired; i++) {
+        TU_ASSERT_INT(cancelled[fired[i]], ==, false);
+        TU_ASSERT_INT(zkl_timer_armed(&timers[fired[i]].t), ==, false);
+        if (i > 0)
+            TU_ASSERT_INT(zkl_earlier(&timers[fired[i]].t.at, &timers[fired[i - 1]].t.at), ==, false);
+    }
+    zkl_timers_free(&s);
+}
+
 static const tu_test_t unit_tests[] = {
     {"path_table", test_path_table},
     {"path_length", test_path_length},
@@ -260,6 +321,7 @@ static const tu_test_t unit_tests[] = {
     {"blocker_rule", test_blocker_rule},
     {"errors", test_errors},
     {"version", test_version},
+    {"timer_heap", test_timer_heap},
     {NULL, NULL},
 };
 

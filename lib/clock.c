@@ -1,0 +1,63 @@
+/* clock.c: monotonic deadlines.
+ *
+ * Every wait in zklock is against CLOCK_MONOTONIC: a wall clock set back
+ * must not stretch a timeout, nor one set forward expire a session. */
+#include "internal.h"
+
+int zkl_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int rc;
+
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+void zkl_now(struct timespec *ts)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+}
+
+void zkl_later(struct timespec *ts, const struct timespec *base, int64_t ms)
+{
+    *ts = *base;
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    } else if (ts->tv_nsec < 0) {
+        ts->tv_sec--;
+        ts->tv_nsec += 1000000000L;
+    }
+}
+
+void zkl_deadline(struct timespec *ts, int timeout_ms)
+{
+    struct timespec now;
+
+    zkl_now(&now);
+    zkl_later(ts, &now, timeout_ms);
+}
+
+bool zkl_earlier(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+bool zkl_passed(const struct timespec *ts)
+{
+    struct timespec now;
+
+    zkl_now(&now);
+    return !zkl_earlier(&now, ts);
+}
+
+int64_t zkl_ms_between(const struct timespec *from, const struct timespec *to)
+{
+    return (int64_t)(to->tv_sec - from->tv_sec) * 1000 + (to->tv_nsec - from->tv_nsec) / 1000000;
+}

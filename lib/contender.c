@@ -1,0 +1,241 @@
+/*
+ * contender.c: a contender's lifetime and the outcomes of its queuing.
+ *
+ * A contender is one owner's place in one lock's queue. It goes
+ *
+ *   QUEUING --(lowest / nothing conflicting ahead)--> HELD --release--> LEAVING --> GONE
+ *      |  create + list (pipelined: one round trip)     |                  ^
+ *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
+ *      +--timeout / cancel / try-once busy / error------------------------+
+ *
+ * and is freed only when nobody can reach it any more (zkl_reap).
+ */
+#include "engine.h"
+
+/* ---- on_lost -------------------------------------------------------------- */
+
+struct lost_callback {
+    struct zkl_callback cb;
+    zklock_t *l;
+    int reason;
+    bool ran;
+};
+
+static bool lost_begin(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+
+    lc->ran = !lc->l->freeing;
+    if (lc->ran)
+        lc->l->in_callback++;
+    return lc->ran;
+}
+
+static void lost_run(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
+}
+
+static void lost_end(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    zklock_t *l = lc->l;
+
+    if (lc->ran) {
+        l->in_callback--;
+        pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
+    }
+    zkl_lock_unref(l);
+    free(lc);
+}
+
+static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
+
+static void queue_lost(zklock_t *l, int reason)
+{
+    struct lost_callback *lc;
+
+    if (!l->opts.on_lost || !(lc = calloc(1, sizeof *lc)))
+        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
+    lc->cb.ops = &lost_ops;
+    lc->cb.owner = l;
+    lc->l = l;
+    lc->reason = reason;
+    l->refs++;
+    zkl_dispatch_push(l->s, &lc->cb);
+}
+
+/* ---- list membership and lifetime ---------------------------------------- */
+
+/* Our node changes: a new one starts its own-watch delay, none ends it. */
+void zkl_set_node(zkl_contender_t *c, char *node)
+{
+    free(c->node);
+    c->node = node;
+    c->own_due = false;
+    c->alone = false;
+    if (node)
+        zkl_timer_arm_in(session_of(c), &c->own_timer, ZKL_OWN_WATCH_DELAY_MS);
+    else
+        zkl_timer_cancel(session_of(c), &c->own_timer);
+}
+
+
+zkl_contender_t *zkl_contender_new(zklock_t *l)
+{
+    zklock_session_t *s = l->s;
+    zkl_contender_t *c = calloc(1, sizeof *c);
+
+    if (!c)
+        return NULL;
+    if (zkl_timers_reserve(s, 1) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (zkl_cond_init(&c->cond) != 0) {
+        zkl_timers_unreserve(s, 1);
+        free(c);
+        return NULL;
+    }
+    c->own_timer.fire = zkl_own_watch_due;
+    zkl_make_prefix(c->prefix, l->opts.wire, s->rng);
+    c->l = l;
+    c->owner = pthread_self();
+    c->attached = true;
+    c->phase = ZKL_QUEUING;
+    c->gen = s->gen;
+    c->lock_next = l->contenders;
+    if (l->contenders)
+        l->contenders->lock_prev = c;
+    l->contenders = c;
+    c->sess_next = s->contenders;
+    if (s->contenders)
+        s->contenders->sess_prev = c;
+    s->contenders = c;
+    l->refs++;
+    return c;
+}
+
+static void unlink_contender(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+    zklock_session_t *s = l->s;
+
+    if (c->lock_prev)
+        c->lock_prev->lock_next = c->lock_next;
+    else
+        l->contenders = c->lock_next;
+    if (c->lock_next)
+        c->lock_next->lock_prev = c->lock_prev;
+    if (c->sess_prev)
+        c->sess_prev->sess_next = c->sess_next;
+    else
+        s->contenders = c->sess_next;
+    if (c->sess_next)
+        c->sess_next->sess_prev = c->sess_prev;
+}
+
+/* Frees c once nobody can reach it: no owner, no request in flight, no
+ * watch that could still fire, and nothing left on the server. */
+void zkl_reap(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+
+    if (c->attached || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
+        return;
+    if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
+        return;
+    unlink_contender(c);
+    zkl_timer_cancel(l->s, &c->own_timer);
+    zkl_timers_unreserve(l->s, 1);
+    free(c->node);
+    free(c->watched);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+    zkl_lock_unref(l);
+}
+
+void zkl_detach(zkl_contender_t *c)
+{
+    c->attached = false;
+    zkl_reap(c);
+}
+
+zkl_contender_t *zkl_thread_contender(const zklock_t *l)
+{
+    pthread_t self = pthread_self();
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+        if (c->attached && pthread_equal(c->owner, self))
+            return c;
+    return NULL;
+}
+
+/* ---- outcomes ------------------------------------------------------------- */
+
+void zkl_finish(zkl_contender_t *c)
+{
+    c->phase = ZKL_GONE;
+    wake(c);
+    pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
+}
+
+/* Starts over with a new node name (the old one is gone or was never ours). */
+void zkl_requeue(zkl_contender_t *c)
+{
+    zkl_set_node(c, NULL);
+    zkl_forget_blocker(c);
+    c->create_unknown = false;
+    c->fast = false;
+    if (c->phase == ZKL_LEAVING)
+        return; /* a contender that gave up never queues again: nothing to delete */
+    c->phase = ZKL_QUEUING;
+    c->need_list = false;
+    c->heir = false; /* its writer's place is gone too: queue as a reader */
+    zkl_make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
+}
+
+void zkl_become_holder(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    zkl_forget_blocker(c);
+    if (c->heir) {
+        /* A downgrade heir holds by its writer's place, and so by its token:
+         * its own node is newer than a writer queued behind, whose token
+         * storage must still accept. */
+        c->czxid = c->heir_token;
+    }
+    c->phase = ZKL_HELD;
+    c->result = ZKLOCK_OK;
+    s->stats.acquired++;
+    zkl_arm_own_watch(c); /* if its delay is over */
+    wake(c);
+}
+
+/* A held lock is gone. If the owner is still inside zklock_acquire() it
+ * never saw the hold: it queues again instead of being told. */
+void zkl_lose(zkl_contender_t *c, int reason)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (c->waiting) {
+        zkl_requeue(c);
+        return;
+    }
+    zkl_set_node(c, NULL);
+    c->phase = ZKL_LOST;
+    c->holds = 0;
+    c->lost_reason = reason;
+    s->stats.lost++;
+    queue_lost(c->l, reason);
+    wake(c);
+}
+
+void zkl_give_up(zkl_contender_t *c, int rc)
+{
+    c->result = rc;
+    c->phase = ZKL_LEAVING;
+    zkl_step(c);
+}
+

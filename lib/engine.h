@@ -1,0 +1,125 @@
+/*
+ * engine.h: what the files of the queue engine share. Private to them
+ * (contender.c, engine.c, judge.c, fastpath.c, watch.c); the rest of the
+ * library uses the engine through internal.h.
+ *
+ * Everything here runs with s->mu held.
+ */
+#ifndef ZKLOCK_ENGINE_H
+#define ZKLOCK_ENGINE_H
+
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline zklock_session_t *session_of(const zkl_contender_t *c)
+{
+    return c->l->s;
+}
+
+static inline bool exclusive(const zkl_contender_t *c)
+{
+    return !c->l->shared;
+}
+
+/* Failures worth retrying once the connection is back: the request may or
+ * may not have reached the server. */
+static inline bool transient(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
+           rc == ZTHROTTLEDOP;
+}
+
+/* Answers that only say the session (or the handle) is going away: the
+ * session code deals with those. */
+static inline bool session_ending(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE || rc == ZAUTHFAILED;
+}
+
+static inline const char *basename_of(const char *path)
+{
+    return strrchr(path, '/') + 1;
+}
+
+/* Only the owner waits on c->cond. */
+static inline void wake(zkl_contender_t *c)
+{
+    pthread_cond_signal(&c->cond);
+}
+
+/* ---- contender.c: lifetime and outcomes ---------------------------------- */
+
+/* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
+void zkl_set_node(zkl_contender_t *c, char *node);
+/* Finished: nothing of ours is on the server. */
+void zkl_finish(zkl_contender_t *c);
+/* Starts over with a new node name (the old one is gone or was never ours). */
+void zkl_requeue(zkl_contender_t *c);
+void zkl_become_holder(zkl_contender_t *c);
+/* A held lock is gone (reason: ZKLOCK_LOST_EXPIRED or ZKLOCK_LOST_DELETED). */
+void zkl_lose(zkl_contender_t *c, int reason);
+
+/* ---- engine.c: requests and their answers -------------------------------- */
+
+void zkl_op_begin(zkl_contender_t *c);  /* before each request */
+bool zkl_op_end(zkl_contender_t *c);    /* first in each answer: is it current? */
+void zkl_op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
+void zkl_failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
+void zkl_back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
+void zkl_settle(zkl_contender_t *c);             /* step, and free if finished */
+/* After a lost create reply: is the node we found ours (its owner our session)? */
+void zkl_send_owner_check(zkl_contender_t *c);
+/* Deletes a duplicate of our own node, found in a listing, without waiting. */
+void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
+
+/* Every completion and watcher runs through this: lock, drop stale
+ * answers, handle, step, maybe free. */
+#define ZKL_COMPLETION_BEGIN(c)                  \
+    zkl_contender_t *c = (zkl_contender_t *)data; \
+    zklock_session_t *s = session_of(c);          \
+    pthread_mutex_lock(&s->mu);                   \
+    if (!zkl_op_end(c)) {                         \
+        zkl_reap(c);                              \
+        pthread_mutex_unlock(&s->mu);             \
+        return;                                   \
+    }                                             \
+    zkl_back_off(c, rc)
+#define ZKL_COMPLETION_END(c) \
+    zkl_settle(c);            \
+    pthread_mutex_unlock(&s->mu)
+
+/* ---- judge.c: what a listing means for us ---------------------------------- */
+
+void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent);
+
+/* ---- fastpath.c: acquiring without a listing -------------------------------- */
+
+/* A listing made c the holder: was its node alone, with nothing created after? */
+bool zkl_fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent);
+/* c's alone node is deleted: the handle's next create may skip the listing. */
+void zkl_fast_remember(zkl_contender_t *c);
+/* A create goes out: may it skip the listing? (uses up what the handle knew) */
+bool zkl_fast_take(zkl_contender_t *c);
+/* c's create went out without a listing: does it hold? */
+bool zkl_fast_holds(const zkl_contender_t *c, int64_t czxid);
+
+/* ---- watch.c: the node that blocks us, and our own ------------------------- */
+
+/* Watches the node that blocks us (blockers: how many do). */
+void zkl_watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers);
+/* We no longer care about the node we watched. */
+void zkl_forget_blocker(zkl_contender_t *c);
+/* The predecessor watch is over (fired, removed, refused or forgotten). */
+void zkl_watch_over(zkl_contender_t *c);
+/* Sets the watch on our own node, if its delay is over. */
+void zkl_arm_own_watch(zkl_contender_t *c);
+/* Takes our own node's watch back (its path is about to be forgotten). */
+void zkl_unwatch_own(zkl_contender_t *c);
+/* Takes back both watches (an adopted handle's close or expiry). */
+void zkl_unwatch_both(zkl_contender_t *c);
+/* The session thread's timer: the own-node watch's delay is over. */
+void zkl_own_watch_due(struct zkl_timer *t, zklock_session_t *s);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * fastpath.c: acquiring without a listing.
+ *
+ * A lock taken and released again and again by one handle, with nobody else
+ * around, need not list the queue every time. ZooKeeper numbers sequential
+ * nodes with the lock path's count of child creations (deletions do not
+ * count), so:
+ *
+ *   if our last node was alone in the queue with nothing created after it,
+ *   we deleted it, and our new node gets the very next sequence number,
+ *   then nobody created a node in between: the queue holds only ours.
+ *
+ * The catch is a lock path that was deleted and created again meanwhile
+ * (an empty container is reaped): its new count starts at 0 and could reach
+ * our number S. That takes S + 2 operations (the path's deletion, its
+ * creation, S child creations) between our two creates, besides our delete
+ * (or a foreign deletion of our node: one more). So the zxids of our two
+ * creations, in one leader epoch, may be apart by 2 (our delete between
+ * them) plus one transaction per ZKL_FAST_OPS_PER_TXN creations of the path:
+ * S + 2 operations in so few transactions take a multi-op of more than 64.
+ * On an idle ensemble the gap is exactly 2 and nothing else can have
+ * happened. design.md, "Acquiring without a listing", has the argument.
+ */
+#include "engine.h"
+
+#define ZKL_FAST_OPS_PER_TXN 64
+
+/* The listing's count of child creations: ZooKeeper reports cversion as
+ * creations + deletions = 2 * creations - children. -1 if that does not add
+ * up (a server that counts otherwise never gets the fast path). */
+static int64_t creations_of(const struct Stat *parent)
+{
+    int64_t sum = (int64_t)parent->cversion + parent->numChildren;
+    return sum >= 0 && sum % 2 == 0 ? sum / 2 : -1;
+}
+
+/* A listing made us the holder: was our node the only one (so every older
+ * node is gone), with nothing created after it? The second half also checks
+ * that the server numbers nodes the way the fast path assumes. */
+bool zkl_fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
+{
+    return nodes == 1 && creations_of(parent) == (int64_t)c->seq + 1;
+}
+
+/* Our alone node is deleted: the handle's next create may skip the listing. */
+void zkl_fast_remember(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+
+    l->alone_known = true;
+    l->alone_seq = c->seq;
+    l->alone_zxid = c->czxid;
+    l->alone_gen = c->gen;
+}
+
+/* Called as a create goes out: one create may use what the handle knows. */
+bool zkl_fast_take(zkl_contender_t *c)
+{
+    zklock_t *l = c->l;
+    bool known = l->alone_known && l->alone_gen == session_of(c)->gen;
+
+    l->alone_known = false;
+    if (known) {
+        c->fast_prev_seq = l->alone_seq;
+        c->fast_prev_zxid = l->alone_zxid;
+    }
+    return known;
+}
+
+/* The rule above, for our new node (c->seq, created at czxid). */
+bool zkl_fast_holds(const zkl_contender_t *c, int64_t czxid)
+{
+    int64_t gap = czxid - c->fast_prev_zxid;
+
+    return (uint32_t)c->seq == (uint32_t)c->fast_prev_seq + 1 && c->seq > 0 &&
+           czxid >> 32 == c->fast_prev_zxid >> 32 && gap > 0 &&
+           gap <= 2 + c->seq / ZKL_FAST_OPS_PER_TXN;
+}
+

@@ -1,0 +1,60 @@
+/* handle.c: the lock handle every recipe shares: its creation, and its
+ * references (the user's, one per contender, one per queued callback). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
+                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
+                  enum zkl_tag kazoo_tag)
+{
+    int rc = 0;
+
+    if (!s || zkl_path_check(path) != 0)
+        return ZKLOCK_EINVAL;
+    if (opts && opts->wire != ZKLOCK_WIRE_CURATOR && opts->wire != ZKLOCK_WIRE_KAZOO)
+        return ZKLOCK_EINVAL;
+    if (opts)
+        l->opts = *opts;
+    l->s = s;
+    l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
+    l->shared = zkl_tag_shared(l->tag);
+    l->refs = 1;
+    l->path = strdup(path);
+    if (!l->path)
+        return ZKLOCK_ENOMEM;
+    pthread_mutex_lock(&s->mu);
+    if (s->closing || s->state == ZKL_S_CLOSED)
+        rc = ZKLOCK_ECLOSED;
+    else
+        s->nlocks++;
+    pthread_mutex_unlock(&s->mu);
+    if (rc) {
+        free(l->path);
+        l->path = NULL;
+    }
+    return rc;
+}
+
+void zkl_lock_fini(zklock_t *l)
+{
+    pthread_mutex_lock(&l->s->mu);
+    l->s->nlocks--;
+    pthread_mutex_unlock(&l->s->mu);
+    free(l->path);
+}
+
+/* With s->mu held; the last reference frees the handle. */
+void zkl_lock_unref(zklock_t *l)
+{
+    if (--l->refs > 0)
+        return;
+    l->s->nlocks--;
+    free(l->path);
+    l->path = NULL;
+    if (l->destroy)
+        l->destroy(l);
+    else
+        free(l);
+}
