@@ -205,7 +205,10 @@ typedef struct zklock_stats {
 } zklock_stats_t;
 
 /* Copies the counters into *out. size must be sizeof(zklock_stats_t) of the
- * caller's header (lets the struct grow). Errors: ZKLOCK_EINVAL. */
+ * caller's header: the struct grows at its end, and a caller compiled
+ * against an older header gets the counters it knows (against a newer one,
+ * the counters this library does not have read 0). Errors: ZKLOCK_EINVAL
+ * (NULL, or a size no version of the struct ever had). */
 ZKLOCK_API int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out,
                                     size_t size);
 

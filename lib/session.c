@@ -492,13 +492,34 @@ int64_t zklock_session_id(zklock_session_t *s)
     return id;
 }
 
+/* Every size zklock_stats_t has had, oldest first: a caller compiled against
+ * an older header gets the counters it knows, and nothing past them. */
+static const size_t stats_sizes[] = {
+    6 * sizeof(uint64_t), /* 0.1.0: requests .. lost */
+    sizeof(zklock_stats_t),
+};
+
+/* A size from a newer header (more counters than we know) is filled with
+ * ours and zeros. A size that was never a zklock_stats_t is refused rather
+ * than filled with a torn counter. */
+static bool stats_size_ok(size_t size)
+{
+    for (size_t i = 0; i < sizeof stats_sizes / sizeof stats_sizes[0]; i++)
+        if (size == stats_sizes[i])
+            return true;
+    return size > sizeof(zklock_stats_t) && size % sizeof(uint64_t) == 0;
+}
+
 int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out, size_t size)
 {
-    if (!s || !out || size == 0)
+    size_t known = size < sizeof(zklock_stats_t) ? size : sizeof(zklock_stats_t);
+
+    if (!s || !out || !stats_size_ok(size))
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&s->mu);
-    memcpy(out, &s->stats, size < sizeof s->stats ? size : sizeof s->stats);
+    memcpy(out, &s->stats, known);
     pthread_mutex_unlock(&s->mu);
+    memset((char *)out + known, 0, size - known);
     return 0;
 }
 

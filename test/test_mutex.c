@@ -212,6 +212,27 @@ static void test_release_not_held(void)
 
 /* ---- bad input ------------------------------------------------------------------------------ */
 
+/* zklock_session_stats takes only the sizes zklock_stats_t ever had (and,
+ * from a newer header, larger ones: zeros past what it knows). */
+static void check_stats_sizes(zklock_session_t *s)
+{
+    uint64_t buf[16];
+    const size_t v1 = 6 * sizeof(uint64_t); /* the 0.1.0 struct */
+
+    TU_ASSERT_RC(zklock_session_stats(s, (zklock_stats_t *)buf, 0), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_stats(s, (zklock_stats_t *)buf, 3), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_session_stats(s, (zklock_stats_t *)buf, sizeof(zklock_stats_t) + 1),
+                 ZKLOCK_EINVAL);
+    memset(buf, 0xab, sizeof buf);
+    TU_ASSERT_RC(zklock_session_stats(s, (zklock_stats_t *)buf, v1), ZKLOCK_OK);
+    TU_ASSERT_INT(buf[0], ==, TU_STAT(s, requests));  /* the old fields are filled */
+    TU_ASSERT_INT(buf[6], ==, 0xababababababababull); /* nothing past v1 written */
+    memset(buf, 0xab, sizeof buf);
+    TU_ASSERT_RC(zklock_session_stats(s, (zklock_stats_t *)buf, sizeof buf), ZKLOCK_OK);
+    for (size_t i = sizeof(zklock_stats_t) / sizeof(uint64_t); i < 16; i++)
+        TU_ASSERT_INT(buf[i], ==, 0); /* a newer header's counters we lack */
+}
+
 static void test_bad_input(void)
 {
     zklock_session_t *s = tu_session(), *s2 = NULL;
@@ -258,6 +279,7 @@ static void test_bad_input(void)
     TU_ASSERT_RC(zklock_session_adopt(&s2, NULL, NULL), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_session_adopt(NULL, tu_zk(), NULL), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_session_stats(s, NULL, sizeof(zklock_stats_t)), ZKLOCK_EINVAL);
+    check_stats_sizes(s);
 
     /* Use after the session is closed: clear errors, and free still works. */
     zklock_session_close(s);
