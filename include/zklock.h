@@ -74,10 +74,10 @@ extern "C" {
     X(ESYSTEM, -1011, "system error (see errno)")
 
 enum {
-    ZKLOCK_OK = 0,
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
     ZKLOCK_ERRNO_MAP(ZKLOCK_ERRNO_ENUM_)
 #undef ZKLOCK_ERRNO_ENUM_
+    ZKLOCK_OK = 0 /* last: C89 allows no comma after the last enumerator */
 };
 
 /* The version of the library actually linked, e.g. "0.1.0" (compare with
