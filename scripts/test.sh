@@ -51,12 +51,19 @@ stage_install() {
   "$ZKLOCK_TOP/test/zk-harness.sh" run sh -c '"$0" "$ZKLOCK_TEST_HOSTS"' "$B/example-installed" |
     grep -q 'holding the lock' || { echo "FAIL: the installed example did not take the lock"; return 1; }
   [ -f "$prefix/share/man/man3/zklock.3" ] || { echo "FAIL: man page not installed"; return 1; }
+  rm -rf "$B/cmake-user"
+  cmake -S "$ZKLOCK_TOP/test/cmake" -B "$B/cmake-user" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DEXAMPLE_SOURCE="$ZKLOCK_TOP/docs/example.c" -DCMAKE_BUILD_RPATH="$prefix/lib" >"$B/cmake-user.log" 2>&1 &&
+    cmake --build "$B/cmake-user" >>"$B/cmake-user.log" 2>&1 ||
+    { cat "$B/cmake-user.log"; echo "FAIL: a CMake project cannot find_package(zklock CONFIG) and link it"; return 1; }
+  "$ZKLOCK_TOP/test/zk-harness.sh" run sh -c '"$0" "$ZKLOCK_TEST_HOSTS"' "$B/cmake-user/example" |
+    grep -q 'holding the lock' || { echo "FAIL: the example built with CMake did not take the lock"; return 1; }
   make -C "$B/install" -s uninstall >/dev/null
   if [ -n "$(find "$prefix" -type f)" ]; then
     echo "FAIL: make uninstall left files behind:"; find "$prefix" -type f; return 1
   fi
-  rm -rf "$prefix" "$B/example-installed"
-  echo "PASS: make install, pkg-config build of docs/example.c against it, make uninstall"
+  rm -rf "$prefix" "$B/example-installed" "$B/cmake-user"
+  echo "PASS: make install, docs/example.c built against it with pkg-config and with CMake, make uninstall"
 }
 
 stage_demo() {
