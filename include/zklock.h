@@ -24,7 +24,9 @@
  *    zklock lock held: they may call the non-blocking functions
  *    and zklock_acquire() with timeout 0, never zklock_session_close(),
  *    zklock_free(), a release of a held lock or a timed acquire (zklock(3),
- *    THREADS AND CALLBACKS).
+ *    THREADS AND CALLBACKS). On ZooKeeper's completion thread (the
+ *    application's own watchers and completions on the session's handle),
+ *    a call that would wait for ZooKeeper's answer answers ZKLOCK_EDEADLK.
  *  - No global state: every object hangs off a session.
  */
 #ifndef ZKLOCK_H
@@ -67,8 +69,8 @@ extern "C" {
     X(ENOTHELD, -1005, "lock is not held by the calling thread")              \
     X(ELOST, -1006, "lock was lost (session expired or lock node deleted)")   \
     X(ECANCELED, -1007, "acquire was canceled")                               \
-    X(EDEADLK, -1008, "would deadlock: the thread holds the read lock and "   \
-                      "asked for the write lock")                             \
+    X(EDEADLK, -1008, "would deadlock: a read holder asked for the write "    \
+                      "lock, or a call would wait for its own thread")        \
     X(ECLOSED, -1009, "session is closed")                                    \
     X(ENOSERVER, -1010, "no ZooKeeper server answered in time")               \
     X(ESYSTEM, -1011, "system error (see errno)")
@@ -151,19 +153,42 @@ ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
 
 /* Wraps a ZooKeeper handle the application already has (opened with
  * libzookeeper_mt). The handle stays the application's: zklock never closes
- * it, and the application must not close it before zklock_session_close().
- * The application's global watcher must forward every session event to
- * zklock_session_event(). An adopted session cannot renew itself: after
- * ZKLOCK_EXPIRED every acquire answers ZSESSIONEXPIRED; close it and adopt
- * the application's new handle.
- * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. */
+ * it. The application's global watcher must forward every session event to
+ * zklock_session_event(), from the watcher itself.
+ *
+ * Expiry: like an opened session, an adopted one declares its ZooKeeper
+ * session expired by itself when the connection has been down for a whole
+ * session timeout (ZKLOCK_EXPIRED; holders get on_lost). Once a server has
+ * confirmed the expiry (the handle's expiry event, forwarded), zklock no
+ * longer touches the handle: the application may close it, open a new one
+ * and hand it over with zklock_session_readopt(); lock handles carry on.
+ * Until then waiting acquires keep waiting within their deadline, and a
+ * try-once answers ZSESSIONEXPIRED. If the handle instead comes back to the
+ * same session after zklock expired it locally, zklock starts afresh on it
+ * (ZKLOCK_CONNECTED) and deletes what it had left there.
+ *
+ * zklock learns which thread is the handle's completion thread (where the
+ * watcher runs) from one request it sends: a blocking zklock call made on
+ * that thread would wait for itself, and answers ZKLOCK_EDEADLK instead.
+ * docs/adopt.c shows the whole pattern.
+ * Errors: ZKLOCK_EINVAL (NULL, an identity longer than ZKLOCK_DATA_MAX),
+ * ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. */
 ZKLOCK_API int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
                                     const zklock_session_opts_t *opts);
 
+/* Hands an adopted session the application's new handle zh (opened after
+ * the old one's session expired). If the old session had not ended for
+ * zklock yet, it ends now (ZKLOCK_EXPIRED, on_lost for every hold). From
+ * this call on zklock never touches the old handle, and it deletes through
+ * the new one whatever it may have left on the old session. Waiting acquires
+ * queue again on the new session. Non-blocking.
+ * Errors: ZKLOCK_EINVAL (NULL, s not adopted), ZKLOCK_ECLOSED. */
+ZKLOCK_API int zklock_session_readopt(zklock_session_t *s, zhandle_t *zh);
+
 /* For adopted handles: pass on what the application's global watcher
  * received (its `type` and `state` arguments). Events of other types are
- * ignored, so it is safe to forward everything. Non-blocking; may be called
- * from the watcher itself. */
+ * ignored, so it is safe to forward everything. Non-blocking; call it from
+ * the watcher itself. */
 ZKLOCK_API void zklock_session_event(zklock_session_t *s, int type, int state);
 
 /* The ZooKeeper handle in use (borrowed). For an opened session it changes
@@ -236,13 +261,17 @@ enum {
 };
 
 typedef struct zklock_opts {
-    /* A held lock is gone: its session expired (reason ZKLOCK_LOST_EXPIRED)
-     * or its node was deleted by someone else (ZKLOCK_LOST_DELETED; a session
-     * closed from another handle can show as this too, when the server's
-     * deletion of the node reaches the client before the expiry). Called
-     * once per lost hold, on the session's callback thread; the holder's
-     * hold count is already 0 and its next zklock_release() answers
-     * ZKLOCK_ELOST. May be NULL. */
+    /* A hold is over without its owner's release: the session ended
+     * (reason ZKLOCK_LOST_EXPIRED) or someone else deleted the lock node
+     * (ZKLOCK_LOST_DELETED). Called once per lost hold, on the session's
+     * callback thread, also when the owner's zklock_release() found the
+     * loss first (it answers ZKLOCK_ELOST). When the node vanishes, zklock
+     * asks the server whether the session is still alive before it says
+     * which, so the reason is the real one (a process paused past its
+     * session timeout sees its node deleted before it hears of the
+     * expiry): the call can come one round trip after the hold count
+     * dropped to 0. Not called for holds that zklock_session_close() or
+     * zklock_free() end. May be NULL. */
     void (*on_lost)(zklock_t *l, int reason, void *ctx);
     void *ctx;
     /* ZKLOCK_WIRE_CURATOR (default) or ZKLOCK_WIRE_KAZOO. */
@@ -269,11 +298,13 @@ ZKLOCK_API int zklock_path_check(const char *path);
  *   ZKLOCK_ETIMEDOUT   the deadline passed
  *   ZKLOCK_ECANCELED   zklock_cancel() was called while waiting
  *   ZKLOCK_EDEADLK     (read/write lock) the thread holds only the read side
- *                      and asked for the write side
+ *                      and asked for the write side; or the call was made on
+ *                      ZooKeeper's completion thread (see zklock_session_adopt)
  *   ZKLOCK_ECLOSED     the session was closed
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
- *   ZSESSIONEXPIRED    the adopted session has expired
+ *   ZSESSIONEXPIRED    try-once on an adopted session that expired and has
+ *                      no new handle yet
  *   other ZooKeeper codes (e.g. ZNOAUTH) as the server answered; ZNONODE
  *                      when the session's chroot does not exist
  * Every failure leaves no node behind: the contender's node is deleted
@@ -288,7 +319,9 @@ ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
  * keeps retrying until the server confirms or the session ends.
  * Returns 0, or ZKLOCK_ENOTHELD (the thread does not hold l; nothing
  * changes), ZKLOCK_ELOST (the hold was lost before or during the release:
- * the session ended or the node was deleted by someone else),
+ * the session ended or the node was deleted by someone else; on_lost is
+ * told too), ZKLOCK_EDEADLK (the last release, on ZooKeeper's completion
+ * thread: nothing changes),
  * ZKLOCK_ECLOSED, ZKLOCK_EINVAL, or a ZooKeeper code such as ZNOAUTH when
  * the server refused the delete for good (the lock path's ACL changed): the
  * hold is over for this thread, but its node, and so the lock, stays until
@@ -391,7 +424,8 @@ typedef struct zklock_queue {
  * the order zklock serves them; `holds` applies zklock's rule (readers
  * share, everything else excludes). A missing lock path gives an empty
  * queue with exists = 0. Errors: ZKLOCK_EINVAL, ZKLOCK_ECLOSED,
- * ZKLOCK_ENOMEM, ZCONNECTIONLOSS (not connected now), ZooKeeper's codes. */
+ * ZKLOCK_ENOMEM, ZCONNECTIONLOSS (not connected now), ZKLOCK_EDEADLK (on
+ * ZooKeeper's completion thread), ZooKeeper's codes. */
 ZKLOCK_API int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out);
 
 /* Waits until the queue differs from `since` (a node came or went, or the

@@ -144,6 +144,8 @@ void zkl_reap(zkl_contender_t *c)
 
     if (c->attached || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
         return;
+    if (c->loss_unconfirmed)
+        return; /* on_lost is still owed */
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
     unlink_contender(c);
@@ -213,12 +215,22 @@ void zkl_become_holder(zkl_contender_t *c)
     wake(c);
 }
 
+/* Tells the owner, through on_lost, that a hold it had is over. */
+static void report_lost(zkl_contender_t *c, int reason)
+{
+    c->lost_reason = reason;
+    session_of(c)->stats.lost++;
+    queue_lost(c->l, reason);
+}
+
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
- * never saw the hold: it queues again instead of being told. */
+ * never saw the hold: it queues again instead of being told. A reason of 0
+ * means "our node is gone, we do not know why yet": the session may have
+ * ended (a process paused past its session timeout sees the deletion before
+ * the expiry), so the engine asks the server before on_lost says which
+ * (zkl_confirm_loss). The hold is over for the owner at once either way. */
 void zkl_lose(zkl_contender_t *c, int reason)
 {
-    zklock_session_t *s = session_of(c);
-
     if (c->waiting) {
         zkl_requeue(c);
         return;
@@ -226,10 +238,26 @@ void zkl_lose(zkl_contender_t *c, int reason)
     zkl_set_node(c, NULL);
     c->phase = ZKL_LOST;
     c->holds = 0;
-    c->lost_reason = reason;
-    s->stats.lost++;
-    queue_lost(c->l, reason);
+    c->loss_unconfirmed = reason == 0;
+    if (reason)
+        report_lost(c, reason);
     wake(c);
+}
+
+void zkl_confirm_loss(zkl_contender_t *c, int reason)
+{
+    if (!c->loss_unconfirmed)
+        return;
+    c->loss_unconfirmed = false;
+    report_lost(c, reason);
+}
+
+/* A release found its hold already gone: zklock_release() answers
+ * ZKLOCK_ELOST, and on_lost is still told, once, like for any lost hold. */
+void zkl_release_found_lost(zkl_contender_t *c, int reason)
+{
+    c->result = ZKLOCK_ELOST;
+    report_lost(c, reason);
 }
 
 void zkl_give_up(zkl_contender_t *c, int rc)

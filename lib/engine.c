@@ -29,6 +29,7 @@ static void delete_done(int rc, const void *data);
 static void session_op_done(int rc, const void *data);
 static void parent_done(int rc, const char *value, const void *data);
 static void top_parent_done(int rc, const char *value, const void *data);
+static void loss_probe_done(int rc, const struct Stat *st, const void *data);
 
 char *zkl_child_path(const char *dir, const char *name)
 {
@@ -232,6 +233,21 @@ void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *nam
     free(path);
 }
 
+/* Our held node vanished: is our session still alive (someone deleted the
+ * node), or did it end (the server deleted it)? Any answer from the server
+ * says "alive"; an ending session never answers. */
+static void send_loss_probe(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    int rc;
+
+    c->busy++;
+    zkl_op_begin(c);
+    rc = zoo_aexists(s->zh, c->l->path, 0, loss_probe_done, c);
+    if (rc != ZOK)
+        zkl_op_refused(c, rc);
+}
+
 static void step_leaving(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
@@ -261,6 +277,8 @@ void zkl_step(zkl_contender_t *c)
     }
     if (!zkl_connected(s) || c->backoff)
         return;
+    if (c->phase == ZKL_LOST && c->loss_unconfirmed && !c->busy)
+        send_loss_probe(c);
     if (c->phase == ZKL_HELD || c->phase == ZKL_QUEUING)
         zkl_arm_own_watch(c);
     if (c->busy || c->phase != ZKL_QUEUING)
@@ -451,7 +469,7 @@ static void delete_done(int rc, const void *data)
         /* "No node" after a delete whose reply was lost is that delete's
          * success; on a first attempt, the node was gone before we came. */
         if (rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
-            c->result = ZKLOCK_ELOST;
+            zkl_release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
         if (rc == ZOK && c->alone)
             zkl_fast_remember(c);
         zkl_set_node(c, NULL);
@@ -471,6 +489,16 @@ static void delete_done(int rc, const void *data)
     ZKL_COMPLETION_END(c);
 }
 
+static void loss_probe_done(int rc, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    c->busy--;
+    if (!transient(rc) && !session_ending(rc))
+        zkl_confirm_loss(c, ZKLOCK_LOST_DELETED); /* the session lives */
+    /* else: retried after the reconnection, or the session's end says why */
+    ZKL_COMPLETION_END(c);
+}
+
 static void session_op_done(int rc, const void *data)
 {
     zklock_session_t *s = (zklock_session_t *)data;
@@ -487,6 +515,10 @@ static void session_op_done(int rc, const void *data)
 static void engine_resumed(zklock_session_t *s)
 {
     zkl_contender_t *c = s->contenders, *next;
+
+    /* First, so that the server removes them before our new creates: a
+     * session answers in order. */
+    zkl_stale_sweep(s);
     for (; c; c = next) {
         next = c->sess_next;
         c->backoff = false;
@@ -502,43 +534,61 @@ static void engine_suspended(zklock_session_t *s)
         wake(c);
 }
 
-/* The ZooKeeper session ended (s->gen has moved on): every node is gone.
- * reason: ZKLOCK_LOST_EXPIRED, or ZKLOCK_ECLOSED for zklock_session_close. */
+/* What the end of the session means for c, by its phase. */
+static void ended_for(zkl_contender_t *c, int reason)
+{
+    bool closing = reason == ZKLOCK_ECLOSED;
+
+    switch (c->phase) {
+    case ZKL_HELD:
+        if (closing && !c->waiting) {
+            zkl_set_node(c, NULL); /* ended by the user: not a loss */
+            c->phase = ZKL_LOST;
+        } else {
+            zkl_lose(c, ZKLOCK_LOST_EXPIRED);
+        }
+        break;
+    case ZKL_QUEUING:
+        zkl_requeue(c); /* on the next session (sessions from zklock_session_open) */
+        break;
+    case ZKL_LEAVING:
+        zkl_set_node(c, NULL);
+        if (c->result == ZKLOCK_OK && closing)
+            c->result = ZKLOCK_ECLOSED;
+        else if (c->result == ZKLOCK_OK)
+            zkl_release_found_lost(c, ZKLOCK_LOST_EXPIRED); /* a release, too late */
+        zkl_finish(c);
+        break;
+    case ZKL_LOST:
+        /* A vanished node whose cause a probe was asking: the end of the
+         * session is the answer (when we close it, the node's deletion is
+         * all we know). */
+        zkl_confirm_loss(c, closing ? ZKLOCK_LOST_DELETED : ZKLOCK_LOST_EXPIRED);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The ZooKeeper session ended (s->gen has moved on): every node is gone, or
+ * will be when the server notices (stale.c). reason: ZKLOCK_LOST_EXPIRED, or
+ * ZKLOCK_ECLOSED for zklock_session_close. */
 static void engine_ended(zklock_session_t *s, int reason)
 {
     zkl_contender_t *c, *next;
-    bool dead = s->adopted || reason == ZKLOCK_ECLOSED;
+    bool closing = reason == ZKLOCK_ECLOSED;
 
     for (c = s->contenders; c; c = next) {
         next = c->sess_next;
+        if (s->ended_unconfirmed && !closing && c->phase != ZKL_GONE)
+            zkl_stale_add(c); /* it may outlive the session we gave up */
         c->busy = 0;
         c->need_list = c->need_parents = c->create_unknown = false;
         c->own_pending = c->watch_pending = false;
         c->watch_wanted = false; /* registrations go with the handle */
-        switch (c->phase) {
-        case ZKL_HELD:
-            if (reason == ZKLOCK_ECLOSED && !c->waiting) {
-                zkl_set_node(c, NULL);
-                c->phase = ZKL_LOST;
-                c->lost_reason = reason;
-            } else {
-                zkl_lose(c, ZKLOCK_LOST_EXPIRED);
-            }
-            break;
-        case ZKL_QUEUING:
-            zkl_requeue(c);
-            break;
-        case ZKL_LEAVING:
-            zkl_set_node(c, NULL);
-            if (c->result == ZKLOCK_OK)
-                c->result = reason == ZKLOCK_ECLOSED ? ZKLOCK_ECLOSED : ZKLOCK_ELOST;
-            zkl_finish(c);
-            break;
-        default:
-            break;
-        }
-        if (dead && c->phase == ZKL_QUEUING) {
-            c->result = reason == ZKLOCK_ECLOSED ? ZKLOCK_ECLOSED : ZSESSIONEXPIRED;
+        ended_for(c, reason);
+        if (closing && c->phase == ZKL_QUEUING) {
+            c->result = ZKLOCK_ECLOSED;
             zkl_finish(c);
         }
         wake(c);
@@ -574,6 +624,11 @@ static void engine_close_begin(zklock_session_t *s)
             zkl_give_up(c, ZKLOCK_ECLOSED);
 }
 
+static void engine_freeing(zklock_session_t *s)
+{
+    zkl_stale_free_all(s);
+}
+
 static bool engine_busy(const zklock_session_t *s)
 {
     for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
@@ -590,4 +645,5 @@ const struct zkl_layer zkl_engine_layer = {
     .unwatch_all = engine_unwatch_all,
     .close_begin = engine_close_begin,
     .busy = engine_busy,
+    .freeing = engine_freeing,
 };

@@ -58,8 +58,12 @@ void zkl_finish(zkl_contender_t *c);
 /* Starts over with a new node name (the old one is gone or was never ours). */
 void zkl_requeue(zkl_contender_t *c);
 void zkl_become_holder(zkl_contender_t *c);
-/* A held lock is gone (reason: ZKLOCK_LOST_EXPIRED or ZKLOCK_LOST_DELETED). */
+/* A held lock is gone (reason: ZKLOCK_LOST_EXPIRED, ZKLOCK_LOST_DELETED, or
+ * 0: the node is gone, and zkl_confirm_loss will say why). */
 void zkl_lose(zkl_contender_t *c, int reason);
+void zkl_confirm_loss(zkl_contender_t *c, int reason);
+/* A release found its hold already gone (the delete's answer). */
+void zkl_release_found_lost(zkl_contender_t *c, int reason);
 
 /* ---- engine.c: requests and their answers -------------------------------- */
 
@@ -85,6 +89,7 @@ void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *nam
         pthread_mutex_unlock(&s->mu);             \
         return;                                   \
     }                                             \
+    zkl_learn_completion_thread(s);               \
     zkl_back_off(c, rc)
 #define ZKL_COMPLETION_END(c) \
     zkl_settle(c);            \
@@ -104,6 +109,16 @@ void zkl_fast_remember(zkl_contender_t *c);
 bool zkl_fast_take(zkl_contender_t *c);
 /* c's create went out without a listing: does it hold? */
 bool zkl_fast_holds(const zkl_contender_t *c, int64_t czxid);
+
+/* ---- stale.c: our nodes that outlived a session we gave up ------------------ */
+
+/* The session is ending without a server saying so: remember c's node. */
+void zkl_stale_add(zkl_contender_t *c);
+/* Connected: remove the remembered nodes. */
+void zkl_stale_sweep(zklock_session_t *s);
+/* Is dir/name such a node? (It never blocks us.) */
+bool zkl_stale_match(const zklock_session_t *s, const char *dir, const char *name);
+void zkl_stale_free_all(zklock_session_t *s);
 
 /* ---- watch.c: the node that blocks us, and our own ------------------------- */
 

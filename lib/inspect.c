@@ -147,11 +147,13 @@ static bool sent(struct reading *r, int rc)
     return true;
 }
 
-/* With s->mu held: may we talk to ZooKeeper now? */
+/* With s->mu held: may we talk to ZooKeeper now, and wait for its answers? */
 static int session_rc(zklock_session_t *s)
 {
     if (s->closing || s->state == ZKL_S_CLOSED)
         return ZKLOCK_ECLOSED;
+    if (zkl_on_completion_thread(s))
+        return ZKLOCK_EDEADLK;
     if (!zkl_connected(s))
         return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
     return 0;

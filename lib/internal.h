@@ -159,7 +159,8 @@ struct zkl_contender {
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
-    int lost_reason;
+    int lost_reason;       /* what on_lost was told */
+    bool loss_unconfirmed; /* LOST, and on_lost waits to know why */
 
     char prefix[ZKL_PREFIX_MAX]; /* name prefix: finds our node after a lost reply */
     char *node;            /* full path of our node; NULL if none */
@@ -247,6 +248,7 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_stale;
 
 struct zklock_session {
     pthread_mutex_t mu;
@@ -259,6 +261,11 @@ struct zklock_session {
     zhandle_t *zh;
     zhandle_t *retired_zh;      /* an expired session's handle, to close */
     bool adopted;
+    pthread_t cthread;          /* the completion thread of cthread_zh */
+    zhandle_t *cthread_zh;
+    zhandle_t *probe_zh;        /* an adopted handle we asked to tell it */
+    bool ended_unconfirmed;     /* the session ended without a server saying
+                                   so: it may live on for a while, nodes and all */
     char *hosts;
     char *identity;
     zklock_session_opts_t opts;
@@ -283,6 +290,7 @@ struct zklock_session {
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
 };
@@ -303,6 +311,7 @@ struct zkl_layer {
     void (*close_begin)(zklock_session_t *s);       /* an adopted handle is let go:
                                                        remove what is ours on the server */
     bool (*busy)(const zklock_session_t *s);        /* ... and still removing it */
+    void (*freeing)(zklock_session_t *s);           /* s is being freed */
 };
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zkl_layers[];
@@ -315,6 +324,11 @@ bool zkl_session_claim_free(zklock_session_t *s);
 void zkl_session_free(zklock_session_t *s);
 /* With s->mu held: one watch fewer is registered (wakes a close that waits). */
 void zkl_watch_gone(zklock_session_t *s);
+/* With s->mu held, in an answer or event of s->zh: this is its completion
+ * thread. */
+void zkl_learn_completion_thread(zklock_session_t *s);
+/* Would waiting for s's answers wait for the calling thread itself? */
+bool zkl_on_completion_thread(const zklock_session_t *s);
 
 /* ---- the engine (engine.c, contender.c, judge.c, fastpath.c, watch.c) ---------- */
 

@@ -28,8 +28,11 @@ static int read_queue(zkl_contender_t *c, const struct String_vector *names,
         struct zkl_entry *e = &(*q)[n];
         if (zkl_parse_name(names->data[i], e) != 0)
             continue; /* unrelated children do not take part */
-        e->mine = strncmp(e->name, c->prefix, plen) == 0 &&
-                  !(own && strcmp(e->name, own) == 0);
+        /* Strays of ours never block us: duplicates a lost reply made, and
+         * nodes of a session we gave up that the server has not removed. */
+        e->mine = (strncmp(e->name, c->prefix, plen) == 0 &&
+                   !(own && strcmp(e->name, own) == 0)) ||
+                  zkl_stale_match(session_of(c), c->l->path, e->name);
         n++;
     }
     zkl_sort(*q, (size_t)n, c->node ? c->seq : 0);
@@ -60,8 +63,8 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
 {
     c->create_unknown = false;
     for (int i = 0; i < n; i++) {
-        if (!q[i].mine)
-            continue;
+        if (!q[i].mine || strncmp(q[i].name, c->prefix, strlen(c->prefix)) != 0)
+            continue; /* not this contender's (a stale node of ours) */
         zkl_set_node(c, zkl_child_path(c->l->path, q[i].name));
         c->seq = q[i].seq;
         if (c->node)

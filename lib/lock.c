@@ -78,12 +78,8 @@ static int acquire_locked(zklock_t *l, int timeout_ms)
     }
     if (c)
         zkl_detach(c); /* a lost hold nobody released: start afresh */
-    if (!zkl_connected(s)) {
-        if (s->adopted && s->state == ZKL_S_EXPIRED)
-            return ZSESSIONEXPIRED;
-        if (timeout_ms == 0)
-            return ZCONNECTIONLOSS;
-    }
+    if (!zkl_connected(s) && timeout_ms == 0)
+        return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
     c = zkl_contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
@@ -109,7 +105,12 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    rc = closed(l) ? ZKLOCK_ECLOSED : acquire_locked(l, timeout_ms);
+    if (closed(l))
+        rc = ZKLOCK_ECLOSED;
+    else if (zkl_on_completion_thread(l->s))
+        rc = ZKLOCK_EDEADLK; /* the answers would come on this very thread */
+    else
+        rc = acquire_locked(l, timeout_ms);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -150,6 +151,8 @@ static int release_locked(zklock_t *l)
     }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
+    if (c->holds == 1 && zkl_on_completion_thread(l->s))
+        return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     if (--c->holds > 0)
         return ZKLOCK_OK;
     return release_node(c);

@@ -126,13 +126,29 @@ static void session_ended(zklock_session_t *s, int reason)
     EACH_LAYER(ended, s, reason);
 }
 
-static void expired(zklock_session_t *s)
+/* An adopted handle whose session ended is the application's to close:
+ * zklock no longer touches it. */
+static void let_go_of_adopted(zklock_session_t *s)
 {
+    s->zh = NULL;
+}
+
+/* The ZooKeeper session is over. `unconfirmed`: no server said so (zklock
+ * decided it, after a whole session timeout without a connection, or the
+ * application handed over a new handle): the session may still live on the
+ * server for a while, with nodes of ours that the layers must remove. */
+static void expired(zklock_session_t *s, bool unconfirmed)
+{
+    if (s->state == ZKL_S_EXPIRED && s->adopted && s->zh && !unconfirmed) {
+        let_go_of_adopted(s); /* a server confirms the local expiry */
+        return;
+    }
     if (s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED)
         return;
     zkl_timer_cancel(s, &s->suspend_timer);
     s->gen++;
     s->state = ZKL_S_EXPIRED;
+    s->ended_unconfirmed = unconfirmed;
     queue_state(s, ZKLOCK_EXPIRED);
     session_ended(s, ZKLOCK_LOST_EXPIRED);
     if (!s->adopted) {
@@ -142,8 +158,49 @@ static void expired(zklock_session_t *s)
         s->retired_zh = s->zh;
         s->zh = NULL;
         s->need_new_handle = true;
+    } else if (!unconfirmed) {
+        let_go_of_adopted(s);
     }
     kick(s);
+}
+
+/* The handle's completion thread: answers to our requests arrive there, so
+ * a blocking call made on it would wait for itself. zklock learns it from its
+ * own answers and events, never from what the application forwards. */
+void zkl_learn_completion_thread(zklock_session_t *s)
+{
+    s->cthread = pthread_self();
+    s->cthread_zh = s->zh;
+}
+
+bool zkl_on_completion_thread(const zklock_session_t *s)
+{
+    return s->zh && s->cthread_zh == s->zh && pthread_equal(s->cthread, pthread_self());
+}
+
+static void probe_done(int rc, const struct Stat *st, const void *data)
+{
+    zklock_session_t *s = (zklock_session_t *)data;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->zh == s->probe_zh)
+        zkl_learn_completion_thread(s);
+    if (--s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* An adopted handle gives zklock no event of its own: one cheap request
+ * teaches it which thread the handle's answers come on. */
+static void probe_completion_thread(zklock_session_t *s)
+{
+    if (s->cthread_zh == s->zh || s->probe_zh == s->zh)
+        return;
+    if (zoo_aexists(s->zh, "/", 0, probe_done, s) == ZOK) {
+        s->probe_zh = s->zh;
+        s->ops++;
+        s->stats.requests++;
+    }
 }
 
 static void connected(zklock_session_t *s)
@@ -151,17 +208,22 @@ static void connected(zklock_session_t *s)
     const clientid_t *id = zoo_client_id(s->zh);
     bool resumed = s->state == ZKL_S_SUSPENDED && id->client_id == s->session_id;
 
-    if (s->state == ZKL_S_CONNECTED || (s->adopted && s->state == ZKL_S_EXPIRED))
+    if (s->state == ZKL_S_CONNECTED)
         return;
     if (s->state == ZKL_S_SUSPENDED && !resumed) {
-        expired(s); /* a different session: the old one is gone */
+        expired(s, false); /* a different session: the old one is gone */
         if (!s->adopted)
             return; /* and its handle is retired: a new one follows */
     }
+    /* An adopted handle may also come back after zklock expired its session
+     * locally: the session lived on. Every hold was reported lost, so it is a
+     * new start (CONNECTED); the layers remove what was left on the server. */
     zkl_timer_cancel(s, &s->suspend_timer);
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
+    if (s->adopted)
+        probe_completion_thread(s);
     queue_state(s, resumed ? ZKLOCK_RECONNECTED : ZKLOCK_CONNECTED);
     kick(s);
     EACH_LAYER(resumed, s);
@@ -169,15 +231,14 @@ static void connected(zklock_session_t *s)
 
 static void disconnected(zklock_session_t *s)
 {
+    struct timespec at;
+
     if (s->state != ZKL_S_CONNECTED)
         return;
     s->state = ZKL_S_SUSPENDED;
     zkl_now(&s->suspended_at);
-    if (!s->adopted) {
-        struct timespec at;
-        zkl_later(&at, &s->suspended_at, s->negotiated_ms);
-        zkl_timer_arm(s, &s->suspend_timer, &at);
-    }
+    zkl_later(&at, &s->suspended_at, s->negotiated_ms);
+    zkl_timer_arm(s, &s->suspend_timer, &at);
     queue_state(s, ZKLOCK_SUSPENDED);
     EACH_LAYER(suspended, s);
     kick(s);
@@ -192,7 +253,7 @@ static void handle_state(zklock_session_t *s, int state)
     else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
         disconnected(s);
     else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
-        expired(s);
+        expired(s, false);
 }
 
 static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -202,8 +263,10 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     if (type != ZOO_SESSION_EVENT)
         return;
     pthread_mutex_lock(&s->mu);
-    if (zh == s->zh) /* not a late word from a handle we replaced */
+    if (zh == s->zh) { /* not a late word from a handle we replaced */
+        zkl_learn_completion_thread(s);
         handle_state(s, state);
+    }
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -212,18 +275,19 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
     if (!s || type != ZOO_SESSION_EVENT)
         return;
     pthread_mutex_lock(&s->mu);
-    if (s->adopted)
+    if (s->adopted && s->zh) /* none after an expiry, until readopted */
         handle_state(s, state);
     pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- timers ---------------------------------------------------------------------- */
 
-/* The connection has been down for a whole session timeout. */
+/* The connection has been down for a whole session timeout: by now the
+ * ensemble has expired the session, or will at any moment. */
 static void suspended_too_long(struct zkl_timer *t, zklock_session_t *s)
 {
     if (s->state == ZKL_S_SUSPENDED)
-        expired(s);
+        expired(s, true);
 }
 
 /* After an answer that no session event follows ("throttled"), or a failed
@@ -326,6 +390,7 @@ static char *default_identity(void)
 void zkl_session_free(zklock_session_t *s)
 {
     handle_closed(s); /* nothing is left by now; be sure */
+    EACH_LAYER(freeing, s);
     zkl_dispatch_drop_all(s);
     zkl_timers_free(s);
     pthread_cond_destroy(&s->thread_cond);
@@ -431,11 +496,27 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     return 0;
 }
 
+/* With s->mu held: starts using the application's handle zh. */
+static void take_handle(zklock_session_t *s, zhandle_t *zh)
+{
+    int state = zoo_state(zh);
+
+    s->zh = zh;
+    if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+        s->state = ZKL_S_EXPIRED;
+        let_go_of_adopted(s);
+        return;
+    }
+    s->state = ZKL_S_CONNECTING;
+    if (state == ZOO_CONNECTED_STATE)
+        connected(s);
+}
+
 int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
                          const zklock_session_opts_t *opts)
 {
     zklock_session_t *s;
-    int rc, state;
+    int rc;
 
     if (!out)
         return ZKLOCK_EINVAL;
@@ -445,18 +526,9 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     rc = session_new(&s, opts);
     if (rc)
         return rc;
-    s->zh = zh;
     s->adopted = true;
     pthread_mutex_lock(&s->mu);
-    state = zoo_state(zh);
-    if (state == ZOO_CONNECTED_STATE) {
-        s->state = ZKL_S_CONNECTING;
-        connected(s);
-    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
-        s->state = ZKL_S_EXPIRED;
-    } else {
-        s->state = ZKL_S_CONNECTING;
-    }
+    take_handle(s, zh);
     rc = start_thread(s);
     pthread_mutex_unlock(&s->mu);
     if (rc) {
@@ -465,6 +537,29 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     }
     *out = s;
     return 0;
+}
+
+int zklock_session_readopt(zklock_session_t *s, zhandle_t *zh)
+{
+    int rc = 0;
+
+    if (!s || !zh)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    if (!s->adopted) {
+        rc = ZKLOCK_EINVAL;
+    } else if (s->closing || s->state == ZKL_S_CLOSED) {
+        rc = ZKLOCK_ECLOSED;
+    } else if (zh != s->zh) {
+        /* The old handle's session ends for zklock, whatever the server
+         * thinks: what it left there is removed through the new one. */
+        if (s->state != ZKL_S_EXPIRED)
+            expired(s, true);
+        let_go_of_adopted(s);
+        take_handle(s, zh);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 zhandle_t *zklock_session_zhandle(zklock_session_t *s)

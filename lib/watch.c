@@ -199,7 +199,7 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
         c->own_watches++;
         s->watches++;
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
-        zkl_lose(c, ZKLOCK_LOST_DELETED);
+        zkl_lose(c, 0); /* why: zkl_confirm_loss */
     } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
         zkl_requeue(c); /* our place was deleted before we could watch it */
     }
@@ -217,7 +217,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     pthread_mutex_lock(&s->mu);
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
-            zkl_lose(c, ZKLOCK_LOST_DELETED);
+            zkl_lose(c, 0); /* why: zkl_confirm_loss */
         else if (c->phase == ZKL_QUEUING)
             zkl_requeue(c); /* someone deleted our place in the queue */
     }

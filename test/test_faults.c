@@ -2,8 +2,10 @@
  * proxy (zkproxy.c) between one client and the server. */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zookeeper/proto.h>
 
@@ -418,6 +420,271 @@ static void test_waiter_node_deleted(void)
     tu_assert_clean(path);
 }
 
+/* ---- what on_lost says -------------------------------------------------------------------- */
+
+static bool file_has(void *arg)
+{
+    char **want = arg, buf[512];
+    FILE *f = fopen(want[0], "r");
+    bool found = false;
+
+    while (f && fgets(buf, sizeof buf, f))
+        found |= strstr(buf, want[1]) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Some watch is set on a child of path (the server's watches by path). */
+static bool node_watched(void *path)
+{
+    char buf[8192];
+    return tu_fourlw(1, "wchp", buf, sizeof buf) > 0 && strstr(buf, (const char *)path) != NULL;
+}
+
+/* A holder frozen past its session timeout (a stopped process, a long GC
+ * pause) sees its node's deletion before it hears that the session expired:
+ * it must still be told the real reason, once. */
+static void test_paused_holder_told_expired(void)
+{
+    const char *path = tu_path("paused"), *helper = getenv("ZKLOCK_TEST_HOLDER");
+    zklock_session_t *other = tu_session();
+    zklock_t *l = tu_mutex(other, path, NULL);
+    char out[] = "/tmp/zklock-holder-XXXXXX";
+    char *held[] = {out, "held "}, *done[] = {out, "lost-calls "};
+    int fd = mkstemp(out), pid;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    {
+        char *argv[] = {(char *)helper, (char *)tu_hosts(), (char *)path, "2000", out, NULL};
+        pid = tu_spawn(argv);
+    }
+    CU_ASSERT_FATAL(tu_wait_until(file_has, held, TU_WAIT_MS));
+    /* Once the holder watches its own node, the server tells it of the
+     * node's deletion before it closes the expired session's connection. */
+    CU_ASSERT_FATAL(tu_wait_until(node_watched, (void *)path, TU_WAIT_MS));
+    kill(pid, SIGSTOP); /* deliberate fault: frozen past its session timeout */
+    TU_ASSERT_RC(zklock_acquire(l, TU_WAIT_MS), ZKLOCK_OK); /* the ensemble expired it */
+    kill(pid, SIGCONT);
+    TU_ASSERT_INT(tu_wait_pid(pid), ==, 0);
+    CU_ASSERT(file_has((char *[]){out, "lost ZSESSIONEXPIRED"}));
+    CU_ASSERT(file_has((char *[]){out, "release ZKLOCK_ELOST"}));
+    CU_ASSERT(file_has(done) && file_has((char *[]){out, "lost-calls 1"}));
+    unlink(out);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* A release that finds its node deleted answers ZKLOCK_ELOST, and on_lost is
+ * told once all the same (whether the own-node watch saw it first or not). */
+static void test_release_finds_node_deleted(void)
+{
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("release-deleted");
+    zklock_t *l = tu_mutex(s, path, &lo);
+    char *node, full[512];
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    node = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    snprintf(full, sizeof full, "%s/%s", path, node);
+    free(node);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), full, -1), ZOK); /* an operator's hand */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_DELETED);
+    /* The next hold is a new one; nothing more is said of the old. */
+    TU_ASSERT_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    TU_ASSERT_INT(lost.lost, ==, 1);
+    tu_assert_clean(path);
+}
+
+/* ---- our own nodes of a session we gave up ------------------------------------------------ */
+
+/* After zklock expires a session by itself, the server may keep it (here a
+ * second connection keeps it alive) with our node in the queue: our next
+ * acquisition must not wait behind it. */
+static void test_stale_node_after_local_expiry(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("stale");
+    zklock_t *l;
+    zhandle_t *twin;
+    clientid_t id;
+    char *old, full[512];
+
+    faulty_open(&f, 2000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    id = *zoo_client_id(zklock_session_zhandle(f.s));
+    old = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old);
+    snprintf(full, sizeof full, "%s/%s", path, old);
+    free(old);
+    cut(&f);
+    twin = tu_connect_as(&id); /* the old session lives on, node and all */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_OK); /* not behind our old node */
+    CU_ASSERT(tu_gone(full));
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zookeeper_close(twin);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+/* ---- adopted handles ------------------------------------------------------------------------ */
+
+/* The application's handle, its global watcher forwarding to zklock. */
+struct app {
+    zhandle_t *zh;
+    zklock_session_t *s; /* set once adopted: __atomic accesses */
+    struct tu_events ev;
+};
+
+static void app_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    struct app *a = ctx;
+    zklock_session_t *s = __atomic_load_n(&a->s, __ATOMIC_SEQ_CST);
+
+    if (s)
+        zklock_session_event(s, type, state);
+}
+
+static bool app_connected(void *arg)
+{
+    return zoo_state(((struct app *)arg)->zh) == ZOO_CONNECTED_STATE;
+}
+
+/* The application opens its handle at hosts (through a proxy, say) and
+ * hands it to zklock. */
+static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
+{
+    zklock_session_opts_t o = {.on_state = tu_on_state};
+
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->ev.mu, NULL);
+    o.ctx = &a->ev;
+    a->zh = zookeeper_init(hosts, app_watcher, timeout_ms, NULL, a, 0);
+    CU_ASSERT_FATAL(a->zh && tu_wait_until(app_connected, a, TU_WAIT_MS));
+    TU_REQUIRE_RC(zklock_session_adopt(&a->s, a->zh, &o), ZKLOCK_OK);
+}
+
+static bool connected_after_expiry(void *arg)
+{
+    struct tu_events *e = arg;
+    bool expired = false, after = false;
+
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->nstates; i++) {
+        expired |= e->states[i] == ZKLOCK_EXPIRED;
+        after |= expired && e->states[i] == ZKLOCK_CONNECTED;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return after;
+}
+
+/* An adopted session expires by itself during a partition, like an opened
+ * one; the application hands it a new handle and the lock handles go on. */
+static void test_adopted_local_expiry_and_readopt(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("adopt-expiry"), *path2 = tu_path("adopt-waiter");
+    struct app a;
+    zklock_t *l, *l2;
+    struct tu_acquirer w;
+    zhandle_t *fresh;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    app_adopt(&a, zkproxy_hosts(proxy), 2000);
+    l = tu_mutex(a.s, path, &lo);
+    l2 = tu_mutex(a.s, path2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    CU_ASSERT(tu_saw_state(&a.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(zklock_acquire(l2, 0), ZSESSIONEXPIRED);
+    tu_start_acquirer(&w, l2, 60000, true); /* waits for the new handle */
+    /* The application gives up its handle and opens another. */
+    fresh = tu_connect_as(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
+    TU_ASSERT_RC(zklock_session_readopt(a.s, fresh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* only the new session's node */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(l2);
+    zklock_session_close(a.s);
+    zookeeper_close(fresh);
+    zookeeper_close(a.zh);
+    zkproxy_stop(proxy);
+    TU_ASSERT_RC(zklock_session_readopt(NULL, fresh), ZKLOCK_EINVAL);
+    tu_assert_clean(path);
+    tu_assert_clean(path2);
+}
+
+/* After a local expiry the adopted handle comes back to the very same
+ * session (it was alive all along): zklock starts afresh on it and removes
+ * the node it had left there. */
+static void test_adopted_session_revived(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("adopt-revived");
+    struct app a;
+    zklock_t *l;
+    zhandle_t *twin;
+    char *old, full[512];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    app_adopt(&a, zkproxy_hosts(proxy), 2000);
+    l = tu_mutex(a.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    old = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old);
+    snprintf(full, sizeof full, "%s/%s", path, old);
+    free(old);
+    zkproxy_cut(proxy);
+    twin = tu_connect_as(zoo_client_id(a.zh)); /* keeps the session alive */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    zkproxy_restore(proxy); /* the application's handle takes its session back */
+    CU_ASSERT(tu_wait_until(connected_after_expiry, &a.ev, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_until(tu_gone, full, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(a.s);
+    zookeeper_close(twin);
+    zookeeper_close(a.zh);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_create_reply", test_lost_create_reply},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
@@ -429,6 +696,11 @@ static const tu_test_t fault_tests[] = {
     {"give_up_during_connection_loss", test_give_up_during_connection_loss},
     {"partition_expires_locally", test_partition_expires_locally},
     {"waiter_node_deleted", test_waiter_node_deleted},
+    {"paused_holder_told_expired", test_paused_holder_told_expired},
+    {"release_finds_node_deleted", test_release_finds_node_deleted},
+    {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
+    {"adopted_local_expiry_and_readopt", test_adopted_local_expiry_and_readopt},
+    {"adopted_session_revived", test_adopted_session_revived},
     {NULL, NULL},
 };
 

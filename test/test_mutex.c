@@ -1164,6 +1164,123 @@ static void test_delete_refused(void)
     tu_assert_clean(path);
 }
 
+/* ---- blocking calls on ZooKeeper's completion thread ------------------------------------------------- */
+
+/* What the application's own watch does when its node changes: "on a config
+ * change, take the lock", on ZooKeeper's completion thread. */
+struct config_watch {
+    zklock_t *l;
+    zklock_session_t *s;
+    const char *path;
+    int acquire_rc, queue_rc, done; /* done: __atomic */
+};
+
+static void config_changed(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    struct config_watch *w = ctx;
+    zklock_queue_t *q = NULL;
+
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    w->acquire_rc = zklock_acquire(w->l, 5000);
+    w->queue_rc = zklock_queue_read(w->s, w->path, &q);
+    zklock_queue_free(q);
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool watch_ran(void *w)
+{
+    return __atomic_load_n(&((struct config_watch *)w)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A blocking zklock call made on the thread that would deliver its answers
+ * answers ZKLOCK_EDEADLK at once instead of hanging (and leaves nothing). */
+static void expect_deadlock_refused(zklock_session_t *s, zhandle_t *zh, const char *name)
+{
+    char cfg[256], path[300];
+    struct config_watch w = {0};
+    struct Stat st;
+
+    snprintf(cfg, sizeof cfg, "%s", tu_path(name));
+    zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(path, sizeof path, "%s-lock", cfg);
+    w = (struct config_watch){tu_mutex(s, path, NULL), s, path, 0, 0, 0};
+    TU_REQUIRE_RC(zoo_wexists(zh, cfg, config_changed, &w, &st), ZNONODE);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), cfg, "v1", 2, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(watch_ran, &w, TU_WAIT_MS));
+    TU_ASSERT_RC(w.acquire_rc, ZKLOCK_EDEADLK);
+    TU_ASSERT_RC(w.queue_rc, ZKLOCK_EDEADLK);
+    TU_ASSERT_INT(tu_count(path), ==, -1); /* nothing was created */
+    /* Off that thread, the same calls work. */
+    TU_ASSERT_RC(zklock_acquire(w.l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(w.l), ZKLOCK_OK);
+    zklock_free(w.l);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), cfg, -1), ZOK);
+    tu_assert_clean(path);
+}
+
+static void test_blocking_call_in_zk_watcher(void)
+{
+    zklock_session_t *s = tu_session();
+    zhandle_t *zh;
+
+    /* The application's watch on an adopted handle ... */
+    zh = zookeeper_init(tu_hosts(), app_watcher, 6000, NULL, NULL, 0);
+    CU_ASSERT_FATAL(zh && tu_wait_until(zh_up, zh, TU_WAIT_MS));
+    {
+        zklock_session_t *as = NULL;
+        TU_REQUIRE_RC(zklock_session_adopt(&as, zh, NULL), ZKLOCK_OK);
+        expect_deadlock_refused(as, zh, "edeadlk-adopted");
+        zklock_session_close(as);
+    }
+    zookeeper_close(zh);
+    /* ... and on the handle of a session zklock opened. */
+    expect_deadlock_refused(s, zklock_session_zhandle(s), "edeadlk-opened");
+    zklock_session_close(s);
+}
+
+/* ---- identities ------------------------------------------------------------------------------------------ */
+
+/* An identity the server could not store with a lock node is refused at
+ * once; the largest one allowed works. */
+static void test_identity_size(void)
+{
+    char *big = malloc(ZKLOCK_DATA_MAX + 2);
+    zklock_session_opts_t o = {.timeout_ms = 6000};
+    const char *path = tu_path("identity");
+    zklock_session_t *s = NULL;
+    zklock_t *l;
+    char **kids, node[512];
+    int n;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    memset(big, 'x', ZKLOCK_DATA_MAX + 1);
+    big[ZKLOCK_DATA_MAX + 1] = '\0';
+    o.identity = big;
+    TU_ASSERT_RC(zklock_session_open(&s, tu_hosts(), &o), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    TU_ASSERT_RC(zklock_session_adopt(&s, tu_zk(), &o), ZKLOCK_EINVAL);
+    big[ZKLOCK_DATA_MAX] = '\0';
+    s = tu_session_opts(&o);
+    l = tu_mutex(s, path, NULL);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, 1);
+    snprintf(node, sizeof node, "%s/%s", path, kids[0]);
+    tu_free_strings(kids);
+    {
+        struct Stat st;
+        TU_ASSERT_RC(zoo_exists(tu_zk(), node, 0, &st), ZOK);
+        TU_ASSERT_INT(st.dataLength, ==, ZKLOCK_DATA_MAX);
+    }
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(TU_STAT(s, requests), <, 20); /* no reconnect loop */
+    zklock_free(l);
+    zklock_session_close(s);
+    free(big);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t mutex_tests[] = {
     {"node_name_and_data", test_node_name_and_data},
     {"default_identity", test_default_identity},
@@ -1196,6 +1313,8 @@ static const tu_test_t mutex_tests[] = {
     {"readonly_ancestor", test_readonly_ancestor},
     {"free_releases", test_free_releases},
     {"adopted_session", test_adopted_session},
+    {"blocking_call_in_zk_watcher", test_blocking_call_in_zk_watcher},
+    {"identity_size", test_identity_size},
     {"delete_refused", test_delete_refused},
     {NULL, NULL},
 };

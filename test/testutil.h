@@ -103,6 +103,11 @@ int tu_ephemerals(const char *path);
 /* Data of a node into buf (NUL-terminated); returns its length or -1. */
 int tu_get(const char *path, char *buf, int len);
 
+/* A plain handle straight to the servers, connected (NULL if it cannot);
+ * with id, it takes over that session (and keeps it alive). Close it with
+ * zookeeper_close(). */
+zhandle_t *tu_connect_as(const clientid_t *id);
+
 /* Forces s's ZooKeeper session to expire now: another handle with the same
  * session id and password connects and closes. */
 void tu_expire(zklock_session_t *s);

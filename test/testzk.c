@@ -51,7 +51,7 @@ static bool zh_connected(void *zh)
     return zoo_state((zhandle_t *)zh) == ZOO_CONNECTED_STATE;
 }
 
-static zhandle_t *connect_raw(const clientid_t *id)
+zhandle_t *tu_connect_as(const clientid_t *id)
 {
     zhandle_t *zh = zookeeper_init(tu_hosts(), NULL, 10000, id, NULL, 0);
     if (!zh || !tu_wait_until(zh_connected, zh, 15000)) {
@@ -66,7 +66,7 @@ static zhandle_t *connect_raw(const clientid_t *id)
 zhandle_t *tu_zk(void)
 {
     if (!inspector)
-        inspector = connect_raw(NULL);
+        inspector = tu_connect_as(NULL);
     return inspector;
 }
 
@@ -178,7 +178,7 @@ void tu_expire(zklock_session_t *s)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
         id = *zoo_client_id(zh);
-        twin = connect_raw(&id);
+        twin = tu_connect_as(&id);
         CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
         zookeeper_close(twin);
         if (tu_wait_until(renewed, &r, 5000))
