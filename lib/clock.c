@@ -4,7 +4,7 @@
  * must not stretch a timeout, nor one set forward expire a session. */
 #include "internal.h"
 
-int zkl_cond_init(pthread_cond_t *cond)
+int zklock__cond_init(pthread_cond_t *cond)
 {
     pthread_condattr_t attr;
     int rc;
@@ -17,12 +17,12 @@ int zkl_cond_init(pthread_cond_t *cond)
     return rc;
 }
 
-void zkl_now(struct timespec *ts)
+void zklock__now(struct timespec *ts)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
 }
 
-void zkl_later(struct timespec *ts, const struct timespec *base, int64_t ms)
+void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms)
 {
     *ts = *base;
     ts->tv_sec += (time_t)(ms / 1000);
@@ -36,28 +36,28 @@ void zkl_later(struct timespec *ts, const struct timespec *base, int64_t ms)
     }
 }
 
-void zkl_deadline(struct timespec *ts, int timeout_ms)
+void zklock__deadline(struct timespec *ts, int timeout_ms)
 {
     struct timespec now;
 
-    zkl_now(&now);
-    zkl_later(ts, &now, timeout_ms);
+    zklock__now(&now);
+    zklock__later(ts, &now, timeout_ms);
 }
 
-bool zkl_earlier(const struct timespec *a, const struct timespec *b)
+bool zklock__earlier(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-bool zkl_passed(const struct timespec *ts)
+bool zklock__passed(const struct timespec *ts)
 {
     struct timespec now;
 
-    zkl_now(&now);
-    return !zkl_earlier(&now, ts);
+    zklock__now(&now);
+    return !zklock__earlier(&now, ts);
 }
 
-int64_t zkl_ms_between(const struct timespec *from, const struct timespec *to)
+int64_t zklock__ms_between(const struct timespec *from, const struct timespec *to)
 {
     return (int64_t)(to->tv_sec - from->tv_sec) * 1000 + (to->tv_nsec - from->tv_nsec) / 1000000;
 }

@@ -8,7 +8,7 @@
  *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
  *      +--timeout / cancel / try-once busy / error------------------------+
  *
- * and is freed only when nobody can reach it any more (zkl_reap).
+ * and is freed only when nobody can reach it any more (zklock__reap).
  */
 #include "engine.h"
 
@@ -46,7 +46,7 @@ static void lost_end(struct zkl_callback *cb)
         l->in_callback--;
         pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
     }
-    zkl_lock_unref(l);
+    zklock__lock_unref(l);
     free(lc);
 }
 
@@ -63,43 +63,43 @@ static void queue_lost(zklock_t *l, int reason)
     lc->l = l;
     lc->reason = reason;
     l->refs++;
-    zkl_dispatch_push(l->s, &lc->cb);
+    zklock__dispatch_push(l->s, &lc->cb);
 }
 
 /* ---- list membership and lifetime ---------------------------------------- */
 
 /* Our node changes: a new one starts its own-watch delay, none ends it. */
-void zkl_set_node(zkl_contender_t *c, char *node)
+void zklock__set_node(zkl_contender_t *c, char *node)
 {
     free(c->node);
     c->node = node;
     c->own_due = false;
     c->alone = false;
     if (node)
-        zkl_timer_arm_in(session_of(c), &c->own_timer, ZKL_OWN_WATCH_DELAY_MS);
+        zklock__timer_arm_in(session_of(c), &c->own_timer, ZKL_OWN_WATCH_DELAY_MS);
     else
-        zkl_timer_cancel(session_of(c), &c->own_timer);
+        zklock__timer_cancel(session_of(c), &c->own_timer);
 }
 
 
-zkl_contender_t *zkl_contender_new(zklock_t *l)
+zkl_contender_t *zklock__contender_new(zklock_t *l)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c = calloc(1, sizeof *c);
 
     if (!c)
         return NULL;
-    if (zkl_timers_reserve(s, 1) != 0) {
+    if (zklock__timers_reserve(s, 1) != 0) {
         free(c);
         return NULL;
     }
-    if (zkl_cond_init(&c->cond) != 0) {
-        zkl_timers_unreserve(s, 1);
+    if (zklock__cond_init(&c->cond) != 0) {
+        zklock__timers_unreserve(s, 1);
         free(c);
         return NULL;
     }
-    c->own_timer.fire = zkl_own_watch_due;
-    zkl_make_prefix(c->prefix, l->opts.wire, s->rng);
+    c->own_timer.fire = zklock__own_watch_due;
+    zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->owner = pthread_self();
     c->attached = true;
@@ -138,7 +138,7 @@ static void unlink_contender(zkl_contender_t *c)
 
 /* Frees c once nobody can reach it: no owner, no request in flight, no
  * watch that could still fire, and nothing left on the server. */
-void zkl_reap(zkl_contender_t *c)
+void zklock__reap(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
@@ -149,22 +149,22 @@ void zkl_reap(zkl_contender_t *c)
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
     unlink_contender(c);
-    zkl_timer_cancel(l->s, &c->own_timer);
-    zkl_timers_unreserve(l->s, 1);
+    zklock__timer_cancel(l->s, &c->own_timer);
+    zklock__timers_unreserve(l->s, 1);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);
     free(c);
-    zkl_lock_unref(l);
+    zklock__lock_unref(l);
 }
 
-void zkl_detach(zkl_contender_t *c)
+void zklock__detach(zkl_contender_t *c)
 {
     c->attached = false;
-    zkl_reap(c);
+    zklock__reap(c);
 }
 
-zkl_contender_t *zkl_thread_contender(const zklock_t *l)
+zkl_contender_t *zklock__thread_contender(const zklock_t *l)
 {
     pthread_t self = pthread_self();
     for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
@@ -175,7 +175,7 @@ zkl_contender_t *zkl_thread_contender(const zklock_t *l)
 
 /* ---- outcomes ------------------------------------------------------------- */
 
-void zkl_finish(zkl_contender_t *c)
+void zklock__finish(zkl_contender_t *c)
 {
     c->phase = ZKL_GONE;
     wake(c);
@@ -183,10 +183,10 @@ void zkl_finish(zkl_contender_t *c)
 }
 
 /* Starts over with a new node name (the old one is gone or was never ours). */
-void zkl_requeue(zkl_contender_t *c)
+void zklock__requeue(zkl_contender_t *c)
 {
-    zkl_set_node(c, NULL);
-    zkl_forget_blocker(c);
+    zklock__set_node(c, NULL);
+    zklock__forget_blocker(c);
     c->create_unknown = false;
     c->fast = false;
     if (c->phase == ZKL_LEAVING)
@@ -194,14 +194,14 @@ void zkl_requeue(zkl_contender_t *c)
     c->phase = ZKL_QUEUING;
     c->need_list = false;
     c->heir = false; /* its writer's place is gone too: queue as a reader */
-    zkl_make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
+    zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
-void zkl_become_holder(zkl_contender_t *c)
+void zklock__become_holder(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    zkl_forget_blocker(c);
+    zklock__forget_blocker(c);
     if (c->heir) {
         /* A downgrade heir holds by its writer's place, and so by its token:
          * its own node is newer than a writer queued behind, whose token
@@ -211,7 +211,7 @@ void zkl_become_holder(zkl_contender_t *c)
     c->phase = ZKL_HELD;
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
-    zkl_arm_own_watch(c); /* if its delay is over */
+    zklock__arm_own_watch(c); /* if its delay is over */
     wake(c);
 }
 
@@ -228,14 +228,14 @@ static void report_lost(zkl_contender_t *c, int reason)
  * means "our node is gone, we do not know why yet": the session may have
  * ended (a process paused past its session timeout sees the deletion before
  * the expiry), so the engine asks the server before on_lost says which
- * (zkl_confirm_loss). The hold is over for the owner at once either way. */
-void zkl_lose(zkl_contender_t *c, int reason)
+ * (zklock__confirm_loss). The hold is over for the owner at once either way. */
+void zklock__lose(zkl_contender_t *c, int reason)
 {
     if (c->waiting) {
-        zkl_requeue(c);
+        zklock__requeue(c);
         return;
     }
-    zkl_set_node(c, NULL);
+    zklock__set_node(c, NULL);
     c->phase = ZKL_LOST;
     c->holds = 0;
     c->loss_unconfirmed = reason == 0;
@@ -244,7 +244,7 @@ void zkl_lose(zkl_contender_t *c, int reason)
     wake(c);
 }
 
-void zkl_confirm_loss(zkl_contender_t *c, int reason)
+void zklock__confirm_loss(zkl_contender_t *c, int reason)
 {
     if (!c->loss_unconfirmed)
         return;
@@ -254,16 +254,16 @@ void zkl_confirm_loss(zkl_contender_t *c, int reason)
 
 /* A release found its hold already gone: zklock_release() answers
  * ZKLOCK_ELOST, and on_lost is still told, once, like for any lost hold. */
-void zkl_release_found_lost(zkl_contender_t *c, int reason)
+void zklock__release_found_lost(zkl_contender_t *c, int reason)
 {
     c->result = ZKLOCK_ELOST;
     report_lost(c, reason);
 }
 
-void zkl_give_up(zkl_contender_t *c, int rc)
+void zklock__give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
     c->phase = ZKL_LEAVING;
-    zkl_step(c);
+    zklock__step(c);
 }
 

@@ -11,12 +11,12 @@
 /* The session whose callback the calling thread is running, if any. */
 static __thread zklock_session_t *running_callback_of;
 
-bool zkl_in_callback(const zklock_session_t *s)
+bool zklock__in_callback(const zklock_session_t *s)
 {
     return running_callback_of == s;
 }
 
-void zkl_dispatch_push(zklock_session_t *s, struct zkl_callback *cb)
+void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb)
 {
     cb->next = NULL;
     if (s->cb_tail)
@@ -41,7 +41,7 @@ static struct zkl_callback *pop(zklock_session_t *s)
 
 /* With s->mu held: runs the first queued callback (the mutex is dropped
  * meanwhile); false if there was none. */
-bool zkl_dispatch_one(zklock_session_t *s)
+bool zklock__dispatch_one(zklock_session_t *s)
 {
     struct zkl_callback *cb = pop(s);
 
@@ -61,7 +61,7 @@ bool zkl_dispatch_one(zklock_session_t *s)
 
 /* Takes the queued callbacks of `owner` out of the queue, in order, and
  * returns them as a list (linked by next). */
-struct zkl_callback *zkl_dispatch_take(zklock_session_t *s, const void *owner)
+struct zkl_callback *zklock__dispatch_take(zklock_session_t *s, const void *owner)
 {
     struct zkl_callback **p = &s->cb_head, *prev = NULL, *taken = NULL, **tail = &taken;
 
@@ -83,7 +83,7 @@ struct zkl_callback *zkl_dispatch_take(zklock_session_t *s, const void *owner)
 }
 
 /* A session being freed: whatever is still queued is dropped. */
-void zkl_dispatch_drop_all(zklock_session_t *s)
+void zklock__dispatch_drop_all(zklock_session_t *s)
 {
     struct zkl_callback *cb;
 

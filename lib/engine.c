@@ -4,7 +4,7 @@
  *
  * Everything here runs with s->mu held and only uses ZooKeeper's
  * asynchronous calls; completions and watches re-enter on ZooKeeper's
- * completion thread. zkl_step() looks at what a contender knows and sends
+ * completion thread. zklock__step() looks at what a contender knows and sends
  * the next request; it is idempotent, so "the connection is back" simply
  * means "step everyone".
  *
@@ -31,7 +31,7 @@ static void parent_done(int rc, const char *value, const void *data);
 static void top_parent_done(int rc, const char *value, const void *data);
 static void loss_probe_done(int rc, const struct Stat *st, const void *data);
 
-char *zkl_child_path(const char *dir, const char *name)
+char *zklock__child_path(const char *dir, const char *name)
 {
     size_t dl = strlen(dir), nl = strlen(name);
     char *p = malloc(dl + 1 + nl + 1);
@@ -47,7 +47,7 @@ char *zkl_child_path(const char *dir, const char *name)
 /* ---- requests ------------------------------------------------------------ */
 
 /* Called before each request: counts it and stamps the generation. */
-void zkl_op_begin(zkl_contender_t *c)
+void zklock__op_begin(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     c->ops++;
@@ -57,7 +57,7 @@ void zkl_op_begin(zkl_contender_t *c)
 }
 
 /* Called first in every completion: true if the answer is current. */
-bool zkl_op_end(zkl_contender_t *c)
+bool zklock__op_end(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     c->ops--;
@@ -68,18 +68,18 @@ bool zkl_op_end(zkl_contender_t *c)
 }
 
 /* A request that could not even be queued by the client. */
-void zkl_op_refused(zkl_contender_t *c, int rc)
+void zklock__op_refused(zkl_contender_t *c, int rc)
 {
-    zkl_op_end(c);
+    zklock__op_end(c);
     c->busy--;
     if (transient(rc) || session_ending(rc)) {
         /* the session event that explains it will follow; until then, or
          * until the retry timer, send nothing */
         c->backoff = true;
-        zkl_retry_later(session_of(c));
+        zklock__retry_later(session_of(c));
         return;
     }
-    zkl_give_up(c, rc);
+    zklock__give_up(c, rc);
 }
 
 
@@ -102,10 +102,10 @@ static void send_parents(zkl_contender_t *c)
         if (slash)
             *slash = '\0';
         c->busy++;
-        zkl_op_begin(c);
+        zklock__op_begin(c);
         if (zoo_acreate(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
                         top ? top_parent_done : parent_done, c) != ZOK) {
-            zkl_op_end(c); /* the create that follows is refused too, and says why */
+            zklock__op_end(c); /* the create that follows is refused too, and says why */
             c->busy--;
             break;
         }
@@ -119,7 +119,7 @@ static void send_parents(zkl_contender_t *c)
 
 static char *new_node_name(zkl_contender_t *c)
 {
-    const char *dir = c->l->path, *tag = zkl_tag_text(c->l->tag);
+    const char *dir = c->l->path, *tag = zklock__tag_text(c->l->tag);
     size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
     char *name = malloc(len);
 
@@ -139,10 +139,10 @@ static void send_list(zkl_contender_t *c)
 
     c->need_list = false;
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_aget_children2(s->zh, c->l->path, 0, list_done, c);
     if (rc != ZOK)
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
 }
 
 /* The create and the listing go out back to back: ZooKeeper answers a
@@ -158,21 +158,21 @@ static void send_create(zkl_contender_t *c)
     int rc;
 
     if (!name) {
-        zkl_give_up(c, ZKLOCK_ENOMEM);
+        zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
     c->parent_rc = 0; /* it speaks of this create's parents only */
-    c->fast = !c->heir && !c->need_parents && zkl_fast_take(c);
+    c->fast = !c->heir && !c->need_parents && zklock__fast_take(c);
     if (c->need_parents)
         send_parents(c);
     c->need_parents = false;
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity),
                       &ZOO_OPEN_ACL_UNSAFE, mode, create_done, c);
     free(name);
     if (rc != ZOK) {
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
         return;
     }
     if (!c->heir && !c->fast)
@@ -187,25 +187,25 @@ static void send_recovery(zkl_contender_t *c)
     int rc;
 
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_async(s->zh, c->l->path, sync_done, c);
     if (rc != ZOK) {
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
         return;
     }
     send_list(c);
 }
 
-void zkl_send_owner_check(zkl_contender_t *c)
+void zklock__send_owner_check(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     int rc;
 
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_aget(s->zh, c->node, 0, owner_done, c);
     if (rc != ZOK)
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
 }
 
 static void send_delete(zkl_contender_t *c)
@@ -214,17 +214,17 @@ static void send_delete(zkl_contender_t *c)
     int rc;
 
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_adelete(s->zh, c->node, -1, delete_done, c);
     if (rc != ZOK)
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
 }
 
 /* A stray is one of our own nodes that a lost reply made us create twice:
  * delete it without waiting; a later listing finds it again if this fails. */
-void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *name)
+void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char *name)
 {
-    char *path = zkl_child_path(dir, name);
+    char *path = zklock__child_path(dir, name);
 
     if (path && zoo_adelete(s->zh, path, -1, session_op_done, s) == ZOK) {
         s->ops++;
@@ -242,24 +242,24 @@ static void send_loss_probe(zkl_contender_t *c)
     int rc;
 
     c->busy++;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_aexists(s->zh, c->l->path, 0, loss_probe_done, c);
     if (rc != ZOK)
-        zkl_op_refused(c, rc);
+        zklock__op_refused(c, rc);
 }
 
 static void step_leaving(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    zkl_forget_blocker(c);
+    zklock__forget_blocker(c);
     if (c->busy)
         return; /* the chain in flight decides what is there to delete */
     if (!c->node && !c->create_unknown) {
-        zkl_finish(c);
+        zklock__finish(c);
         return;
     }
-    if (!zkl_connected(s) || c->backoff)
+    if (!zklock__connected(s) || c->backoff)
         return;
     if (c->create_unknown)
         send_recovery(c);
@@ -267,7 +267,7 @@ static void step_leaving(zkl_contender_t *c)
         send_delete(c);
 }
 
-void zkl_step(zkl_contender_t *c)
+void zklock__step(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
@@ -275,12 +275,12 @@ void zkl_step(zkl_contender_t *c)
         step_leaving(c);
         return;
     }
-    if (!zkl_connected(s) || c->backoff)
+    if (!zklock__connected(s) || c->backoff)
         return;
     if (c->phase == ZKL_LOST && c->loss_unconfirmed && !c->busy)
         send_loss_probe(c);
     if (c->phase == ZKL_HELD || c->phase == ZKL_QUEUING)
-        zkl_arm_own_watch(c);
+        zklock__arm_own_watch(c);
     if (c->busy || c->phase != ZKL_QUEUING)
         return;
     if (c->create_unknown)
@@ -294,33 +294,33 @@ void zkl_step(zkl_contender_t *c)
 
 /* ---- answers -------------------------------------------------------------- */
 
-void zkl_settle(zkl_contender_t *c)
+void zklock__settle(zkl_contender_t *c)
 {
-    zkl_step(c);
-    zkl_reap(c);
+    zklock__step(c);
+    zklock__reap(c);
 }
 
 /* A request failed: retry when the connection is back, or give up. */
-void zkl_failed(zkl_contender_t *c, int rc)
+void zklock__failed(zkl_contender_t *c, int rc)
 {
     if (transient(rc)) {
         if (c->try_once && c->phase == ZKL_QUEUING)
-            zkl_give_up(c, rc); /* try-once answers at once */
+            zklock__give_up(c, rc); /* try-once answers at once */
         return;
     }
     if (!session_ending(rc) && c->phase == ZKL_QUEUING)
-        zkl_give_up(c, rc);
+        zklock__give_up(c, rc);
 }
 
 /* A request failed for want of a connection. Retrying at once would spin
  * until the client notices; wait for the resume that follows the
  * reconnection (or, for the rarer answers that no session event follows,
  * such as "throttled", the session thread's retry timer). */
-void zkl_back_off(zkl_contender_t *c, int rc)
+void zklock__back_off(zkl_contender_t *c, int rc)
 {
     if (transient(rc)) {
         c->backoff = true;
-        zkl_retry_later(session_of(c));
+        zklock__retry_later(session_of(c));
     }
 }
 
@@ -331,11 +331,11 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
     if (c->phase != ZKL_QUEUING)
         return;
     if (c->heir) {
-        zkl_become_holder(c);
-    } else if (fast && zkl_fast_holds(c, czxid)) {
+        zklock__become_holder(c);
+    } else if (fast && zklock__fast_holds(c, czxid)) {
         c->alone = true;
         session_of(c)->stats.fast_acquired++;
-        zkl_become_holder(c);
+        zklock__become_holder(c);
     } else if (fast) {
         c->need_list = true;
     }
@@ -349,26 +349,26 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
     c->fast = false;
     c->busy--;
     if (rc == ZOK) {
-        zkl_set_node(c, strdup(name));
+        zklock__set_node(c, strdup(name));
         if (!c->node) {
             /* We cannot name our node; it goes when the session does. */
-            zkl_give_up(c, ZKLOCK_ENOMEM);
+            zklock__give_up(c, ZKLOCK_ENOMEM);
         } else {
             struct zkl_entry e;
-            c->seq = zkl_parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
+            c->seq = zklock__parse_name(basename_of(name), &e) == 0 ? e.seq : 0;
             c->czxid = st->czxid;
             created(c, fast, st->czxid);
         }
     } else if (rc == ZNONODE && !c->heir) {
         if (c->parent_rc != 0)
-            zkl_failed(c, c->parent_rc); /* the lock path cannot be made */
+            zklock__failed(c, c->parent_rc); /* the lock path cannot be made */
         else
             c->need_parents = true; /* the listing fails too; step starts over */
     } else if (transient(rc)) {
         c->create_unknown = true;
-        zkl_failed(c, rc);
+        zklock__failed(c, rc);
     } else {
-        zkl_failed(c, rc);
+        zklock__failed(c, rc);
     }
     ZKL_COMPLETION_END(c);
 }
@@ -412,24 +412,24 @@ static void list_done(int rc, const struct String_vector *names, const struct St
     c->busy--;
     if (rc == ZOK) {
         if (c->node || c->create_unknown)
-            zkl_judge(c, names, st);
+            zklock__judge(c, names, st);
     } else if (rc == ZNONODE) {
         /* No lock path: nothing of ours can be under it. A downgrade heir
          * never makes the path: its writer's place is gone with it. */
         if (c->create_unknown && c->heir) {
-            zkl_requeue(c);
+            zklock__requeue(c);
         } else if (c->create_unknown) {
             c->create_unknown = false;
             c->need_parents = true;
         } else if (c->node) {
-            zkl_requeue(c);
+            zklock__requeue(c);
         }
     } else if (transient(rc)) {
         c->need_list = c->node != NULL;
-        zkl_failed(c, rc);
+        zklock__failed(c, rc);
     } else if (!session_ending(rc)) {
         c->create_unknown = false; /* we cannot look (ACL?): it goes with the session */
-        zkl_failed(c, rc);
+        zklock__failed(c, rc);
     }
     ZKL_COMPLETION_END(c);
 }
@@ -448,15 +448,15 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
     if (rc == ZOK && st->ephemeralOwner == s->session_id) {
         c->czxid = st->czxid;
         if (c->heir && c->phase == ZKL_QUEUING)
-            zkl_become_holder(c); /* a heir holds by its writer's place */
+            zklock__become_holder(c); /* a heir holds by its writer's place */
         else
             c->need_list = true;
     } else if (transient(rc)) {
         c->create_unknown = true; /* look again */
-        zkl_set_node(c, NULL);
+        zklock__set_node(c, NULL);
     } else {
         /* Gone, or not ours after all: never touch it, start afresh. */
-        zkl_requeue(c);
+        zklock__requeue(c);
     }
     ZKL_COMPLETION_END(c);
 }
@@ -469,10 +469,10 @@ static void delete_done(int rc, const void *data)
         /* "No node" after a delete whose reply was lost is that delete's
          * success; on a first attempt, the node was gone before we came. */
         if (rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
-            zkl_release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
+            zklock__release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
         if (rc == ZOK && c->alone)
-            zkl_fast_remember(c);
-        zkl_set_node(c, NULL);
+            zklock__fast_remember(c);
+        zklock__set_node(c, NULL);
         c->delete_unknown = false;
     } else if (transient(rc)) {
         c->delete_unknown = true;
@@ -481,8 +481,8 @@ static void delete_done(int rc, const void *data)
          * the node goes with the session, and nobody will tell us. Take its
          * watch back now, while we still know its path; the caller hears
          * the refusal. */
-        zkl_unwatch_own(c);
-        zkl_set_node(c, NULL);
+        zklock__unwatch_own(c);
+        zklock__set_node(c, NULL);
         if (c->result == ZKLOCK_OK)
             c->result = rc;
     }
@@ -494,7 +494,7 @@ static void loss_probe_done(int rc, const struct Stat *st, const void *data)
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
     if (!transient(rc) && !session_ending(rc))
-        zkl_confirm_loss(c, ZKLOCK_LOST_DELETED); /* the session lives */
+        zklock__confirm_loss(c, ZKLOCK_LOST_DELETED); /* the session lives */
     /* else: retried after the reconnection, or the session's end says why */
     ZKL_COMPLETION_END(c);
 }
@@ -518,12 +518,12 @@ static void engine_resumed(zklock_session_t *s)
 
     /* First, so that the server removes them before our new creates: a
      * session answers in order. */
-    zkl_stale_sweep(s);
+    zklock__stale_sweep(s);
     for (; c; c = next) {
         next = c->sess_next;
         c->backoff = false;
         wake(c);
-        zkl_settle(c);
+        zklock__settle(c);
     }
 }
 
@@ -542,28 +542,28 @@ static void ended_for(zkl_contender_t *c, int reason)
     switch (c->phase) {
     case ZKL_HELD:
         if (closing && !c->waiting) {
-            zkl_set_node(c, NULL); /* ended by the user: not a loss */
+            zklock__set_node(c, NULL); /* ended by the user: not a loss */
             c->phase = ZKL_LOST;
         } else {
-            zkl_lose(c, ZKLOCK_LOST_EXPIRED);
+            zklock__lose(c, ZKLOCK_LOST_EXPIRED);
         }
         break;
     case ZKL_QUEUING:
-        zkl_requeue(c); /* on the next session (sessions from zklock_session_open) */
+        zklock__requeue(c); /* on the next session (sessions from zklock_session_open) */
         break;
     case ZKL_LEAVING:
-        zkl_set_node(c, NULL);
+        zklock__set_node(c, NULL);
         if (c->result == ZKLOCK_OK && closing)
             c->result = ZKLOCK_ECLOSED;
         else if (c->result == ZKLOCK_OK)
-            zkl_release_found_lost(c, ZKLOCK_LOST_EXPIRED); /* a release, too late */
-        zkl_finish(c);
+            zklock__release_found_lost(c, ZKLOCK_LOST_EXPIRED); /* a release, too late */
+        zklock__finish(c);
         break;
     case ZKL_LOST:
         /* A vanished node whose cause a probe was asking: the end of the
          * session is the answer (when we close it, the node's deletion is
          * all we know). */
-        zkl_confirm_loss(c, closing ? ZKLOCK_LOST_DELETED : ZKLOCK_LOST_EXPIRED);
+        zklock__confirm_loss(c, closing ? ZKLOCK_LOST_DELETED : ZKLOCK_LOST_EXPIRED);
         break;
     default:
         break;
@@ -581,7 +581,7 @@ static void engine_ended(zklock_session_t *s, int reason)
     for (c = s->contenders; c; c = next) {
         next = c->sess_next;
         if (s->ended_unconfirmed && !closing && c->phase != ZKL_GONE)
-            zkl_stale_add(c); /* it may outlive the session we gave up */
+            zklock__stale_add(c); /* it may outlive the session we gave up */
         c->busy = 0;
         c->need_list = c->need_parents = c->create_unknown = false;
         c->own_pending = c->watch_pending = false;
@@ -589,10 +589,10 @@ static void engine_ended(zklock_session_t *s, int reason)
         ended_for(c, reason);
         if (closing && c->phase == ZKL_QUEUING) {
             c->result = ZKLOCK_ECLOSED;
-            zkl_finish(c);
+            zklock__finish(c);
         }
         wake(c);
-        zkl_reap(c);
+        zklock__reap(c);
     }
 }
 
@@ -603,8 +603,8 @@ static void engine_handle_closed(zklock_session_t *s)
     for (; c; c = next) {
         next = c->sess_next;
         c->pred_watches = c->own_watches = 0;
-        zkl_watch_over(c);
-        zkl_reap(c);
+        zklock__watch_over(c);
+        zklock__reap(c);
     }
 }
 
@@ -613,7 +613,7 @@ static void engine_handle_closed(zklock_session_t *s)
 static void engine_unwatch_all(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        zkl_unwatch_both(c);
+        zklock__unwatch_both(c);
 }
 
 /* An adopted session closes: our nodes go while the connection lasts. */
@@ -621,12 +621,12 @@ static void engine_close_begin(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
         if (c->phase == ZKL_QUEUING || c->phase == ZKL_HELD)
-            zkl_give_up(c, ZKLOCK_ECLOSED);
+            zklock__give_up(c, ZKLOCK_ECLOSED);
 }
 
 static void engine_freeing(zklock_session_t *s)
 {
-    zkl_stale_free_all(s);
+    zklock__stale_free_all(s);
 }
 
 static bool engine_busy(const zklock_session_t *s)
@@ -637,7 +637,7 @@ static bool engine_busy(const zklock_session_t *s)
     return false;
 }
 
-const struct zkl_layer zkl_engine_layer = {
+const struct zkl_layer zklock__engine_layer = {
     .resumed = engine_resumed,
     .suspended = engine_suspended,
     .ended = engine_ended,

@@ -52,31 +52,31 @@ static inline void wake(zkl_contender_t *c)
 /* ---- contender.c: lifetime and outcomes ---------------------------------- */
 
 /* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
-void zkl_set_node(zkl_contender_t *c, char *node);
+void zklock__set_node(zkl_contender_t *c, char *node);
 /* Finished: nothing of ours is on the server. */
-void zkl_finish(zkl_contender_t *c);
+void zklock__finish(zkl_contender_t *c);
 /* Starts over with a new node name (the old one is gone or was never ours). */
-void zkl_requeue(zkl_contender_t *c);
-void zkl_become_holder(zkl_contender_t *c);
+void zklock__requeue(zkl_contender_t *c);
+void zklock__become_holder(zkl_contender_t *c);
 /* A held lock is gone (reason: ZKLOCK_LOST_EXPIRED, ZKLOCK_LOST_DELETED, or
- * 0: the node is gone, and zkl_confirm_loss will say why). */
-void zkl_lose(zkl_contender_t *c, int reason);
-void zkl_confirm_loss(zkl_contender_t *c, int reason);
+ * 0: the node is gone, and zklock__confirm_loss will say why). */
+void zklock__lose(zkl_contender_t *c, int reason);
+void zklock__confirm_loss(zkl_contender_t *c, int reason);
 /* A release found its hold already gone (the delete's answer). */
-void zkl_release_found_lost(zkl_contender_t *c, int reason);
+void zklock__release_found_lost(zkl_contender_t *c, int reason);
 
 /* ---- engine.c: requests and their answers -------------------------------- */
 
-void zkl_op_begin(zkl_contender_t *c);  /* before each request */
-bool zkl_op_end(zkl_contender_t *c);    /* first in each answer: is it current? */
-void zkl_op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
-void zkl_failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
-void zkl_back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
-void zkl_settle(zkl_contender_t *c);             /* step, and free if finished */
+void zklock__op_begin(zkl_contender_t *c);  /* before each request */
+bool zklock__op_end(zkl_contender_t *c);    /* first in each answer: is it current? */
+void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
+void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
+void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
+void zklock__settle(zkl_contender_t *c);             /* step, and free if finished */
 /* After a lost create reply: is the node we found ours (its owner our session)? */
-void zkl_send_owner_check(zkl_contender_t *c);
+void zklock__send_owner_check(zkl_contender_t *c);
 /* Deletes a duplicate of our own node, found in a listing, without waiting. */
-void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
+void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
 
 /* Every completion and watcher runs through this: lock, drop stale
  * answers, handle, step, maybe free. */
@@ -84,57 +84,58 @@ void zkl_send_stray_delete(zklock_session_t *s, const char *dir, const char *nam
     zkl_contender_t *c = (zkl_contender_t *)data; \
     zklock_session_t *s = session_of(c);          \
     pthread_mutex_lock(&s->mu);                   \
-    if (!zkl_op_end(c)) {                         \
-        zkl_reap(c);                              \
+    if (!zklock__op_end(c)) {                         \
+        zklock__reap(c);                              \
         pthread_mutex_unlock(&s->mu);             \
         return;                                   \
     }                                             \
-    zkl_learn_completion_thread(s);               \
-    zkl_back_off(c, rc)
+    zklock__learn_completion_thread(s);               \
+    zklock__back_off(c, rc)
 #define ZKL_COMPLETION_END(c) \
-    zkl_settle(c);            \
+    zklock__settle(c);            \
     pthread_mutex_unlock(&s->mu)
 
 /* ---- judge.c: what a listing means for us ---------------------------------- */
 
-void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent);
+void zklock__judge(zkl_contender_t *c, const struct String_vector *names,
+                   const struct Stat *parent);
 
 /* ---- fastpath.c: acquiring without a listing -------------------------------- */
 
 /* A listing made c the holder: was its node alone, with nothing created after? */
-bool zkl_fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent);
+bool zklock__fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent);
 /* c's alone node is deleted: the handle's next create may skip the listing. */
-void zkl_fast_remember(zkl_contender_t *c);
+void zklock__fast_remember(zkl_contender_t *c);
 /* A create goes out: may it skip the listing? (uses up what the handle knew) */
-bool zkl_fast_take(zkl_contender_t *c);
+bool zklock__fast_take(zkl_contender_t *c);
 /* c's create went out without a listing: does it hold? */
-bool zkl_fast_holds(const zkl_contender_t *c, int64_t czxid);
+bool zklock__fast_holds(const zkl_contender_t *c, int64_t czxid);
 
 /* ---- stale.c: our nodes that outlived a session we gave up ------------------ */
 
 /* The session is ending without a server saying so: remember c's node. */
-void zkl_stale_add(zkl_contender_t *c);
+void zklock__stale_add(zkl_contender_t *c);
 /* Connected: remove the remembered nodes. */
-void zkl_stale_sweep(zklock_session_t *s);
+void zklock__stale_sweep(zklock_session_t *s);
 /* Is dir/name such a node? (It never blocks us.) */
-bool zkl_stale_match(const zklock_session_t *s, const char *dir, const char *name);
-void zkl_stale_free_all(zklock_session_t *s);
+bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char *name);
+void zklock__stale_free_all(zklock_session_t *s);
 
 /* ---- watch.c: the node that blocks us, and our own ------------------------- */
 
 /* Watches the node that blocks us (blockers: how many do). */
-void zkl_watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers);
+void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers);
 /* We no longer care about the node we watched. */
-void zkl_forget_blocker(zkl_contender_t *c);
+void zklock__forget_blocker(zkl_contender_t *c);
 /* The predecessor watch is over (fired, removed, refused or forgotten). */
-void zkl_watch_over(zkl_contender_t *c);
+void zklock__watch_over(zkl_contender_t *c);
 /* Sets the watch on our own node, if its delay is over. */
-void zkl_arm_own_watch(zkl_contender_t *c);
+void zklock__arm_own_watch(zkl_contender_t *c);
 /* Takes our own node's watch back (its path is about to be forgotten). */
-void zkl_unwatch_own(zkl_contender_t *c);
+void zklock__unwatch_own(zkl_contender_t *c);
 /* Takes back both watches (an adopted handle's close or expiry). */
-void zkl_unwatch_both(zkl_contender_t *c);
+void zklock__unwatch_both(zkl_contender_t *c);
 /* The session thread's timer: the own-node watch's delay is over. */
-void zkl_own_watch_due(struct zkl_timer *t, zklock_session_t *s);
+void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s);
 
 #endif

@@ -37,13 +37,13 @@ static int64_t creations_of(const struct Stat *parent)
 /* A listing made us the holder: was our node the only one (so every older
  * node is gone), with nothing created after it? The second half also checks
  * that the server numbers nodes the way the fast path assumes. */
-bool zkl_fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
+bool zklock__fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
 {
     return nodes == 1 && creations_of(parent) == (int64_t)c->seq + 1;
 }
 
 /* Our alone node is deleted: the handle's next create may skip the listing. */
-void zkl_fast_remember(zkl_contender_t *c)
+void zklock__fast_remember(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
@@ -54,7 +54,7 @@ void zkl_fast_remember(zkl_contender_t *c)
 }
 
 /* Called as a create goes out: one create may use what the handle knows. */
-bool zkl_fast_take(zkl_contender_t *c)
+bool zklock__fast_take(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
     bool known = l->alone_known && l->alone_gen == session_of(c)->gen;
@@ -68,7 +68,7 @@ bool zkl_fast_take(zkl_contender_t *c)
 }
 
 /* The rule above, for our new node (c->seq, created at czxid). */
-bool zkl_fast_holds(const zkl_contender_t *c, int64_t czxid)
+bool zklock__fast_holds(const zkl_contender_t *c, int64_t czxid)
 {
     int64_t gap = czxid - c->fast_prev_zxid;
 

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
+int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   const zklock_opts_t *opts, enum zkl_tag curator_tag,
                   enum zkl_tag kazoo_tag)
 {
     int rc = 0;
 
-    if (!s || zkl_path_check(path) != 0)
+    if (!s || zklock__path_check(path) != 0)
         return ZKLOCK_EINVAL;
     if (opts && opts->wire != ZKLOCK_WIRE_CURATOR && opts->wire != ZKLOCK_WIRE_KAZOO)
         return ZKLOCK_EINVAL;
@@ -19,7 +19,7 @@ int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         l->opts = *opts;
     l->s = s;
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
-    l->shared = zkl_tag_shared(l->tag);
+    l->shared = zklock__tag_shared(l->tag);
     l->refs = 1;
     l->path = strdup(path);
     if (!l->path)
@@ -37,7 +37,7 @@ int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     return rc;
 }
 
-void zkl_lock_fini(zklock_t *l)
+void zklock__lock_fini(zklock_t *l)
 {
     pthread_mutex_lock(&l->s->mu);
     l->s->nlocks--;
@@ -46,7 +46,7 @@ void zkl_lock_fini(zklock_t *l)
 }
 
 /* With s->mu held; the last reference frees the handle. */
-void zkl_lock_unref(zklock_t *l)
+void zklock__lock_unref(zklock_t *l)
 {
     if (--l->refs > 0)
         return;

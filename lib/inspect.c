@@ -152,9 +152,9 @@ static int session_rc(zklock_session_t *s)
 {
     if (s->closing || s->state == ZKL_S_CLOSED)
         return ZKLOCK_ECLOSED;
-    if (zkl_on_completion_thread(s))
+    if (zklock__on_completion_thread(s))
         return ZKLOCK_EDEADLK;
-    if (!zkl_connected(s))
+    if (!zklock__connected(s))
         return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
     return 0;
 }
@@ -178,9 +178,9 @@ static void read_nodes(struct reading *r, const char *path)
     }
     for (int i = 0; i < r->nnames && r->rc == 0; i++) {
         char *full;
-        if (zkl_parse_name(r->names[i], &r->q[r->n]) != 0)
+        if (zklock__parse_name(r->names[i], &r->q[r->n]) != 0)
             continue;
-        full = zkl_child_path(path, r->names[i]);
+        full = zklock__child_path(path, r->names[i]);
         if (!full) {
             r->rc = ZKLOCK_ENOMEM;
             break;
@@ -228,7 +228,7 @@ static bool fill_node(zklock_node_t *node, struct queue_block *b, const struct z
         node->identity = "";
     a->data = NULL;
     node->kind = kind_of(e->tag);
-    node->shared = zkl_tag_shared(e->tag);
+    node->shared = zklock__tag_shared(e->tag);
     node->holds = holds;
     node->seq = e->seq;
     node->token = a->st.czxid;
@@ -262,10 +262,10 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
         live[n].mine = false;
         live[n++].index = (uint32_t)i;
     }
-    zkl_sort(live, n, n ? live[0].seq : 0);
+    zklock__sort(live, n, n ? live[0].seq : 0);
     for (size_t i = 0; i < n; i++) {
         int blockers;
-        bool holds = zkl_blocker(live, i, &blockers) < 0;
+        bool holds = zklock__blocker(live, i, &blockers) < 0;
         if (!fill_node(&b->nodes[i], b, &live[i], &r->answers[live[i].index], holds)) {
             free(live);
             zklock_queue_free(&b->q);
@@ -308,11 +308,11 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
     if (!out)
         return ZKLOCK_EINVAL;
     *out = NULL;
-    if (!s || zkl_path_check(path) != 0)
+    if (!s || zklock__path_check(path) != 0)
         return ZKLOCK_EINVAL;
     memset(&r, 0, sizeof r);
     r.s = s;
-    if (zkl_cond_init(&r.cond) != 0)
+    if (zklock__cond_init(&r.cond) != 0)
         return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&s->mu);
     rc = enter(s);
@@ -367,7 +367,7 @@ static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, 
     pthread_mutex_lock(&s->mu);
     if (w->registered) {
         w->registered = 0;
-        zkl_watch_gone(s);
+        zklock__watch_gone(s);
     }
     w->fired = true;
     if (w->abandoned)
@@ -420,7 +420,7 @@ static void qwatch_done(struct zkl_qwatch *w)
     if (w->registered && s->zh &&
         zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
         w->registered = 0;
-        zkl_watch_gone(s);
+        zklock__watch_gone(s);
     }
     if (w->registered)
         w->abandoned = true;
@@ -469,7 +469,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
         return ZKLOCK_ENOMEM;
     }
     w->s = s;
-    zkl_deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
     pthread_mutex_lock(&s->mu);
     w->next = s->qwatches;
     s->qwatches = w;
@@ -477,7 +477,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
     if (rc == 0) {
         rc = send_qwatch(w, since);
         while (rc == 0 && !differs(w, since) && !w->fired && !w->ended) {
-            if (timeout_ms >= 0 && zkl_passed(&deadline)) {
+            if (timeout_ms >= 0 && zklock__passed(&deadline)) {
                 rc = ZKLOCK_ETIMEDOUT;
             } else if (timeout_ms < 0) {
                 pthread_cond_wait(&s->cond, &s->mu);
@@ -523,14 +523,14 @@ static void inspect_unwatch_all(zklock_session_t *s)
         if (w->registered && s->zh &&
             zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
             w->registered = 0;
-            zkl_watch_gone(s);
+            zklock__watch_gone(s);
             if (w->abandoned)
                 unlink_qwatch(w);
         }
     }
 }
 
-const struct zkl_layer zkl_inspect_layer = {
+const struct zkl_layer zklock__inspect_layer = {
     .ended = inspect_ended,
     .handle_closed = inspect_handle_closed,
     .unwatch_all = inspect_unwatch_all,

@@ -1,8 +1,11 @@
 /*
  * internal.h: libzklock's private structures. Never installed.
  *
- * Internal names use the zkl_ prefix; only zklock_ names are exported
- * (the library is built with -fvisibility=hidden).
+ * Naming: internal functions and variables are zklock__name (two
+ * underscores). The shared library exports only the public zklock_ API
+ * (-fvisibility=hidden), but a static archive has every global in it: so
+ * every global stays in the library's namespace (test/check-exports.sh).
+ * Internal types and macros, which are not symbols, are zkl_ and ZKL_.
  *
  * Locking: one mutex per session (s->mu) guards everything reachable from
  * the session: its locks, their contenders, the callback queue, the counters.
@@ -28,17 +31,17 @@
 #define ZKL_PATH_MAX 1024
 
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
-int zkl_path_check(const char *path);
+int zklock__path_check(const char *path);
 
 /* ---- clock.c: monotonic time --------------------------------------------- */
 
-int zkl_cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
-void zkl_now(struct timespec *ts);
-void zkl_later(struct timespec *ts, const struct timespec *base, int64_t ms);
-void zkl_deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
-bool zkl_earlier(const struct timespec *a, const struct timespec *b);
-bool zkl_passed(const struct timespec *ts);
-int64_t zkl_ms_between(const struct timespec *from, const struct timespec *to);
+int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
+void zklock__now(struct timespec *ts);
+void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
+void zklock__deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
+bool zklock__earlier(const struct timespec *a, const struct timespec *b);
+bool zklock__passed(const struct timespec *ts);
+int64_t zklock__ms_between(const struct timespec *from, const struct timespec *to);
 
 /* ---- timer.c: what the session thread sleeps on --------------------------- */
 
@@ -57,16 +60,16 @@ struct zkl_timers {
 };
 
 /* Owners of timers reserve their slots first; arming then never fails. */
-int zkl_timers_reserve(zklock_session_t *s, size_t k);
-void zkl_timers_unreserve(zklock_session_t *s, size_t k);
-void zkl_timers_free(zklock_session_t *s);
-void zkl_timer_arm(zklock_session_t *s, struct zkl_timer *t, const struct timespec *at);
-void zkl_timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms);
-void zkl_timer_cancel(zklock_session_t *s, struct zkl_timer *t);
-bool zkl_timer_armed(const struct zkl_timer *t);
+int zklock__timers_reserve(zklock_session_t *s, size_t k);
+void zklock__timers_unreserve(zklock_session_t *s, size_t k);
+void zklock__timers_free(zklock_session_t *s);
+void zklock__timer_arm(zklock_session_t *s, struct zkl_timer *t, const struct timespec *at);
+void zklock__timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms);
+void zklock__timer_cancel(zklock_session_t *s, struct zkl_timer *t);
+bool zklock__timer_armed(const struct zkl_timer *t);
 /* The session thread: fires what is due; sleeps until the next or a kick. */
-void zkl_timers_fire_due(zklock_session_t *s);
-void zkl_timers_sleep(zklock_session_t *s);
+void zklock__timers_fire_due(zklock_session_t *s);
+void zklock__timers_sleep(zklock_session_t *s);
 
 /* ---- dispatch.c: the user's callbacks, in order ---------------------------- */
 
@@ -83,12 +86,12 @@ struct zkl_callback {
     const void *owner; /* what it is about (a lock handle), or NULL */
 };
 
-void zkl_dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
-bool zkl_dispatch_one(zklock_session_t *s);
-struct zkl_callback *zkl_dispatch_take(zklock_session_t *s, const void *owner);
-void zkl_dispatch_drop_all(zklock_session_t *s);
+void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
+bool zklock__dispatch_one(zklock_session_t *s);
+struct zkl_callback *zklock__dispatch_take(zklock_session_t *s, const void *owner);
+void zklock__dispatch_drop_all(zklock_session_t *s);
 /* Is the calling thread inside one of s's callbacks? */
-bool zkl_in_callback(const zklock_session_t *s);
+bool zklock__in_callback(const zklock_session_t *s);
 
 /* ---- node.c: node names, queue order, the "who blocks me" rule ---------- */
 
@@ -102,9 +105,9 @@ enum zkl_tag {
 };
 
 /* The text of a tag ("lock-", "__READ__", ...). */
-const char *zkl_tag_text(enum zkl_tag tag);
+const char *zklock__tag_text(enum zkl_tag tag);
 /* Shared (reader) tags never block each other. */
-bool zkl_tag_shared(enum zkl_tag tag);
+bool zklock__tag_shared(enum zkl_tag tag);
 
 /* One child of a lock path that is a lock node. */
 struct zkl_entry {
@@ -113,30 +116,30 @@ struct zkl_entry {
     int32_t key;      /* seq relative to a reference: the sort key */
     uint8_t tag;      /* enum zkl_tag */
     bool mine;        /* a stray node of the contender judging the queue */
-    uint32_t index;   /* the caller's own: carried through zkl_sort */
+    uint32_t index;   /* the caller's own: carried through zklock__sort */
 };
 
 /* Parses a child name. Returns 0 and fills e (name, seq, tag) for a lock
  * node of any known naming; -1 for anything else (unrelated children). */
-int zkl_parse_name(const char *name, struct zkl_entry *e);
+int zklock__parse_name(const char *name, struct zkl_entry *e);
 
 /* Sorts a queue into lock order: by sequence number in serial-number
  * arithmetic relative to `ref` (so the order survives the 2^31 wrap as long
  * as the live queue spans less than 2^31 numbers), exclusive before shared on
  * a tie (a downgrade heir follows its writer), then by name. */
-void zkl_sort(struct zkl_entry *q, size_t n, int32_t ref);
+void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref);
 
 /* The index of the entry that blocks q[self] (the nearest conflicting
  * predecessor), or -1 if q[self] may hold. *blockers = how many conflicting
  * predecessors there are. Entries marked `mine` never block. */
-int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers);
+int zklock__blocker(const struct zkl_entry *q, size_t self, int *blockers);
 
 /* Node name prefix of a new contender: "_c_<uuid>-" (Curator) or
  * "<32 hex>" (kazoo), NUL-terminated into buf (>= ZKL_PREFIX_MAX), from a
- * generator seeded by zkl_rng_seed (0, or ZKLOCK_ESYSTEM). */
+ * generator seeded by zklock__rng_seed (0, or ZKLOCK_ESYSTEM). */
 #define ZKL_PREFIX_MAX 48
-int zkl_rng_seed(uint64_t state[2]);
-void zkl_make_prefix(char *buf, int wire, uint64_t rng[2]);
+int zklock__rng_seed(uint64_t state[2]);
+void zklock__make_prefix(char *buf, int wire, uint64_t rng[2]);
 
 /* ---- the engine ---------------------------------------------------------- */
 
@@ -215,7 +218,7 @@ struct zklock {
     char *path;
     zklock_opts_t opts;
     enum zkl_tag tag;      /* the tag of the nodes this handle creates */
-    bool shared;           /* zkl_tag_shared(tag) */
+    bool shared;           /* zklock__tag_shared(tag) */
     zklock_t *sibling;     /* read/write lock: the other view */
     bool borrowed;         /* a view owned by a read/write lock */
     bool freeing;
@@ -314,47 +317,47 @@ struct zkl_layer {
     void (*freeing)(zklock_session_t *s);           /* s is being freed */
 };
 /* layers.c: every layer, NULL-terminated. */
-extern const struct zkl_layer *const zkl_layers[];
-extern const struct zkl_layer zkl_engine_layer, zkl_inspect_layer;
+extern const struct zkl_layer *const zklock__layers[];
+extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer;
 
-bool zkl_connected(const zklock_session_t *s);
+bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */
-void zkl_retry_later(zklock_session_t *s);
-bool zkl_session_claim_free(zklock_session_t *s);
-void zkl_session_free(zklock_session_t *s);
+void zklock__retry_later(zklock_session_t *s);
+bool zklock__session_claim_free(zklock_session_t *s);
+void zklock__session_free(zklock_session_t *s);
 /* With s->mu held: one watch fewer is registered (wakes a close that waits). */
-void zkl_watch_gone(zklock_session_t *s);
+void zklock__watch_gone(zklock_session_t *s);
 /* With s->mu held, in an answer or event of s->zh: this is its completion
  * thread. */
-void zkl_learn_completion_thread(zklock_session_t *s);
+void zklock__learn_completion_thread(zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
-bool zkl_on_completion_thread(const zklock_session_t *s);
+bool zklock__on_completion_thread(const zklock_session_t *s);
 
 /* ---- the engine (engine.c, contender.c, judge.c, fastpath.c, watch.c) ---------- */
 
 #define ZKL_OWN_WATCH_DELAY_MS 50
-zkl_contender_t *zkl_contender_new(zklock_t *l);
-void zkl_step(zkl_contender_t *c);
-void zkl_give_up(zkl_contender_t *c, int rc);
-void zkl_detach(zkl_contender_t *c);
-void zkl_reap(zkl_contender_t *c);
-zkl_contender_t *zkl_thread_contender(const zklock_t *l);
+zkl_contender_t *zklock__contender_new(zklock_t *l);
+void zklock__step(zkl_contender_t *c);
+void zklock__give_up(zkl_contender_t *c, int rc);
+void zklock__detach(zkl_contender_t *c);
+void zklock__reap(zkl_contender_t *c);
+zkl_contender_t *zklock__thread_contender(const zklock_t *l);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
-char *zkl_child_path(const char *dir, const char *name);
+char *zklock__child_path(const char *dir, const char *name);
 
 /* ---- handle.c: the lock handle every recipe shares ------------------------------ */
 
-int zkl_lock_init(zklock_t *l, zklock_session_t *s, const char *path,
+int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   const zklock_opts_t *opts, enum zkl_tag curator_tag,
                   enum zkl_tag kazoo_tag);
-/* Undoes zkl_lock_init for a handle that was never used. */
-void zkl_lock_fini(zklock_t *l);
+/* Undoes zklock__lock_init for a handle that was never used. */
+void zklock__lock_fini(zklock_t *l);
 /* With s->mu held; the last reference frees the handle. */
-void zkl_lock_unref(zklock_t *l);
+void zklock__lock_unref(zklock_t *l);
 
 /* ---- lock.c: the calls every recipe shares ------------------------------------- */
 
 /* Releases what l holds and drops the user's reference (zklock_free). */
-void zkl_lock_retire(zklock_t *l);
+void zklock__lock_retire(zklock_t *l);
 
 #endif

@@ -26,16 +26,16 @@ static int read_queue(zkl_contender_t *c, const struct String_vector *names,
         return -1;
     for (int i = 0; i < names->count; i++) {
         struct zkl_entry *e = &(*q)[n];
-        if (zkl_parse_name(names->data[i], e) != 0)
+        if (zklock__parse_name(names->data[i], e) != 0)
             continue; /* unrelated children do not take part */
         /* Strays of ours never block us: duplicates a lost reply made, and
          * nodes of a session we gave up that the server has not removed. */
         e->mine = (strncmp(e->name, c->prefix, plen) == 0 &&
                    !(own && strcmp(e->name, own) == 0)) ||
-                  zkl_stale_match(session_of(c), c->l->path, e->name);
+                  zklock__stale_match(session_of(c), c->l->path, e->name);
         n++;
     }
-    zkl_sort(*q, (size_t)n, c->node ? c->seq : 0);
+    zklock__sort(*q, (size_t)n, c->node ? c->seq : 0);
     for (int i = 0; own && i < n; i++)
         if (strcmp((*q)[i].name, own) == 0)
             *self = i;
@@ -65,20 +65,20 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
     for (int i = 0; i < n; i++) {
         if (!q[i].mine || strncmp(q[i].name, c->prefix, strlen(c->prefix)) != 0)
             continue; /* not this contender's (a stale node of ours) */
-        zkl_set_node(c, zkl_child_path(c->l->path, q[i].name));
+        zklock__set_node(c, zklock__child_path(c->l->path, q[i].name));
         c->seq = q[i].seq;
         if (c->node)
-            zkl_send_owner_check(c); /* ours only if our session owns it */
+            zklock__send_owner_check(c); /* ours only if our session owns it */
         return;
     }
     /* Not there: the create never happened. A heir may make it again only
      * beside its writer's node: in a path wiped (and maybe made again)
      * meanwhile, the writer's number means nothing. */
     if (c->heir && !writer_listed(c, q, n))
-        zkl_requeue(c);
+        zklock__requeue(c);
 }
 
-void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
+void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_entry *q;
@@ -86,7 +86,7 @@ void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const stru
     int n = read_queue(c, names, &q, &self);
 
     if (n < 0) {
-        zkl_give_up(c, ZKLOCK_ENOMEM);
+        zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
     s->stats.listings++;
@@ -97,7 +97,7 @@ void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const stru
     }
     for (int i = 0; i < n; i++)
         if (q[i].mine)
-            zkl_send_stray_delete(s, c->l->path, q[i].name);
+            zklock__send_stray_delete(s, c->l->path, q[i].name);
     if (c->phase != ZKL_QUEUING) {
         free(q);
         return;
@@ -105,18 +105,18 @@ void zkl_judge(zkl_contender_t *c, const struct String_vector *names, const stru
     if (self < 0) {
         /* Our node vanished while we waited (deleted by someone else):
          * queue again at the back. */
-        zkl_requeue(c);
+        zklock__requeue(c);
         free(q);
         return;
     }
-    w = zkl_blocker(q, (size_t)self, &blockers);
+    w = zklock__blocker(q, (size_t)self, &blockers);
     if (w < 0) {
-        zkl_become_holder(c);
-        c->alone = zkl_fast_alone_in(c, n, parent);
+        zklock__become_holder(c);
+        c->alone = zklock__fast_alone_in(c, n, parent);
     } else if (c->try_once) {
-        zkl_give_up(c, ZKLOCK_EBUSY);
+        zklock__give_up(c, ZKLOCK_EBUSY);
     } else {
-        zkl_watch_blocker(c, &q[w], blockers);
+        zklock__watch_blocker(c, &q[w], blockers);
     }
     free(q);
 }

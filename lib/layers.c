@@ -5,8 +5,8 @@
  * settled every contender before anyone inspecting a queue is woken. */
 #include "internal.h"
 
-const struct zkl_layer *const zkl_layers[] = {
-    &zkl_engine_layer,
-    &zkl_inspect_layer,
+const struct zkl_layer *const zklock__layers[] = {
+    &zklock__engine_layer,
+    &zklock__inspect_layer,
     NULL,
 };

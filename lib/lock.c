@@ -43,11 +43,11 @@ static int await_verdict(zkl_contender_t *c, int timeout_ms, const struct timesp
 
     while (c->phase == ZKL_QUEUING) {
         if (c->canceled)
-            zkl_give_up(c, ZKLOCK_ECANCELED);
-        else if (c->try_once && !zkl_connected(s))
-            zkl_give_up(c, ZCONNECTIONLOSS);
-        else if (timeout_ms > 0 && zkl_passed(deadline))
-            zkl_give_up(c, ZKLOCK_ETIMEDOUT);
+            zklock__give_up(c, ZKLOCK_ECANCELED);
+        else if (c->try_once && !zklock__connected(s))
+            zklock__give_up(c, ZCONNECTIONLOSS);
+        else if (timeout_ms > 0 && zklock__passed(deadline))
+            zklock__give_up(c, ZKLOCK_ETIMEDOUT);
         else if (timeout_ms > 0)
             pthread_cond_timedwait(&c->cond, &s->mu, deadline);
         else
@@ -58,17 +58,17 @@ static int await_verdict(zkl_contender_t *c, int timeout_ms, const struct timesp
         c->holds = 1;
         return ZKLOCK_OK;
     }
-    while (c->phase == ZKL_LEAVING && zkl_connected(s))
+    while (c->phase == ZKL_LEAVING && zklock__connected(s))
         pthread_cond_wait(&c->cond, &s->mu);
     rc = c->result;
-    zkl_detach(c);
+    zklock__detach(c);
     return rc;
 }
 
 static int acquire_locked(zklock_t *l, int timeout_ms)
 {
     zklock_session_t *s = l->s;
-    zkl_contender_t *c = zkl_thread_contender(l);
+    zkl_contender_t *c = zklock__thread_contender(l);
     struct timespec deadline;
     int rc;
 
@@ -77,22 +77,22 @@ static int acquire_locked(zklock_t *l, int timeout_ms)
         return ZKLOCK_OK;
     }
     if (c)
-        zkl_detach(c); /* a lost hold nobody released: start afresh */
-    if (!zkl_connected(s) && timeout_ms == 0)
+        zklock__detach(c); /* a lost hold nobody released: start afresh */
+    if (!zklock__connected(s) && timeout_ms == 0)
         return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
-    c = zkl_contender_new(l);
+    c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->prepare && (rc = l->prepare(l, c)) != 0) {
         c->phase = ZKL_GONE;
-        zkl_detach(c);
+        zklock__detach(c);
         return rc;
     }
-    zkl_deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
     c->try_once = timeout_ms == 0;
     c->waiting = true;
     enter(l);
-    zkl_step(c);
+    zklock__step(c);
     rc = await_verdict(c, timeout_ms < 0 ? -1 : timeout_ms, &deadline);
     leave(l);
     return rc;
@@ -107,7 +107,7 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     pthread_mutex_lock(&l->s->mu);
     if (closed(l))
         rc = ZKLOCK_ECLOSED;
-    else if (zkl_on_completion_thread(l->s))
+    else if (zklock__on_completion_thread(l->s))
         rc = ZKLOCK_EDEADLK; /* the answers would come on this very thread */
     else
         rc = acquire_locked(l, timeout_ms);
@@ -125,33 +125,33 @@ static int release_node(zkl_contender_t *c)
     int rc;
 
     enter(c->l);
-    zkl_give_up(c, ZKLOCK_OK);
+    zklock__give_up(c, ZKLOCK_OK);
     while (c->phase == ZKL_LEAVING)
         pthread_cond_wait(&c->cond, &s->mu);
     leave(c->l);
     rc = c->result;
-    zkl_detach(c);
+    zklock__detach(c);
     return rc;
 }
 
 static int release_locked(zklock_t *l)
 {
-    zkl_contender_t *c = zkl_thread_contender(l);
+    zkl_contender_t *c = zklock__thread_contender(l);
 
     if (closed(l)) {
         if (c)
-            zkl_detach(c);
+            zklock__detach(c);
         return ZKLOCK_ECLOSED;
     }
     if (!c)
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
-        zkl_detach(c);
+        zklock__detach(c);
         return ZKLOCK_ELOST;
     }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
-    if (c->holds == 1 && zkl_on_completion_thread(l->s))
+    if (c->holds == 1 && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     if (--c->holds > 0)
         return ZKLOCK_OK;
@@ -180,7 +180,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    c = zkl_thread_contender(l);
+    c = zklock__thread_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
     return n;
@@ -194,7 +194,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    c = zkl_thread_contender(l);
+    c = zklock__thread_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
         rc = ZKLOCK_OK;
@@ -243,7 +243,7 @@ static bool any_leaving(const zklock_t *l)
 /* Drops the callbacks still queued for l (on_lost of a hold it ends). */
 static void forget_callbacks(zklock_t *l)
 {
-    struct zkl_callback *cb = zkl_dispatch_take(l->s, l), *next;
+    struct zkl_callback *cb = zklock__dispatch_take(l->s, l), *next;
 
     for (; cb; cb = next) {
         next = cb->next;
@@ -253,7 +253,7 @@ static void forget_callbacks(zklock_t *l)
 
 /* With s->mu held: cancels the waiters, waits for every caller and callback
  * to leave, deletes the nodes still held and drops the user's reference. */
-void zkl_lock_retire(zklock_t *l)
+void zklock__lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c, *next;
@@ -266,15 +266,15 @@ void zkl_lock_retire(zklock_t *l)
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (c->phase == ZKL_HELD)
-            zkl_give_up(c, ZKLOCK_OK); /* in the background if disconnected */
+            zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
     }
-    while (any_leaving(l) && zkl_connected(s))
+    while (any_leaving(l) && zklock__connected(s))
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        zkl_detach(c);
+        zklock__detach(c);
     }
-    zkl_lock_unref(l);
+    zklock__lock_unref(l);
 }
 
 void zklock_free(zklock_t *l)
@@ -286,9 +286,9 @@ void zklock_free(zklock_t *l)
         return;
     s = l->s;
     pthread_mutex_lock(&s->mu);
-    zkl_lock_retire(l);
-    free_session = zkl_session_claim_free(s);
+    zklock__lock_retire(l);
+    free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)
-        zkl_session_free(s);
+        zklock__session_free(s);
 }

@@ -30,12 +30,12 @@ static const struct {
     [ZKL_TAG_KRLOCK] = {"__rlock__", true},
 };
 
-const char *zkl_tag_text(enum zkl_tag tag)
+const char *zklock__tag_text(enum zkl_tag tag)
 {
     return tags[tag].text;
 }
 
-bool zkl_tag_shared(enum zkl_tag tag)
+bool zklock__tag_shared(enum zkl_tag tag)
 {
     return tags[tag].shared;
 }
@@ -91,7 +91,7 @@ static int accept_entry(const char *name, size_t at, bool neg, size_t ndig,
     return 0;
 }
 
-int zkl_parse_name(const char *name, struct zkl_entry *e)
+int zklock__parse_name(const char *name, struct zkl_entry *e)
 {
     size_t len, ndig = 0;
 
@@ -122,7 +122,7 @@ static int entry_cmp(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-void zkl_sort(struct zkl_entry *q, size_t n, int32_t ref)
+void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref)
 {
     for (size_t i = 0; i < n; i++)
         q[i].key = (int32_t)((uint32_t)q[i].seq - (uint32_t)ref);
@@ -130,7 +130,7 @@ void zkl_sort(struct zkl_entry *q, size_t n, int32_t ref)
         qsort(q, n, sizeof *q, entry_cmp);
 }
 
-int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers)
+int zklock__blocker(const struct zkl_entry *q, size_t self, int *blockers)
 {
     bool shared = tags[q[self].tag].shared;
     int nearest = -1, count = 0;
@@ -150,7 +150,7 @@ int zkl_blocker(const struct zkl_entry *q, size_t self, int *blockers)
 /* A node's uuid only has to be unique among live contenders: a
  * xorshift128+ stream per session, seeded once from the kernel, does it
  * without a system call per lock. */
-int zkl_rng_seed(uint64_t state[2])
+int zklock__rng_seed(uint64_t state[2])
 {
     ssize_t got = -1;
 #ifdef HAVE_GETRANDOM
@@ -179,7 +179,7 @@ static uint64_t rng_next(uint64_t state[2])
     return state[1] + y;
 }
 
-void zkl_make_prefix(char *buf, int wire, uint64_t rng[2])
+void zklock__make_prefix(char *buf, int wire, uint64_t rng[2])
 {
     unsigned char u[16];
     uint64_t a = rng_next(rng), b = rng_next(rng);

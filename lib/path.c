@@ -66,7 +66,7 @@ static bool chars_ok(const char *path)
     return true;
 }
 
-int zkl_path_check(const char *path)
+int zklock__path_check(const char *path)
 {
     if (path == NULL || path[0] != '/' || path[1] == '\0')
         return ZKLOCK_EINVAL;
@@ -89,5 +89,5 @@ int zkl_path_check(const char *path)
 
 int zklock_path_check(const char *path)
 {
-    return zkl_path_check(path);
+    return zklock__path_check(path);
 }

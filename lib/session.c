@@ -12,7 +12,7 @@
  *
  * The session knows nothing of what sits on it: the layers above (the queue
  * engine, the queue inspector) hear of connection changes through the table
- * zkl_layers (layers.c).
+ * zklock__layers (layers.c).
  */
 #include "internal.h"
 
@@ -30,15 +30,15 @@
 
 #define EACH_LAYER(hook, ...)                                  \
     do {                                                       \
-        for (size_t i_ = 0; zkl_layers[i_]; i_++)              \
-            if (zkl_layers[i_]->hook)                          \
-                zkl_layers[i_]->hook(__VA_ARGS__);             \
+        for (size_t i_ = 0; zklock__layers[i_]; i_++)              \
+            if (zklock__layers[i_]->hook)                          \
+                zklock__layers[i_]->hook(__VA_ARGS__);             \
     } while (0)
 
 static bool layers_busy(const zklock_session_t *s)
 {
-    for (size_t i = 0; zkl_layers[i]; i++)
-        if (zkl_layers[i]->busy && zkl_layers[i]->busy(s))
+    for (size_t i = 0; zklock__layers[i]; i++)
+        if (zklock__layers[i]->busy && zklock__layers[i]->busy(s))
             return true;
     return false;
 }
@@ -51,13 +51,13 @@ static void handle_closed(zklock_session_t *s)
 }
 
 /* An adopted session's close waits for its last watch to go. */
-void zkl_watch_gone(zklock_session_t *s)
+void zklock__watch_gone(zklock_session_t *s)
 {
     if (--s->watches == 0)
         pthread_cond_broadcast(&s->cond);
 }
 
-bool zkl_connected(const zklock_session_t *s)
+bool zklock__connected(const zklock_session_t *s)
 {
     return s->zh != NULL && s->state == ZKL_S_CONNECTED;
 }
@@ -97,7 +97,7 @@ static void queue_state(zklock_session_t *s, int state)
     sc->cb.ops = &state_ops;
     sc->s = s;
     sc->state = state;
-    zkl_dispatch_push(s, &sc->cb);
+    zklock__dispatch_push(s, &sc->cb);
 }
 
 /* ---- state changes ------------------------------------------------------------ */
@@ -110,10 +110,10 @@ static void kick(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
 }
 
-void zkl_retry_later(zklock_session_t *s)
+void zklock__retry_later(zklock_session_t *s)
 {
-    if (!zkl_timer_armed(&s->retry_timer))
-        zkl_timer_arm_in(s, &s->retry_timer, ZKL_RETRY_MS);
+    if (!zklock__timer_armed(&s->retry_timer))
+        zklock__timer_arm_in(s, &s->retry_timer, ZKL_RETRY_MS);
 }
 
 /* The ZooKeeper session is over (s->gen has moved on). */
@@ -145,7 +145,7 @@ static void expired(zklock_session_t *s, bool unconfirmed)
     }
     if (s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED)
         return;
-    zkl_timer_cancel(s, &s->suspend_timer);
+    zklock__timer_cancel(s, &s->suspend_timer);
     s->gen++;
     s->state = ZKL_S_EXPIRED;
     s->ended_unconfirmed = unconfirmed;
@@ -167,13 +167,13 @@ static void expired(zklock_session_t *s, bool unconfirmed)
 /* The handle's completion thread: answers to our requests arrive there, so
  * a blocking call made on it would wait for itself. zklock learns it from its
  * own answers and events, never from what the application forwards. */
-void zkl_learn_completion_thread(zklock_session_t *s)
+void zklock__learn_completion_thread(zklock_session_t *s)
 {
     s->cthread = pthread_self();
     s->cthread_zh = s->zh;
 }
 
-bool zkl_on_completion_thread(const zklock_session_t *s)
+bool zklock__on_completion_thread(const zklock_session_t *s)
 {
     return s->zh && s->cthread_zh == s->zh && pthread_equal(s->cthread, pthread_self());
 }
@@ -184,7 +184,7 @@ static void probe_done(int rc, const struct Stat *st, const void *data)
 
     pthread_mutex_lock(&s->mu);
     if (s->zh == s->probe_zh)
-        zkl_learn_completion_thread(s);
+        zklock__learn_completion_thread(s);
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
@@ -218,7 +218,7 @@ static void connected(zklock_session_t *s)
     /* An adopted handle may also come back after zklock expired its session
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
-    zkl_timer_cancel(s, &s->suspend_timer);
+    zklock__timer_cancel(s, &s->suspend_timer);
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
@@ -236,9 +236,9 @@ static void disconnected(zklock_session_t *s)
     if (s->state != ZKL_S_CONNECTED)
         return;
     s->state = ZKL_S_SUSPENDED;
-    zkl_now(&s->suspended_at);
-    zkl_later(&at, &s->suspended_at, s->negotiated_ms);
-    zkl_timer_arm(s, &s->suspend_timer, &at);
+    zklock__now(&s->suspended_at);
+    zklock__later(&at, &s->suspended_at, s->negotiated_ms);
+    zklock__timer_arm(s, &s->suspend_timer, &at);
     queue_state(s, ZKLOCK_SUSPENDED);
     EACH_LAYER(suspended, s);
     kick(s);
@@ -264,7 +264,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         return;
     pthread_mutex_lock(&s->mu);
     if (zh == s->zh) { /* not a late word from a handle we replaced */
-        zkl_learn_completion_thread(s);
+        zklock__learn_completion_thread(s);
         handle_state(s, state);
     }
     pthread_mutex_unlock(&s->mu);
@@ -343,13 +343,13 @@ static void replace_handle(zklock_session_t *s)
         return;
     if (open_handle(s) != 0) {
         s->need_new_handle = true; /* try again shortly */
-        zkl_timer_arm_in(s, &s->retry_timer, ZKL_REOPEN_MS);
+        zklock__timer_arm_in(s, &s->retry_timer, ZKL_REOPEN_MS);
     }
 }
 
 static bool may_reopen(const zklock_session_t *s)
 {
-    return s->need_new_handle && (s->reopen_now || !zkl_timer_armed(&s->retry_timer));
+    return s->need_new_handle && (s->reopen_now || !zklock__timer_armed(&s->retry_timer));
 }
 
 static void *session_thread(void *arg)
@@ -358,7 +358,7 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (zkl_dispatch_one(s))
+        if (zklock__dispatch_one(s))
             continue;
         if (s->thread_stop)
             break;
@@ -366,9 +366,9 @@ static void *session_thread(void *arg)
             replace_handle(s);
             continue;
         }
-        zkl_timers_fire_due(s);
+        zklock__timers_fire_due(s);
         if (!s->cb_head && !s->thread_stop && !may_reopen(s))
-            zkl_timers_sleep(s);
+            zklock__timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -387,12 +387,12 @@ static char *default_identity(void)
     return strdup(buf);
 }
 
-void zkl_session_free(zklock_session_t *s)
+void zklock__session_free(zklock_session_t *s)
 {
     handle_closed(s); /* nothing is left by now; be sure */
     EACH_LAYER(freeing, s);
-    zkl_dispatch_drop_all(s);
-    zkl_timers_free(s);
+    zklock__dispatch_drop_all(s);
+    zklock__timers_free(s);
     pthread_cond_destroy(&s->thread_cond);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
@@ -422,16 +422,16 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     s->opts.identity = s->identity;
     s->retry_timer.fire = retry_now;
     s->suspend_timer.fire = suspended_too_long;
-    if (!s->identity || zkl_timers_reserve(s, 2) != 0) {
+    if (!s->identity || zklock__timers_reserve(s, 2) != 0) {
         free(s->identity);
-        zkl_timers_free(s);
+        zklock__timers_free(s);
         free(s);
         return ZKLOCK_ENOMEM;
     }
-    if (zkl_rng_seed(s->rng) != 0 || pthread_mutex_init(&s->mu, NULL) != 0 ||
-        zkl_cond_init(&s->cond) != 0 || zkl_cond_init(&s->thread_cond) != 0) {
+    if (zklock__rng_seed(s->rng) != 0 || pthread_mutex_init(&s->mu, NULL) != 0 ||
+        zklock__cond_init(&s->cond) != 0 || zklock__cond_init(&s->thread_cond) != 0) {
         free(s->identity);
-        zkl_timers_free(s);
+        zklock__timers_free(s);
         free(s);
         return ZKLOCK_ESYSTEM;
     }
@@ -475,15 +475,15 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
         return rc;
     s->hosts = strdup(hosts);
     if (!s->hosts) {
-        zkl_session_free(s);
+        zklock__session_free(s);
         return ZKLOCK_ENOMEM;
     }
     pthread_mutex_lock(&s->mu);
     rc = open_handle(s);
     if (rc == 0)
         rc = start_thread(s);
-    zkl_deadline(&deadline, s->opts.connect_timeout_ms);
-    while (rc == 0 && s->state != ZKL_S_CONNECTED && !zkl_passed(&deadline))
+    zklock__deadline(&deadline, s->opts.connect_timeout_ms);
+    while (rc == 0 && s->state != ZKL_S_CONNECTED && !zklock__passed(&deadline))
         pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
     if (rc == 0 && s->state != ZKL_S_CONNECTED)
         rc = ZKLOCK_ENOSERVER;
@@ -532,7 +532,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     rc = start_thread(s);
     pthread_mutex_unlock(&s->mu);
     if (rc) {
-        zkl_session_free(s);
+        zklock__session_free(s);
         return rc;
     }
     *out = s;
@@ -626,8 +626,8 @@ static void drain_adopted(zklock_session_t *s)
     struct timespec deadline;
 
     EACH_LAYER(close_begin, s);
-    zkl_deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
-    while (layers_busy(s) && zkl_connected(s) && !zkl_passed(&deadline) &&
+    zklock__deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
+    while (layers_busy(s) && zklock__connected(s) && !zklock__passed(&deadline) &&
            pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT)
         ;
     EACH_LAYER(unwatch_all, s);
@@ -653,8 +653,8 @@ void zklock_session_close(zklock_session_t *s)
         drain_adopted(s);
     s->state = ZKL_S_CLOSED;
     s->gen++;
-    zkl_timer_cancel(s, &s->suspend_timer);
-    zkl_timer_cancel(s, &s->retry_timer);
+    zklock__timer_cancel(s, &s->suspend_timer);
+    zklock__timer_cancel(s, &s->retry_timer);
     session_ended(s, ZKLOCK_ECLOSED);
     /* Nobody may touch a handle while we close it (a waiter on its way out
      * would take its watch back): from here on there is none. */
@@ -676,16 +676,16 @@ void zklock_session_close(zklock_session_t *s)
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
         pthread_cond_wait(&s->cond, &s->mu);
     s->close_running = false;
-    free_now = zkl_session_claim_free(s);
+    free_now = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_now)
-        zkl_session_free(s);
+        zklock__session_free(s);
 }
 
 /* With s->mu held: true for exactly one caller, once the session is closed
  * (zklock_session_close() has finished) and its last lock handle is gone.
  * That caller frees s after unlocking. */
-bool zkl_session_claim_free(zklock_session_t *s)
+bool zklock__session_claim_free(zklock_session_t *s)
 {
     if (s->state != ZKL_S_CLOSED || s->close_running || s->nlocks > 0 || s->users > 0 ||
         s->free_claimed)

@@ -73,7 +73,7 @@ static void stale_prune(zklock_session_t *s)
     }
 }
 
-void zkl_stale_add(zkl_contender_t *c)
+void zklock__stale_add(zkl_contender_t *c)
 {
     /* A create in flight, or one whose reply was lost, may have made a node
      * we cannot name: its prefix finds it. (Out of memory, it goes with the
@@ -85,7 +85,7 @@ void zkl_stale_add(zkl_contender_t *c)
     stale_new(session_of(c), c->l->path, c->prefix, unknown ? NULL : c->node);
 }
 
-bool zkl_stale_match(const zklock_session_t *s, const char *dir, const char *name)
+bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char *name)
 {
     for (const struct zkl_stale *e = s->stale; e; e = e->next)
         if (!e->gone && strcmp(e->dir, dir) == 0 &&
@@ -105,7 +105,7 @@ static bool sent(struct zkl_stale *e, int rc)
     return true;
 }
 
-void zkl_stale_sweep(zklock_session_t *s)
+void zklock__stale_sweep(zklock_session_t *s)
 {
     for (struct zkl_stale *e = s->stale; e; e = e->next) {
         if (e->gone || e->ops > 0)
@@ -163,9 +163,9 @@ static void stale_list_done(int rc, const struct String_vector *names, const voi
             struct zkl_stale *found;
             if (strncmp(name, e->prefix, strlen(e->prefix)) != 0)
                 continue;
-            node = zkl_child_path(e->dir, name);
+            node = zklock__child_path(e->dir, name);
             found = node ? stale_new(s, e->dir, e->prefix, node) : NULL;
-            if (found && zkl_connected(s))
+            if (found && zklock__connected(s))
                 sent(found, zoo_adelete(s->zh, found->node, -1, stale_delete_done, found));
             free(node);
         }
@@ -174,7 +174,7 @@ static void stale_list_done(int rc, const struct String_vector *names, const voi
     pthread_mutex_unlock(&s->mu);
 }
 
-void zkl_stale_free_all(zklock_session_t *s)
+void zklock__stale_free_all(zklock_session_t *s)
 {
     while (s->stale) {
         struct zkl_stale *e = s->stale;

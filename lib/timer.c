@@ -6,7 +6,7 @@
  * what is due, with s->mu held, as the rest of the library runs.
  *
  * Arming never fails: whoever owns timers reserves their heap slots first
- * (zkl_timers_reserve), so that no error path has to cope with a timer that
+ * (zklock__timers_reserve), so that no error path has to cope with a timer that
  * could not be armed. */
 #include "internal.h"
 
@@ -25,7 +25,7 @@ static void place(zklock_session_t *s, size_t i, struct zkl_timer *t)
 
 static bool before(const struct zkl_timer *a, const struct zkl_timer *b)
 {
-    return zkl_earlier(&a->at, &b->at);
+    return zklock__earlier(&a->at, &b->at);
 }
 
 static void sift_up(zklock_session_t *s, size_t i)
@@ -61,7 +61,7 @@ static void sift_down(zklock_session_t *s, size_t i)
     place(s, i, t);
 }
 
-int zkl_timers_reserve(zklock_session_t *s, size_t k)
+int zklock__timers_reserve(zklock_session_t *s, size_t k)
 {
     struct zkl_timers *ts = &s->timers;
     size_t want = ts->reserved + k;
@@ -81,12 +81,12 @@ int zkl_timers_reserve(zklock_session_t *s, size_t k)
     return 0;
 }
 
-void zkl_timers_unreserve(zklock_session_t *s, size_t k)
+void zklock__timers_unreserve(zklock_session_t *s, size_t k)
 {
     s->timers.reserved -= k;
 }
 
-void zkl_timers_free(zklock_session_t *s)
+void zklock__timers_free(zklock_session_t *s)
 {
     free(s->timers.heap);
     s->timers.heap = NULL;
@@ -98,11 +98,11 @@ static void wake_for(zklock_session_t *s, const struct zkl_timer *t)
 {
     struct zkl_timers *ts = &s->timers;
 
-    if (ts->asleep && (!ts->sleep_timed || zkl_earlier(&t->at, &ts->sleep_until)))
+    if (ts->asleep && (!ts->sleep_timed || zklock__earlier(&t->at, &ts->sleep_until)))
         pthread_cond_signal(&s->thread_cond);
 }
 
-void zkl_timer_cancel(zklock_session_t *s, struct zkl_timer *t)
+void zklock__timer_cancel(zklock_session_t *s, struct zkl_timer *t)
 {
     struct zkl_timers *ts = &s->timers;
     struct zkl_timer *moved;
@@ -120,33 +120,33 @@ void zkl_timer_cancel(zklock_session_t *s, struct zkl_timer *t)
     sift_down(s, moved->slot - 1);
 }
 
-void zkl_timer_arm(zklock_session_t *s, struct zkl_timer *t, const struct timespec *at)
+void zklock__timer_arm(zklock_session_t *s, struct zkl_timer *t, const struct timespec *at)
 {
-    zkl_timer_cancel(s, t);
+    zklock__timer_cancel(s, t);
     t->at = *at;
     place(s, s->timers.n++, t);
     sift_up(s, t->slot - 1);
     wake_for(s, t);
 }
 
-void zkl_timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms)
+void zklock__timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms)
 {
     struct timespec at;
 
-    zkl_deadline(&at, ms);
-    zkl_timer_arm(s, t, &at);
+    zklock__deadline(&at, ms);
+    zklock__timer_arm(s, t, &at);
 }
 
-void zkl_timers_fire_due(zklock_session_t *s)
+void zklock__timers_fire_due(zklock_session_t *s)
 {
-    while (s->timers.n > 0 && zkl_passed(&s->timers.heap[0]->at)) {
+    while (s->timers.n > 0 && zklock__passed(&s->timers.heap[0]->at)) {
         struct zkl_timer *t = s->timers.heap[0];
-        zkl_timer_cancel(s, t);
+        zklock__timer_cancel(s, t);
         t->fire(t, s); /* may arm timers, this one too */
     }
 }
 
-void zkl_timers_sleep(zklock_session_t *s)
+void zklock__timers_sleep(zklock_session_t *s)
 {
     struct zkl_timers *ts = &s->timers;
 
@@ -161,7 +161,7 @@ void zkl_timers_sleep(zklock_session_t *s)
     ts->asleep = false;
 }
 
-bool zkl_timer_armed(const struct zkl_timer *t)
+bool zklock__timer_armed(const struct zkl_timer *t)
 {
     return t->slot != 0;
 }

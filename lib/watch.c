@@ -16,7 +16,7 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count);
 
-void zkl_watch_over(zkl_contender_t *c)
+void zklock__watch_over(zkl_contender_t *c)
 {
     free(c->watched);
     c->watched = NULL;
@@ -33,12 +33,12 @@ static void send_watch(zkl_contender_t *c)
     c->busy++;
     c->watch_pending = true;
     c->watch_wanted = true;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
     if (rc != ZOK) {
         c->watch_pending = false;
-        zkl_watch_over(c);
-        zkl_op_refused(c, rc);
+        zklock__watch_over(c);
+        zklock__op_refused(c, rc);
     }
 }
 
@@ -47,16 +47,16 @@ static void send_watch(zkl_contender_t *c)
  * higher sequence numbers. The exception is a write holder's downgrade heir
  * (a shared node with the writer's sequence number), which may appear later
  * and blocks exclusive contenders: behind a writer they list again. */
-void zkl_watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
+void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
 {
-    char *watched = zkl_child_path(c->l->path, blocker->name);
+    char *watched = zklock__child_path(c->l->path, blocker->name);
 
     if (!watched) {
-        zkl_give_up(c, ZKLOCK_ENOMEM);
+        zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
     if (c->watched) {
-        zkl_forget_blocker(c); /* not expected: one watch at a time */
+        zklock__forget_blocker(c); /* not expected: one watch at a time */
         if (c->watched) {
             free(watched);
             c->need_list = true;
@@ -66,20 +66,20 @@ void zkl_watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int 
     c->watched = watched;
     /* A writer's node (Curator's __WRIT__ or kazoo's __lock__) may leave a
      * downgrade heir behind it: after its deletion we must look again. */
-    c->sole_blocker = blockers == 1 &&
-                      !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT || blocker->tag == ZKL_TAG_KLOCK));
+    c->sole_blocker = blockers == 1 && !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT ||
+                                                          blocker->tag == ZKL_TAG_KLOCK));
     send_watch(c);
 }
 
 /* A request still in flight finds out when it answers (watch_done). */
-void zkl_forget_blocker(zkl_contender_t *c)
+void zklock__forget_blocker(zkl_contender_t *c)
 {
     c->watch_wanted = false;
     if (c->watch_pending)
         return;
     take_back(c, c->watched, pred_watcher, &c->pred_watches);
     if (c->pred_watches == 0)
-        zkl_watch_over(c);
+        zklock__watch_over(c);
 }
 
 /* The node we waited for went (the watch is over). Had our own node gone
@@ -90,7 +90,7 @@ static void predecessor_gone(zkl_contender_t *c)
 {
     session_of(c)->stats.wakeups++;
     if (c->sole_blocker)
-        zkl_become_holder(c);
+        zklock__become_holder(c);
     else
         c->need_list = true;
 }
@@ -104,7 +104,7 @@ static void watch_done(int rc, const char *value, int len, const struct Stat *st
         c->pred_watches++;
         s->watches++;
         if (!c->watch_wanted)
-            zkl_forget_blocker(c); /* we moved on while it was being set */
+            zklock__forget_blocker(c); /* we moved on while it was being set */
         ZKL_COMPLETION_END(c);
         return;
     }
@@ -114,9 +114,9 @@ static void watch_done(int rc, const char *value, int len, const struct Stat *st
         else if (transient(rc))
             c->need_list = true;
         else
-            zkl_failed(c, rc);
+            zklock__failed(c, rc);
     }
-    zkl_watch_over(c);
+    zklock__watch_over(c);
     ZKL_COMPLETION_END(c);
 }
 
@@ -132,7 +132,7 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     s->stats.watch_events++;
     if (*count > 0) {
         (*count)--;
-        zkl_watch_gone(s);
+        zklock__watch_gone(s);
     }
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }
@@ -151,42 +151,42 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
         if (type == ZOO_CHANGED_EVENT) {
             send_watch(c); /* only its data changed: watch it again */
         } else {
-            zkl_watch_over(c);
+            zklock__watch_over(c);
             predecessor_gone(c);
         }
     } else if (c->pred_watches == 0 && !c->watch_pending) {
         bool wanted = c->watch_wanted && c->phase == ZKL_QUEUING;
-        zkl_watch_over(c);
+        zklock__watch_over(c);
         if (wanted)
             c->need_list = true; /* look again once the chain in flight is done */
     }
-    zkl_settle(c);
+    zklock__settle(c);
     pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- our own node ----------------------------------------------------------- */
 
 /* The session thread's timer: the own-node watch's delay is over. */
-void zkl_own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
 
     c->own_due = true;
-    zkl_settle(c); /* arms it now, or on the next resume if disconnected */
+    zklock__settle(c); /* arms it now, or on the next resume if disconnected */
 }
 
-void zkl_arm_own_watch(zkl_contender_t *c)
+void zklock__arm_own_watch(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     int rc;
 
-    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node || !zkl_connected(s))
+    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node || !zklock__connected(s))
         return;
     c->own_pending = true;
-    zkl_op_begin(c);
+    zklock__op_begin(c);
     rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, c);
     if (rc != ZOK) {
-        zkl_op_end(c);
+        zklock__op_end(c);
         c->own_pending = false;
     }
 }
@@ -199,9 +199,9 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
         c->own_watches++;
         s->watches++;
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
-        zkl_lose(c, 0); /* why: zkl_confirm_loss */
+        zklock__lose(c, 0); /* why: zklock__confirm_loss */
     } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
-        zkl_requeue(c); /* our place was deleted before we could watch it */
+        zklock__requeue(c); /* our place was deleted before we could watch it */
     }
     ZKL_COMPLETION_END(c);
 }
@@ -217,12 +217,12 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     pthread_mutex_lock(&s->mu);
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
-            zkl_lose(c, 0); /* why: zkl_confirm_loss */
+            zklock__lose(c, 0); /* why: zklock__confirm_loss */
         else if (c->phase == ZKL_QUEUING)
-            zkl_requeue(c); /* someone deleted our place in the queue */
+            zklock__requeue(c); /* someone deleted our place in the queue */
     }
     /* a data change: step() arms the watch again */
-    zkl_settle(c);
+    zklock__settle(c);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -240,16 +240,16 @@ static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *
     if (zoo_remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
         return false;
     (*count)--;
-    zkl_watch_gone(s);
+    zklock__watch_gone(s);
     return true;
 }
 
-void zkl_unwatch_own(zkl_contender_t *c)
+void zklock__unwatch_own(zkl_contender_t *c)
 {
     take_back(c, c->node, own_watcher, &c->own_watches);
 }
 
-void zkl_unwatch_both(zkl_contender_t *c)
+void zklock__unwatch_both(zkl_contender_t *c)
 {
     take_back(c, c->node, own_watcher, &c->own_watches);
     take_back(c, c->watched, pred_watcher, &c->pred_watches);

@@ -18,7 +18,7 @@ int zklock_mutex_new(zklock_t **out, zklock_session_t *s, const char *path,
     l = calloc(1, sizeof *l);
     if (!l)
         return ZKLOCK_ENOMEM;
-    rc = zkl_lock_init(l, s, path, opts, ZKL_TAG_LOCK, ZKL_TAG_KLOCK);
+    rc = zklock__lock_init(l, s, path, opts, ZKL_TAG_LOCK, ZKL_TAG_KLOCK);
     if (rc) {
         free(l);
         return rc;

@@ -31,7 +31,7 @@ static zklock_rwlock_t *rw_of(zklock_t *view)
 
 static int rw_prepare(zklock_t *l, zkl_contender_t *c)
 {
-    const zkl_contender_t *other = zkl_thread_contender(l->sibling);
+    const zkl_contender_t *other = zklock__thread_contender(l->sibling);
     bool holds_other = other && other->phase == ZKL_HELD;
 
     if (!holds_other)
@@ -72,11 +72,11 @@ int zklock_rwlock_new(zklock_rwlock_t **out, zklock_session_t *s, const char *pa
     rw = calloc(1, sizeof *rw);
     if (!rw)
         return ZKLOCK_ENOMEM;
-    rc = zkl_lock_init(&rw->read, s, path, opts, ZKL_TAG_READ, ZKL_TAG_KRLOCK);
+    rc = zklock__lock_init(&rw->read, s, path, opts, ZKL_TAG_READ, ZKL_TAG_KRLOCK);
     if (rc == 0) {
-        rc = zkl_lock_init(&rw->write, s, path, opts, ZKL_TAG_WRIT, ZKL_TAG_KLOCK);
+        rc = zklock__lock_init(&rw->write, s, path, opts, ZKL_TAG_WRIT, ZKL_TAG_KLOCK);
         if (rc)
-            zkl_lock_fini(&rw->read);
+            zklock__lock_fini(&rw->read);
     }
     if (rc) {
         free(rw);
@@ -108,10 +108,10 @@ void zklock_rwlock_free(zklock_rwlock_t *rw)
     s = rw->read.s;
     pthread_mutex_lock(&s->mu);
     /* The read side first: a downgraded holder's heir goes before its writer. */
-    zkl_lock_retire(&rw->read);
-    zkl_lock_retire(&rw->write); /* may free rw */
-    free_session = zkl_session_claim_free(s);
+    zklock__lock_retire(&rw->read);
+    zklock__lock_retire(&rw->write); /* may free rw */
+    free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)
-        zkl_session_free(s);
+        zklock__session_free(s);
 }

@@ -5,7 +5,7 @@
  * taken as the children of a lock path. Invariants checked:
  *  - a parsed name ends in its tag and its sequence printed as "%010d";
  *  - the sorted queue is ordered (serial-number keys, exclusive first on ties);
- *  - zkl_blocker agrees with a plain reading of the rule.
+ *  - zklock__blocker agrees with a plain reading of the rule.
  * Built with libFuzzer (scripts/test.sh fuzz) or, without it, as a program
  * that replays the files named on its command line (make check replays the
  * seed corpus in test/fuzz-corpus). */
@@ -27,7 +27,7 @@
 static void check_entry(const char *name, const struct zkl_entry *e)
 {
     char suffix[32];
-    const char *tag = zkl_tag_text(e->tag);
+    const char *tag = zklock__tag_text(e->tag);
     size_t len = strlen(name), sl, tl = strlen(tag);
 
     snprintf(suffix, sizeof suffix, "%010d", e->seq);
@@ -42,14 +42,14 @@ static void check_queue(struct zkl_entry *q, size_t n)
     for (size_t i = 1; i < n; i++) {
         CHECK(q[i - 1].key <= q[i].key);
         if (q[i - 1].key == q[i].key)
-            CHECK(!zkl_tag_shared(q[i - 1].tag) || zkl_tag_shared(q[i].tag));
+            CHECK(!zklock__tag_shared(q[i - 1].tag) || zklock__tag_shared(q[i].tag));
     }
     for (size_t self = 0; self < n; self++) {
         int blockers, want = 0, nearest = -1;
-        int w = zkl_blocker(q, self, &blockers);
+        int w = zklock__blocker(q, self, &blockers);
         for (size_t i = 0; i < self; i++) {
             bool conflict = !q[i].mine &&
-                            !(zkl_tag_shared(q[self].tag) && zkl_tag_shared(q[i].tag));
+                            !(zklock__tag_shared(q[self].tag) && zklock__tag_shared(q[i].tag));
             if (conflict) {
                 want++;
                 nearest = (int)i;
@@ -72,18 +72,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (first) {
-            int rc = zkl_path_check(line);
+            int rc = zklock__path_check(line);
             CHECK(rc == 0 || rc == ZKLOCK_EINVAL);
             first = false;
             continue;
         }
-        if (zkl_parse_name(line, &q[n]) == 0) {
+        if (zklock__parse_name(line, &q[n]) == 0) {
             check_entry(line, &q[n]);
             q[n].mine = (line[0] & 7) == 7; /* some entries play our strays */
             n++;
         }
     }
-    zkl_sort(q, n, n ? q[n / 2].seq : 0);
+    zklock__sort(q, n, n ? q[n / 2].seq : 0);
     check_queue(q, n);
     free(q);
     free(text);

@@ -43,7 +43,7 @@ static void test_path_table(void)
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         char msg[128];
-        int rc = zkl_path_check(table[i].path);
+        int rc = zklock__path_check(table[i].path);
         snprintf(msg, sizeof msg, "path #%zu", i);
         CU_assertImplementation(rc == table[i].rc, __LINE__, msg, __FILE__, "", CU_FALSE);
     }
@@ -55,10 +55,10 @@ static void test_path_length(void)
     memset(p, 'a', sizeof p);
     p[0] = '/';
     p[ZKL_PATH_MAX] = '\0';
-    TU_ASSERT_RC(zkl_path_check(p), 0);
+    TU_ASSERT_RC(zklock__path_check(p), 0);
     p[ZKL_PATH_MAX] = 'a';
     p[ZKL_PATH_MAX + 1] = '\0';
-    TU_ASSERT_RC(zkl_path_check(p), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock__path_check(p), ZKLOCK_EINVAL);
 }
 
 /* ---- names -------------------------------------------------------------------- */
@@ -67,7 +67,7 @@ static void expect_parse(const char *name, int rc, int32_t seq, int tag)
 {
     struct zkl_entry e;
     char msg[256];
-    int got = zkl_parse_name(name, &e);
+    int got = zklock__parse_name(name, &e);
 
     snprintf(msg, sizeof msg, "parse(%s)", name);
     CU_assertImplementation(got == rc, __LINE__, msg, __FILE__, "", CU_FALSE);
@@ -116,16 +116,16 @@ static void test_prefixes(void)
     char a[ZKL_PREFIX_MAX], b[ZKL_PREFIX_MAX];
     uint64_t rng[2], other[2];
 
-    TU_ASSERT_RC(zkl_rng_seed(rng), 0);
-    TU_ASSERT_RC(zkl_rng_seed(other), 0);
+    TU_ASSERT_RC(zklock__rng_seed(rng), 0);
+    TU_ASSERT_RC(zklock__rng_seed(other), 0);
     CU_ASSERT(rng[0] != other[0] || rng[1] != other[1]);
-    zkl_make_prefix(a, ZKLOCK_WIRE_CURATOR, rng);
-    zkl_make_prefix(b, ZKLOCK_WIRE_CURATOR, rng);
+    zklock__make_prefix(a, ZKLOCK_WIRE_CURATOR, rng);
+    zklock__make_prefix(b, ZKLOCK_WIRE_CURATOR, rng);
     TU_ASSERT_INT(strlen(a), ==, 40); /* _c_ + 36 + - */
     CU_ASSERT(strncmp(a, "_c_", 3) == 0);
     CU_ASSERT(a[39] == '-' && a[11] == '-' && a[16] == '-' && a[17] == '4');
     CU_ASSERT(strcmp(a, b) != 0);
-    zkl_make_prefix(a, ZKLOCK_WIRE_KAZOO, rng);
+    zklock__make_prefix(a, ZKLOCK_WIRE_KAZOO, rng);
     TU_ASSERT_INT(strlen(a), ==, 32);
     CU_ASSERT(strspn(a, "0123456789abcdef") == 32);
 }
@@ -144,7 +144,7 @@ static int parse_all(const char *const *names, int n, struct zkl_entry *q)
 {
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (zkl_parse_name(names[i], &q[m]) == 0)
+        if (zklock__parse_name(names[i], &q[m]) == 0)
             m++;
     return m;
 }
@@ -160,7 +160,7 @@ static void test_sort_mixed_tags(void)
     int n = parse_all(names, 6, q);
 
     TU_ASSERT_INT(n, ==, 5);
-    zkl_sort(q, (size_t)n, q[0].seq);
+    zklock__sort(q, (size_t)n, q[0].seq);
     CU_ASSERT_STRING_EQUAL(q[0].name, "_c_d-__WRIT__0000000001");
     CU_ASSERT_STRING_EQUAL(q[1].name, "_c_e-__READ__0000000001"); /* heir after its writer */
     CU_ASSERT_STRING_EQUAL(q[2].name, "cccccccccccccccccccccccccccccccc__lock__0000000002");
@@ -178,7 +178,7 @@ static void test_sort_across_wrap(void)
     /* Any member as reference gives the same order. */
     for (int ref = 0; ref < n; ref++) {
         int32_t r = q[ref].seq;
-        zkl_sort(q, (size_t)n, r);
+        zklock__sort(q, (size_t)n, r);
         CU_ASSERT_STRING_EQUAL(q[0].name, "b-lock-2147483646");
         CU_ASSERT_STRING_EQUAL(q[1].name, "d-lock-2147483647");
         CU_ASSERT_STRING_EQUAL(q[2].name, "c-lock--2147483648");
@@ -195,26 +195,26 @@ static void test_blocker_rule(void)
     struct zkl_entry q[6];
     int n = parse_all(names, 6, q), blockers;
 
-    zkl_sort(q, (size_t)n, 1);
-    TU_ASSERT_INT(zkl_blocker(q, 0, &blockers), ==, -1); /* W1 holds */
-    TU_ASSERT_INT(zkl_blocker(q, 1, &blockers), ==, 0);  /* R2 waits for W1 */
+    zklock__sort(q, (size_t)n, 1);
+    TU_ASSERT_INT(zklock__blocker(q, 0, &blockers), ==, -1); /* W1 holds */
+    TU_ASSERT_INT(zklock__blocker(q, 1, &blockers), ==, 0);  /* R2 waits for W1 */
     TU_ASSERT_INT(blockers, ==, 1);
-    TU_ASSERT_INT(zkl_blocker(q, 2, &blockers), ==, 0); /* R3 too, not for R2 */
-    TU_ASSERT_INT(zkl_blocker(q, 3, &blockers), ==, 2); /* W4 watches R3 */
+    TU_ASSERT_INT(zklock__blocker(q, 2, &blockers), ==, 0); /* R3 too, not for R2 */
+    TU_ASSERT_INT(zklock__blocker(q, 3, &blockers), ==, 2); /* W4 watches R3 */
     TU_ASSERT_INT(blockers, ==, 3);
-    TU_ASSERT_INT(zkl_blocker(q, 4, &blockers), ==, 3); /* R5: nearest writer W4 */
+    TU_ASSERT_INT(zklock__blocker(q, 4, &blockers), ==, 3); /* R5: nearest writer W4 */
     TU_ASSERT_INT(blockers, ==, 2);
-    TU_ASSERT_INT(zkl_blocker(q, 5, &blockers), ==, 4); /* the mutex excludes all */
+    TU_ASSERT_INT(zklock__blocker(q, 5, &blockers), ==, 4); /* the mutex excludes all */
     TU_ASSERT_INT(blockers, ==, 5);
 
     /* Without W1, R2 and R3 hold together. */
-    TU_ASSERT_INT(zkl_blocker(q + 1, 0, &blockers), ==, -1);
-    TU_ASSERT_INT(zkl_blocker(q + 1, 1, &blockers), ==, -1);
+    TU_ASSERT_INT(zklock__blocker(q + 1, 0, &blockers), ==, -1);
+    TU_ASSERT_INT(zklock__blocker(q + 1, 1, &blockers), ==, -1);
     TU_ASSERT_INT(blockers, ==, 0);
 
     /* A stray of our own never blocks us. */
     q[0].mine = true;
-    TU_ASSERT_INT(zkl_blocker(q, 1, &blockers), ==, -1);
+    TU_ASSERT_INT(zklock__blocker(q, 1, &blockers), ==, -1);
     TU_ASSERT_INT(index_of(q, n, "m-lock-0000000006"), ==, 5);
 }
 
@@ -275,40 +275,40 @@ static void test_timer_heap(void)
     int expect = 0;
 
     memset(&s, 0, sizeof s);
-    TU_REQUIRE_RC(zkl_timers_reserve(&s, 400), 0);
-    zkl_now(&base);
+    TU_REQUIRE_RC(zklock__timers_reserve(&s, 400), 0);
+    zklock__now(&base);
     base.tv_sec -= 10; /* every deadline below has passed */
     for (int i = 0; i < 400; i++) {
         struct timespec at;
         seed = seed * 1103515245u + 12345u;
         timers[i] = (struct rec_timer){{{0, 0}, 0, record_fire}, i};
-        zkl_later(&at, &base, (int64_t)(seed >> 8) % 5000);
-        zkl_timer_arm(&s, &timers[i].t, &at);
+        zklock__later(&at, &base, (int64_t)(seed >> 8) % 5000);
+        zklock__timer_arm(&s, &timers[i].t, &at);
     }
     for (int i = 0; i < 400; i += 3) { /* re-arm a third at other times */
         struct timespec at;
         seed = seed * 1103515245u + 12345u;
-        zkl_later(&at, &base, (int64_t)(seed >> 8) % 5000);
-        zkl_timer_arm(&s, &timers[i].t, &at);
+        zklock__later(&at, &base, (int64_t)(seed >> 8) % 5000);
+        zklock__timer_arm(&s, &timers[i].t, &at);
     }
     for (int i = 1; i < 400; i += 7) {
-        zkl_timer_cancel(&s, &timers[i].t);
+        zklock__timer_cancel(&s, &timers[i].t);
         cancelled[i] = true;
     }
     for (int i = 0; i < 400; i++)
         expect += !cancelled[i];
     TU_ASSERT_INT(s.timers.n, ==, expect);
     nfired = 0;
-    zkl_timers_fire_due(&s);
+    zklock__timers_fire_due(&s);
     TU_ASSERT_INT(nfired, ==, expect);
     TU_ASSERT_INT(s.timers.n, ==, 0);
     for (int i = 0; i < nfired; i++) {
         TU_ASSERT_INT(cancelled[fired[i]], ==, false);
-        TU_ASSERT_INT(zkl_timer_armed(&timers[fired[i]].t), ==, false);
+        TU_ASSERT_INT(zklock__timer_armed(&timers[fired[i]].t), ==, false);
         if (i > 0)
-            TU_ASSERT_INT(zkl_earlier(&timers[fired[i]].t.at, &timers[fired[i - 1]].t.at), ==, false);
+            TU_ASSERT_INT(zklock__earlier(&timers[fired[i]].t.at, &timers[fired[i - 1]].t.at), ==, false);
     }
-    zkl_timers_free(&s);
+    zklock__timers_free(&s);
 }
 
 static const tu_test_t unit_tests[] = {
