@@ -4,7 +4,7 @@
  *
  * A daemon that keeps its own zhandle_t (to watch its configuration, say)
  * lends it to zklock instead of opening a second session. Three rules:
- *  - its global watcher forwards every event to zklock_session_event();
+ *  - its global watcher forwards every event to zklock_session_forward();
  *  - when its session expires, it opens a new handle and hands it over with
  *    zklock_session_readopt(): the lock handles carry on;
  *  - no blocking zklock call on the watcher's thread (ZooKeeper's completion
@@ -32,8 +32,8 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
     struct daemon *d = ctx;
 
     pthread_mutex_lock(&d->mu);
-    if (zh == d->zh && d->s)
-        zklock_session_event(d->s, type, state);
+    if (d->s)
+        zklock_session_forward(d->s, zh, type, state); /* ignores old handles */
     if (zh == d->zh && type == ZOO_SESSION_EVENT) {
         d->connected = state == ZOO_CONNECTED_STATE;
         d->expired |= state == ZOO_EXPIRED_SESSION_STATE;

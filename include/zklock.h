@@ -26,7 +26,10 @@
  *    zklock_free(), a release of a held lock or a timed acquire (zklock(3),
  *    THREADS AND CALLBACKS). On ZooKeeper's completion thread (the
  *    application's own watchers and completions on the session's handle),
- *    a call that would wait for ZooKeeper's answer answers ZKLOCK_EDEADLK.
+ *    zklock_acquire(), zklock_release() and zklock_queue_read()/_wait(),
+ *    which would wait for ZooKeeper's answer there, answer ZKLOCK_EDEADLK;
+ *    zklock_free() does not wait there (the deletes go on in the
+ *    background); zklock_session_close() must not be called there.
  *  - No global state: every object hangs off a session.
  */
 #ifndef ZKLOCK_H
@@ -153,8 +156,8 @@ ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
 
 /* Wraps a ZooKeeper handle the application already has (opened with
  * libzookeeper_mt). The handle stays the application's: zklock never closes
- * it. The application's global watcher must forward every session event to
- * zklock_session_event(), from the watcher itself.
+ * it. The application's global watcher must forward every event to
+ * zklock_session_forward(), from the watcher itself.
  *
  * Expiry: like an opened session, an adopted one declares its ZooKeeper
  * session expired by itself when the connection has been down for a whole
@@ -186,9 +189,17 @@ ZKLOCK_API int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
 ZKLOCK_API int zklock_session_readopt(zklock_session_t *s, zhandle_t *zh);
 
 /* For adopted handles: pass on what the application's global watcher
- * received (its `type` and `state` arguments). Events of other types are
- * ignored, so it is safe to forward everything. Non-blocking; call it from
- * the watcher itself. */
+ * received (its `zh`, `type` and `state` arguments), from the watcher
+ * itself. Events of other types are ignored, and so are events of any
+ * handle but the one in use (an old handle after zklock_session_readopt()),
+ * so it is safe to forward everything. Non-blocking. */
+ZKLOCK_API void zklock_session_forward(zklock_session_t *s, zhandle_t *zh, int type,
+                                       int state);
+
+/* zklock_session_forward() without the handle: every event is taken to be
+ * about the handle in use. Enough for an application that never readopts;
+ * one that does must use zklock_session_forward() (or forward only events
+ * of zklock_session_zhandle(s)). */
 ZKLOCK_API void zklock_session_event(zklock_session_t *s, int type, int state);
 
 /* The ZooKeeper handle in use (borrowed). For an opened session it changes
@@ -350,7 +361,9 @@ ZKLOCK_API const char *zklock_path(const zklock_t *l);
 
 /* Frees l: cancels its waiters, waits for them to leave, releases every
  * hold still on it (deleting the nodes; waits for the server's confirmation
- * while connected) and frees the handle. l may be NULL. Must not be called
+ * while connected) and frees the handle. l may be NULL. On ZooKeeper's
+ * completion thread it waits for nothing: the deletes finish in the
+ * background. Must not be called
  * while another thread may still start a call on l, nor on a borrowed view
  * of a read/write lock (free the read/write lock instead; this is ignored). */
 ZKLOCK_API void zklock_free(zklock_t *l);

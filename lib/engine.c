@@ -79,7 +79,10 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
         zklock__retry_later(session_of(c));
         return;
     }
-    zklock__give_up(c, rc);
+    if (c->phase == ZKL_LOST)
+        zklock__confirm_loss(c, ZKLOCK_LOST_DELETED); /* cannot ask: say what we saw */
+    else
+        zklock__give_up(c, rc);
 }
 
 
@@ -514,16 +517,21 @@ static void session_op_done(int rc, const void *data)
 /* The connection is (back) up: every contender takes its next step. */
 static void engine_resumed(zklock_session_t *s)
 {
-    zkl_contender_t *c = s->contenders, *next;
+    zkl_contender_t *c, *next;
 
     /* First, so that the server removes them before our new creates: a
-     * session answers in order. */
+     * session answers in order. Then the probes of lost holds, so that an
+     * on_lost comes before any new hold of the same owner. */
     zklock__stale_sweep(s);
-    for (; c; c = next) {
-        next = c->sess_next;
-        c->backoff = false;
-        wake(c);
-        zklock__settle(c);
+    for (int lost_first = 1; lost_first >= 0; lost_first--) {
+        for (c = s->contenders; c; c = next) {
+            next = c->sess_next;
+            if ((c->phase == ZKL_LOST) != lost_first)
+                continue;
+            c->backoff = false;
+            wake(c);
+            zklock__settle(c);
+        }
     }
 }
 

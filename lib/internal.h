@@ -159,6 +159,7 @@ struct zkl_contender {
     pthread_t owner;
     pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
+    bool owner_inside;     /* ... from inside a call (acquire, release) */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */

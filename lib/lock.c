@@ -16,11 +16,14 @@ static bool closed(const zklock_t *l)
 }
 
 /* Counts a caller inside a blocking call, so that zklock_free() and
- * zklock_session_close() can wait for it to leave. */
+ * zklock_session_close() can wait for it to leave; it keeps a reference,
+ * so that a zklock_free() that cannot wait (on ZooKeeper's completion
+ * thread) leaves the handle to it. */
 static void enter(zklock_t *l)
 {
     l->users++;
     l->s->users++;
+    l->refs++;
 }
 
 static void leave(zklock_t *l)
@@ -28,6 +31,7 @@ static void leave(zklock_t *l)
     l->users--;
     l->s->users--;
     pthread_cond_broadcast(&l->s->cond);
+    zklock__lock_unref(l);
 }
 
 /* ---- acquire ------------------------------------------------------------------ */
@@ -56,11 +60,13 @@ static int await_verdict(zkl_contender_t *c, int timeout_ms, const struct timesp
     c->waiting = false;
     if (c->phase == ZKL_HELD) {
         c->holds = 1;
+        c->owner_inside = false;
         return ZKLOCK_OK;
     }
     while (c->phase == ZKL_LEAVING && zklock__connected(s))
         pthread_cond_wait(&c->cond, &s->mu);
     rc = c->result;
+    c->owner_inside = false;
     zklock__detach(c);
     return rc;
 }
@@ -83,6 +89,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms)
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
+    c->owner_inside = true;
     if (l->prepare && (rc = l->prepare(l, c)) != 0) {
         c->phase = ZKL_GONE;
         zklock__detach(c);
@@ -121,16 +128,19 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
  * local state goes only after that. */
 static int release_node(zkl_contender_t *c)
 {
+    zklock_t *l_of_release = c->l;
     zklock_session_t *s = c->l->s;
     int rc;
 
     enter(c->l);
+    c->owner_inside = true;
     zklock__give_up(c, ZKLOCK_OK);
     while (c->phase == ZKL_LEAVING)
         pthread_cond_wait(&c->cond, &s->mu);
-    leave(c->l);
     rc = c->result;
+    c->owner_inside = false;
     zklock__detach(c);
+    leave(l_of_release);
     return rc;
 }
 
@@ -252,27 +262,32 @@ static void forget_callbacks(zklock_t *l)
 }
 
 /* With s->mu held: cancels the waiters, waits for every caller and callback
- * to leave, deletes the nodes still held and drops the user's reference. */
+ * to leave, deletes the nodes still held and drops the user's reference.
+ * On ZooKeeper's completion thread, where nothing can be waited for, the
+ * deletes go on in the background and callers on their way out (canceled
+ * waiters) drop their own contender and reference. */
 void zklock__lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
+    bool may_wait = !zklock__on_completion_thread(s);
     zkl_contender_t *c, *next;
 
     l->freeing = true;
     cancel_locked(l);
-    while (l->users > 0 || l->in_callback > 0)
+    while (may_wait && (l->users > 0 || l->in_callback > 0))
         pthread_cond_wait(&s->cond, &s->mu);
     forget_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        if (c->phase == ZKL_HELD)
+        if (c->phase == ZKL_HELD && !c->owner_inside)
             zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
     }
-    while (any_leaving(l) && zklock__connected(s))
+    while (may_wait && any_leaving(l) && zklock__connected(s))
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        zklock__detach(c);
+        if (!c->owner_inside)
+            zklock__detach(c);
     }
     zklock__lock_unref(l);
 }

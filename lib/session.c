@@ -270,14 +270,21 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     pthread_mutex_unlock(&s->mu);
 }
 
-void zklock_session_event(zklock_session_t *s, int type, int state)
+void zklock_session_forward(zklock_session_t *s, zhandle_t *zh, int type, int state)
 {
     if (!s || type != ZOO_SESSION_EVENT)
         return;
     pthread_mutex_lock(&s->mu);
-    if (s->adopted && s->zh) /* none after an expiry, until readopted */
+    /* Only the handle in use speaks for the session: none after a confirmed
+     * expiry, and never an old handle after a readopt. */
+    if (s->adopted && s->zh && (!zh || zh == s->zh))
         handle_state(s, state);
     pthread_mutex_unlock(&s->mu);
+}
+
+void zklock_session_event(zklock_session_t *s, int type, int state)
+{
+    zklock_session_forward(s, NULL, type, state);
 }
 
 /* ---- timers ---------------------------------------------------------------------- */
@@ -349,7 +356,8 @@ static void replace_handle(zklock_session_t *s)
 
 static bool may_reopen(const zklock_session_t *s)
 {
-    return s->need_new_handle && (s->reopen_now || !zklock__timer_armed(&s->retry_timer));
+    return s->need_new_handle && s->state != ZKL_S_CLOSED &&
+           (s->reopen_now || !zklock__timer_armed(&s->retry_timer));
 }
 
 static void *session_thread(void *arg)
@@ -528,8 +536,9 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
         return rc;
     s->adopted = true;
     pthread_mutex_lock(&s->mu);
-    take_handle(s, zh);
-    rc = start_thread(s);
+    rc = start_thread(s); /* first: nothing is sent unless it runs */
+    if (rc == 0)
+        take_handle(s, zh);
     pthread_mutex_unlock(&s->mu);
     if (rc) {
         zklock__session_free(s);

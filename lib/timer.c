@@ -1,7 +1,7 @@
 /* timer.c: the deadlines the session thread sleeps on, in one binary heap.
  *
  * Every delayed action of a session is a timer: an own-node watch falling
- * due, an acquire's deadline, a retry, a suspension lasting too long. The
+ * due, a retry, a suspension lasting too long. The
  * session thread sleeps until the earliest one (or until kicked) and fires
  * what is due, with s->mu held, as the rest of the library runs.
  *

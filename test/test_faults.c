@@ -565,7 +565,7 @@ static void app_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     zklock_session_t *s = __atomic_load_n(&a->s, __ATOMIC_SEQ_CST);
 
     if (s)
-        zklock_session_event(s, type, state);
+        zklock_session_forward(s, zh, type, state);
 }
 
 static bool app_connected(void *arg)
@@ -578,13 +578,24 @@ static bool app_connected(void *arg)
 static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
 {
     zklock_session_opts_t o = {.on_state = tu_on_state};
+    zklock_session_t *s = NULL;
 
     memset(a, 0, sizeof *a);
     pthread_mutex_init(&a->ev.mu, NULL);
     o.ctx = &a->ev;
     a->zh = zookeeper_init(hosts, app_watcher, timeout_ms, NULL, a, 0);
     CU_ASSERT_FATAL(a->zh && tu_wait_until(app_connected, a, TU_WAIT_MS));
-    TU_REQUIRE_RC(zklock_session_adopt(&a->s, a->zh, &o), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_session_adopt(&s, a->zh, &o), ZKLOCK_OK);
+    __atomic_store_n(&a->s, s, __ATOMIC_SEQ_CST); /* the watcher reads it */
+}
+
+/* The old handle is back: to its session (the server had not expired it
+ * yet: zklock's local expiry is early on purpose) or to the news that it
+ * expired. */
+static bool handle_heard_back(void *zh)
+{
+    int state = zoo_state(zh);
+    return state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE;
 }
 
 static bool connected_after_expiry(void *arg)
@@ -633,6 +644,13 @@ static void test_adopted_local_expiry_and_readopt(void)
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
     TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
     TU_ASSERT_INT(tu_count(path), ==, 1); /* only the new session's node */
+    /* The old handle reconnects; the watcher forwards what it hears too, and
+     * that must not touch the new session. */
+    zkproxy_restore(proxy);
+    CU_ASSERT(tu_wait_until(handle_heard_back, a.zh, TU_WAIT_MS));
+    CU_ASSERT(zklock_session_zhandle(a.s) == fresh);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1);
+    TU_ASSERT_INT(lost.lost, ==, 1);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_free(l2);

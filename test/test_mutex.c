@@ -1239,6 +1239,44 @@ static void test_blocking_call_in_zk_watcher(void)
     zklock_session_close(s);
 }
 
+/* zklock_free() made in a completion on the session's own handle cannot wait
+ * for the delete's answer: it returns, and the node goes in the background. */
+struct free_in_completion {
+    zklock_t *l;
+    int done; /* __atomic */
+};
+
+static void free_it(int rc, const struct Stat *st, const void *data)
+{
+    struct free_in_completion *f = (struct free_in_completion *)data;
+    zklock_free(f->l);
+    __atomic_store_n(&f->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool freed(void *f)
+{
+    return __atomic_load_n(&((struct free_in_completion *)f)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+static bool no_children(void *path)
+{
+    return tu_no_children(path);
+}
+
+static void test_free_on_completion_thread(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("free-in-completion");
+    struct free_in_completion f = {tu_mutex(s, path, NULL), 0};
+
+    TU_REQUIRE_RC(zklock_acquire(f.l, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_aexists(zklock_session_zhandle(s), "/", 0, free_it, &f), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(freed, &f, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_until(no_children, (void *)path, TU_WAIT_MS));
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 /* ---- identities ------------------------------------------------------------------------------------------ */
 
 /* An identity the server could not store with a lock node is refused at
@@ -1315,6 +1353,7 @@ static const tu_test_t mutex_tests[] = {
     {"adopted_session", test_adopted_session},
     {"blocking_call_in_zk_watcher", test_blocking_call_in_zk_watcher},
     {"identity_size", test_identity_size},
+    {"free_on_completion_thread", test_free_on_completion_thread},
     {"delete_refused", test_delete_refused},
     {NULL, NULL},
 };

@@ -163,7 +163,14 @@ case $sub in
   kill) kill -KILL "$(cat "$1/s$2/pid")" ;;
   pause) kill -STOP "$(cat "$1/s$2/pid")" ;;
   resume) kill -CONT "$(cat "$1/s$2/pid")" ;;
-  restart) need_java; launch "$1" "$2"; wait_serving "$1" "$2" ;;
+  restart) # a killed server's ports can take a moment to be free again
+    need_java
+    for attempt in 1 2 3; do
+      launch "$1" "$2"
+      wait_serving "$1" "$2" 2>"$1/restart.err" && exit 0
+      kill -KILL "$(cat "$1/s$2/pid")" 2>/dev/null
+    done
+    cat "$1/restart.err" >&2; exit 1 ;;
   pid) cat "$1/s$2/pid" ;;
   hosts) cat "$1/hosts" ;;
   ruok) ruok "$1" ;;
