@@ -76,7 +76,9 @@ extern "C" {
                       "lock, or a call would wait for its own thread")        \
     X(ECLOSED, -1009, "session is closed")                                    \
     X(ENOSERVER, -1010, "no ZooKeeper server answered in time")               \
-    X(ESYSTEM, -1011, "system error (see errno)")
+    X(ESYSTEM, -1011, "system error (see errno)")                             \
+    X(ENOTSUP, -1012, "not supported by this build (e.g. TLS: the ZooKeeper " \
+                      "C client was built without OpenSSL)")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -127,6 +129,28 @@ typedef struct zklock_session zklock_session_t;
  * carries the node's path and ACL besides its data. */
 #define ZKLOCK_DATA_MAX (1020 * 1024)
 
+/* One credential for the session (ZooKeeper's zoo_add_auth): scheme
+ * "digest" with data "user:password", say. data is bytes (len of them),
+ * copied. */
+typedef struct zklock_auth {
+    const char *scheme;
+    const void *data;
+    size_t len;
+} zklock_auth_t;
+
+/* The ACL of the nodes zklock creates (the lock path's missing levels and
+ * the lock nodes): zklock_session_opts_t.acl for a session's locks,
+ * zklock_opts_t.acl for one lock. See docs/security.md for what an ACL can
+ * and cannot protect. */
+enum {
+    ZKLOCK_ACL_DEFAULT = 0, /* a lock: its session's choice; a session: OPEN */
+    ZKLOCK_ACL_OPEN = 1,    /* anyone may do anything (Curator's default) */
+    ZKLOCK_ACL_CREATOR = 2, /* the identity that created a node may do
+                               anything with it, anyone may read it; needs
+                               credentials (auth) */
+    ZKLOCK_ACL_CUSTOM = 3   /* acl_custom (copied; at most 2 KiB serialized) */
+};
+
 typedef struct zklock_session_opts {
     /* ZooKeeper session timeout asked of the server; 0 = 10000 ms. */
     int timeout_ms;
@@ -140,6 +164,20 @@ typedef struct zklock_session_opts {
     /* How long zklock_session_open() waits for the first connection;
      * 0 = timeout_ms. */
     int connect_timeout_ms;
+    /* Credentials added to every ZooKeeper session zklock opens (again after
+     * each expiry) or adopts, before its first request. auth[0..nauth-1]
+     * are copied. */
+    const zklock_auth_t *auth;
+    size_t nauth;
+    /* The ACL of what this session's locks create (ZKLOCK_ACL_*) and, for
+     * ZKLOCK_ACL_CUSTOM, the ACL itself (copied). */
+    int acl;
+    const struct ACL_vector *acl_custom;
+    /* TLS (ZooKeeper's secure client port): PEM files of the CA, of this
+     * client's certificate and of its key (and the key's password, or
+     * NULL). All NULL: no TLS. Needs a ZooKeeper C client built with
+     * OpenSSL: otherwise zklock_session_open() answers ZKLOCK_ENOTSUP. */
+    const char *tls_ca, *tls_cert, *tls_key, *tls_key_password;
 } zklock_session_opts_t;
 
 /* Opens a session to the ZooKeeper ensemble `hosts` ("host:port,host:port",
@@ -147,8 +185,10 @@ typedef struct zklock_session_opts {
  * session is established, so that the first acquire never races the
  * connection. opts may be NULL (all defaults); it is copied.
  * Errors: ZKLOCK_EINVAL (NULL out or hosts, unparsable or unresolvable
- * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX),
- * ZKLOCK_ENOSERVER (no server answered within
+ * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX, a
+ * credential without scheme, an unknown or malformed acl, an incomplete
+ * set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a client without it),
+ * ZAUTHFAILED (the server rejected a credential), ZKLOCK_ENOSERVER (no server answered within
  * connect_timeout_ms), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
  * NULL and nothing is left behind. */
 ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
@@ -287,13 +327,17 @@ typedef struct zklock_opts {
     void *ctx;
     /* ZKLOCK_WIRE_CURATOR (default) or ZKLOCK_WIRE_KAZOO. */
     int wire;
+    /* The ACL of what this lock creates: ZKLOCK_ACL_DEFAULT (the session's)
+     * or another ZKLOCK_ACL_*, with acl_custom for ZKLOCK_ACL_CUSTOM. */
+    int acl;
+    const struct ACL_vector *acl_custom;
 } zklock_opts_t;
 
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
  * no "." or ".." components, not under /zookeeper). The path's missing
  * levels are created as container nodes on first use, so the server removes
  * them once they are empty. opts may be NULL; it is copied.
- * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire), ZKLOCK_ECLOSED,
+ * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire or acl), ZKLOCK_ECLOSED,
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
                                 const char *path, const zklock_opts_t *opts);

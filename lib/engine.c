@@ -106,7 +106,7 @@ static void send_parents(zkl_contender_t *c)
             *slash = '\0';
         c->busy++;
         zklock__op_begin(c);
-        if (zoo_acreate(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+        if (zoo_acreate(s->zh, p, NULL, -1, &c->l->acl, ZOO_CONTAINER,
                         top ? top_parent_done : parent_done, c) != ZOK) {
             zklock__op_end(c); /* the create that follows is refused too, and says why */
             c->busy--;
@@ -171,8 +171,8 @@ static void send_create(zkl_contender_t *c)
     c->need_parents = false;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity),
-                      &ZOO_OPEN_ACL_UNSAFE, mode, create_done, c);
+    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), &c->l->acl, mode,
+                      create_done, c);
     free(name);
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
@@ -542,7 +542,9 @@ static void engine_suspended(zklock_session_t *s)
         wake(c);
 }
 
-/* What the end of the session means for c, by its phase. */
+/* What the end of the session means for c, by its phase. reason:
+ * ZKLOCK_LOST_EXPIRED, ZKLOCK_ECLOSED (zklock_session_close) or ZAUTHFAILED
+ * (no session will follow). */
 static void ended_for(zkl_contender_t *c, int reason)
 {
     bool closing = reason == ZKLOCK_ECLOSED;
@@ -557,7 +559,7 @@ static void ended_for(zkl_contender_t *c, int reason)
         }
         break;
     case ZKL_QUEUING:
-        zklock__requeue(c); /* on the next session (sessions from zklock_session_open) */
+        zklock__requeue(c); /* on the next session, if one follows */
         break;
     case ZKL_LEAVING:
         zklock__set_node(c, NULL);
@@ -576,6 +578,10 @@ static void ended_for(zkl_contender_t *c, int reason)
     default:
         break;
     }
+    if (reason != ZKLOCK_LOST_EXPIRED && c->phase == ZKL_QUEUING) {
+        c->result = reason; /* no session follows to queue again on */
+        zklock__finish(c);
+    }
 }
 
 /* The ZooKeeper session ended (s->gen has moved on): every node is gone, or
@@ -584,21 +590,16 @@ static void ended_for(zkl_contender_t *c, int reason)
 static void engine_ended(zklock_session_t *s, int reason)
 {
     zkl_contender_t *c, *next;
-    bool closing = reason == ZKLOCK_ECLOSED;
 
     for (c = s->contenders; c; c = next) {
         next = c->sess_next;
-        if (s->ended_unconfirmed && !closing && c->phase != ZKL_GONE)
+        if (s->ended_unconfirmed && reason != ZKLOCK_ECLOSED && c->phase != ZKL_GONE)
             zklock__stale_add(c); /* it may outlive the session we gave up */
         c->busy = 0;
         c->need_list = c->need_parents = c->create_unknown = false;
         c->own_pending = c->watch_pending = false;
         c->watch_wanted = false; /* registrations go with the handle */
         ended_for(c, reason);
-        if (closing && c->phase == ZKL_QUEUING) {
-            c->result = ZKLOCK_ECLOSED;
-            zklock__finish(c);
-        }
         wake(c);
         zklock__reap(c);
     }

@@ -16,6 +16,14 @@ const char *zklock_strerror(int rc)
         return msg;
         ZKLOCK_ERRNO_MAP(ZKL_STRERROR_CASE_)
 #undef ZKL_STRERROR_CASE_
+    /* Where ZooKeeper's own text misleads a lock user: */
+    case ZNOAUTH: /* zerror: "not authenticated", whoever one is */
+        return "not allowed by the ACL (of the lock path, or of the parent of a "
+               "level zklock had to create)";
+    case ZAUTHFAILED:
+        return "the server rejected the session's credentials";
+    case ZINVALIDACL: /* the creator ACL names no identity without credentials */
+        return "invalid ACL (ZKLOCK_ACL_CREATOR needs a session with credentials)";
     }
     if (rc < 0 && rc > ZKLOCK_ERRNO_BASE) {
         /* zerror() knows every ZOO_ERRORS code; its text for others is

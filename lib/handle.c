@@ -21,9 +21,15 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
     l->shared = zklock__tag_shared(l->tag);
     l->refs = 1;
+    rc = zklock__acl_choose(&l->acl, l->opts.acl, l->opts.acl_custom, &s->acl);
+    l->opts.acl_custom = NULL; /* copied: nothing of the caller's is kept */
+    if (rc)
+        return rc;
     l->path = strdup(path);
-    if (!l->path)
+    if (!l->path) {
+        zklock__acl_free(&l->acl);
         return ZKLOCK_ENOMEM;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->closing || s->state == ZKL_S_CLOSED)
         rc = ZKLOCK_ECLOSED;
@@ -33,6 +39,7 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     if (rc) {
         free(l->path);
         l->path = NULL;
+        zklock__acl_free(&l->acl);
     }
     return rc;
 }
@@ -43,6 +50,7 @@ void zklock__lock_fini(zklock_t *l)
     l->s->nlocks--;
     pthread_mutex_unlock(&l->s->mu);
     free(l->path);
+    zklock__acl_free(&l->acl);
 }
 
 /* With s->mu held; the last reference frees the handle. */
@@ -53,6 +61,7 @@ void zklock__lock_unref(zklock_t *l)
     l->s->nlocks--;
     free(l->path);
     l->path = NULL;
+    zklock__acl_free(&l->acl);
     if (l->destroy)
         l->destroy(l);
     else

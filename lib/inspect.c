@@ -154,6 +154,8 @@ static int session_rc(zklock_session_t *s)
         return ZKLOCK_ECLOSED;
     if (zklock__on_completion_thread(s))
         return ZKLOCK_EDEADLK;
+    if (zklock__session_refusal(s))
+        return zklock__session_refusal(s);
     if (!zklock__connected(s))
         return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
     return 0;

@@ -221,6 +221,7 @@ struct zklock {
     enum zkl_tag tag;      /* the tag of the nodes this handle creates */
     bool shared;           /* zklock__tag_shared(tag) */
     zklock_t *sibling;     /* read/write lock: the other view */
+    struct ACL_vector acl; /* of the nodes it creates */
     bool borrowed;         /* a view owned by a read/write lock */
     bool freeing;
     int users;             /* threads inside a call on this handle */
@@ -254,6 +255,13 @@ enum zkl_sstate {
 struct zkl_qwatch;
 struct zkl_stale;
 
+/* A credential of the session (auth.c). */
+struct zkl_auth {
+    char *scheme;
+    char *data;
+    int len;
+};
+
 struct zklock_session {
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* state changes, lock/user counts */
@@ -273,6 +281,14 @@ struct zklock_session {
     char *hosts;
     char *identity;
     zklock_session_opts_t opts;
+    struct zkl_auth *auth;      /* credentials, copied from opts */
+    size_t nauth;
+    unsigned auth_gen;          /* bumped for each handle they are sent on */
+    int auth_pending;           /* ... answers still to come on it */
+    int auth_rc;                /* ... the first refusal */
+    bool auth_failed;           /* a server rejected them: no retry */
+    struct ACL_vector acl;      /* what the session's locks create by default */
+    char *tls;                  /* zookeeper_init_ssl's "ca,cert,key[,password]" */
     int negotiated_ms;          /* session timeout the server granted */
 
     enum zkl_sstate state;
@@ -331,6 +347,8 @@ void zklock__watch_gone(zklock_session_t *s);
 /* With s->mu held, in an answer or event of s->zh: this is its completion
  * thread. */
 void zklock__learn_completion_thread(zklock_session_t *s);
+/* ZAUTHFAILED once a server rejected the session's credentials, else 0. */
+int zklock__session_refusal(const zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 
@@ -345,6 +363,18 @@ void zklock__reap(zkl_contender_t *c);
 zkl_contender_t *zklock__thread_contender(const zklock_t *l);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
 char *zklock__child_path(const char *dir, const char *name);
+
+/* ---- auth.c: credentials and ACLs -------------------------------------------- */
+
+int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);
+void zklock__auth_free(zklock_session_t *s);
+/* Adds the credentials to s->zh (their answers: s->auth_pending, auth_rc). */
+int zklock__auth_send(zklock_session_t *s);
+/* *dst (a deep copy, freed with zklock__acl_free) for a ZKLOCK_ACL_* kind;
+ * ZKLOCK_ACL_DEFAULT copies `inherited` (NULL: open). */
+int zklock__acl_choose(struct ACL_vector *dst, int kind, const struct ACL_vector *custom,
+                       const struct ACL_vector *inherited);
+void zklock__acl_free(struct ACL_vector *v);
 
 /* ---- handle.c: the lock handle every recipe shares ------------------------------ */
 

@@ -114,6 +114,8 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     pthread_mutex_lock(&l->s->mu);
     if (closed(l))
         rc = ZKLOCK_ECLOSED;
+    else if ((rc = zklock__session_refusal(l->s)) != 0)
+        ; /* our credentials were rejected: no session to queue on */
     else if (zklock__on_completion_thread(l->s))
         rc = ZKLOCK_EDEADLK; /* the answers would come on this very thread */
     else

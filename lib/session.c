@@ -22,6 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(HAVE_ZOOKEEPER_TLS) && !defined(HAVE_OPENSSL_H)
+/* zookeeper.h declares it only for its own build's HAVE_OPENSSL_H. */
+zhandle_t *zookeeper_init_ssl(const char *host, const char *cert, watcher_fn fn,
+                              int recv_timeout, const clientid_t *clientid, void *context,
+                              int flags);
+#endif
+
 #define ZKL_DEFAULT_TIMEOUT_MS 10000
 #define ZKL_RETRY_MS 100     /* after an answer that no session event follows */
 #define ZKL_REOPEN_MS 1000   /* after zookeeper_init itself failed */
@@ -133,11 +140,13 @@ static void let_go_of_adopted(zklock_session_t *s)
     s->zh = NULL;
 }
 
-/* The ZooKeeper session is over. `unconfirmed`: no server said so (zklock
- * decided it, after a whole session timeout without a connection, or the
- * application handed over a new handle): the session may still live on the
- * server for a while, with nodes of ours that the layers must remove. */
-static void expired(zklock_session_t *s, bool unconfirmed)
+/* The ZooKeeper session is over, for `reason` (ZKLOCK_LOST_EXPIRED, or
+ * ZAUTHFAILED: a server rejected our credentials, and no new session would
+ * fare better). `unconfirmed`: no server said so (zklock decided it, after a
+ * whole session timeout without a connection, or the application handed
+ * over a new handle): the session may still live on the server for a while,
+ * with nodes of ours that the layers must remove. */
+static void ended_because(zklock_session_t *s, int reason, bool unconfirmed)
 {
     if (s->state == ZKL_S_EXPIRED && s->adopted && s->zh && !unconfirmed) {
         let_go_of_adopted(s); /* a server confirms the local expiry */
@@ -150,7 +159,7 @@ static void expired(zklock_session_t *s, bool unconfirmed)
     s->state = ZKL_S_EXPIRED;
     s->ended_unconfirmed = unconfirmed;
     queue_state(s, ZKLOCK_EXPIRED);
-    session_ended(s, ZKLOCK_LOST_EXPIRED);
+    session_ended(s, reason);
     if (!s->adopted) {
         /* Retired at once, closed by the session thread: a handle we gave up
          * for expired must not come back to life (a long election, and the
@@ -162,6 +171,28 @@ static void expired(zklock_session_t *s, bool unconfirmed)
         let_go_of_adopted(s);
     }
     kick(s);
+}
+
+static void expired(zklock_session_t *s, bool unconfirmed)
+{
+    ended_because(s, ZKLOCK_LOST_EXPIRED, unconfirmed);
+}
+
+/* A server rejected our credentials: the session stops here, it does not
+ * open another that would be rejected too (an adopted one waits for a
+ * readopt). */
+static void auth_rejected(zklock_session_t *s)
+{
+    s->auth_failed = true;
+    if (s->auth_rc == 0)
+        s->auth_rc = ZAUTHFAILED;
+    pthread_cond_broadcast(&s->cond);
+    ended_because(s, ZAUTHFAILED, false);
+}
+
+int zklock__session_refusal(const zklock_session_t *s)
+{
+    return s->auth_failed ? ZAUTHFAILED : 0;
 }
 
 /* The handle's completion thread: answers to our requests arrive there, so
@@ -252,8 +283,10 @@ static void handle_state(zklock_session_t *s, int state)
         connected(s);
     else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
         disconnected(s);
-    else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+    else if (state == ZOO_EXPIRED_SESSION_STATE)
         expired(s, false);
+    else if (state == ZOO_AUTH_FAILED_STATE)
+        auth_rejected(s);
 }
 
 static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -322,13 +355,30 @@ static void retry_now(struct zkl_timer *t, zklock_session_t *s)
  * anything before the new session is up anyway. */
 static int open_handle(zklock_session_t *s)
 {
+    int rc;
+
     errno = 0;
-    s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
+#ifdef HAVE_ZOOKEEPER_TLS
+    if (s->tls)
+        s->zh = zookeeper_init_ssl(s->hosts, s->tls, session_watcher, s->opts.timeout_ms, NULL,
+                                   s, 0);
+    else
+#endif
+        s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
     if (!s->zh)
         return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_EINVAL;
     zoo_set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
     s->state = ZKL_S_CONNECTING;
-    return 0;
+    /* Queued now, sent ahead of anything else once connected. */
+    rc = zklock__auth_send(s);
+    if (rc) {
+        zhandle_t *zh = s->zh;
+        s->zh = NULL; /* its events are a stranger's from now on */
+        pthread_mutex_unlock(&s->mu);
+        zookeeper_close(zh);
+        pthread_mutex_lock(&s->mu);
+    }
+    return rc;
 }
 
 /* Closes the dead handle (its late answers are stale by generation) and
@@ -346,7 +396,7 @@ static void replace_handle(zklock_session_t *s)
         pthread_mutex_lock(&s->mu);
     }
     handle_closed(s);
-    if (s->thread_stop || s->state == ZKL_S_CLOSED)
+    if (s->thread_stop || s->state == ZKL_S_CLOSED || s->auth_failed)
         return;
     if (open_handle(s) != 0) {
         s->need_new_handle = true; /* try again shortly */
@@ -404,22 +454,41 @@ void zklock__session_free(zklock_session_t *s)
     pthread_cond_destroy(&s->thread_cond);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
+    zklock__auth_free(s);
+    zklock__acl_free(&s->acl);
+    free(s->tls);
     free(s->hosts);
     free(s->identity);
     free(s);
 }
 
-static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts)
+/* zookeeper_init_ssl()'s certificate argument: "ca,cert,key[,password]". */
+static int tls_of(zklock_session_t *s, const zklock_session_opts_t *o)
 {
-    zklock_session_t *s;
-
-    if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0))
+    if (!o->tls_ca && !o->tls_cert && !o->tls_key && !o->tls_key_password)
+        return 0;
+    if (!o->tls_ca || !o->tls_cert || !o->tls_key)
         return ZKLOCK_EINVAL;
-    if (opts && opts->identity && strlen(opts->identity) > ZKLOCK_DATA_MAX)
-        return ZKLOCK_EINVAL; /* the server would drop every create */
-    s = calloc(1, sizeof *s);
-    if (!s)
+#ifndef HAVE_ZOOKEEPER_TLS
+    return ZKLOCK_ENOTSUP;
+#else
+    size_t len = strlen(o->tls_ca) + strlen(o->tls_cert) + strlen(o->tls_key) +
+          (o->tls_key_password ? strlen(o->tls_key_password) : 0) + 4;
+    s->tls = malloc(len);
+    if (!s->tls)
         return ZKLOCK_ENOMEM;
+    snprintf(s->tls, len, "%s,%s,%s%s%s", o->tls_ca, o->tls_cert, o->tls_key,
+             o->tls_key_password ? "," : "", o->tls_key_password ? o->tls_key_password : "");
+    return 0;
+#endif
+}
+
+/* Copies what the options point to; the copy of the options points to
+ * nothing of the caller's. */
+static int take_options(zklock_session_t *s, const zklock_session_opts_t *opts)
+{
+    int rc;
+
     if (opts)
         s->opts = *opts;
     if (s->opts.timeout_ms == 0)
@@ -428,20 +497,50 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         s->opts.connect_timeout_ms = s->opts.timeout_ms;
     s->identity = s->opts.identity ? strdup(s->opts.identity) : default_identity();
     s->opts.identity = s->identity;
-    s->retry_timer.fire = retry_now;
-    s->suspend_timer.fire = suspended_too_long;
-    if (!s->identity || zklock__timers_reserve(s, 2) != 0) {
-        free(s->identity);
-        zklock__timers_free(s);
-        free(s);
+    if (!s->identity)
         return ZKLOCK_ENOMEM;
-    }
-    if (zklock__rng_seed(s->rng) != 0 || pthread_mutex_init(&s->mu, NULL) != 0 ||
-        zklock__cond_init(&s->cond) != 0 || zklock__cond_init(&s->thread_cond) != 0) {
-        free(s->identity);
-        zklock__timers_free(s);
+    if ((rc = zklock__auth_copy(s, s->opts.auth, s->opts.nauth)) != 0 ||
+        (rc = zklock__acl_choose(&s->acl, s->opts.acl, s->opts.acl_custom, NULL)) != 0 ||
+        (rc = tls_of(s, &s->opts)) != 0)
+        return rc;
+    s->opts.auth = NULL;
+    s->opts.nauth = 0;
+    s->opts.acl_custom = NULL;
+    s->opts.tls_ca = s->opts.tls_cert = s->opts.tls_key = s->opts.tls_key_password = NULL;
+    return 0;
+}
+
+static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts)
+{
+    zklock_session_t *s;
+    int rc;
+
+    if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0))
+        return ZKLOCK_EINVAL;
+    if (opts && opts->identity && strlen(opts->identity) > ZKLOCK_DATA_MAX)
+        return ZKLOCK_EINVAL; /* the server would drop every create */
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return ZKLOCK_ENOMEM;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKLOCK_ESYSTEM;
+    }
+    if (zklock__cond_init(&s->cond) != 0 || zklock__cond_init(&s->thread_cond) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return ZKLOCK_ESYSTEM;
+    }
+    s->retry_timer.fire = retry_now;
+    s->suspend_timer.fire = suspended_too_long;
+    rc = take_options(s, opts);
+    if (rc == 0)
+        rc = zklock__timers_reserve(s, 2);
+    if (rc == 0 && zklock__rng_seed(s->rng) != 0)
+        rc = ZKLOCK_ESYSTEM;
+    if (rc) {
+        zklock__session_free(s);
+        return rc;
     }
     *out = s;
     return 0;
@@ -491,9 +590,13 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     if (rc == 0)
         rc = start_thread(s);
     zklock__deadline(&deadline, s->opts.connect_timeout_ms);
-    while (rc == 0 && s->state != ZKL_S_CONNECTED && !zklock__passed(&deadline))
+    /* Connected, and the credentials answered: a rejection is told here. */
+    while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
+           (s->state != ZKL_S_CONNECTED || s->auth_pending > 0) && !zklock__passed(&deadline))
         pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
-    if (rc == 0 && s->state != ZKL_S_CONNECTED)
+    if (rc == 0 && s->auth_rc != 0)
+        rc = s->auth_rc;
+    else if (rc == 0 && s->state != ZKL_S_CONNECTED)
         rc = ZKLOCK_ENOSERVER;
     pthread_mutex_unlock(&s->mu);
     if (rc) {
@@ -516,6 +619,8 @@ static void take_handle(zklock_session_t *s, zhandle_t *zh)
         return;
     }
     s->state = ZKL_S_CONNECTING;
+    s->auth_failed = false;
+    zklock__auth_send(s); /* a refusal shows as ZOO_AUTH_FAILED_STATE */
     if (state == ZOO_CONNECTED_STATE)
         connected(s);
 }
@@ -529,8 +634,8 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     if (!out)
         return ZKLOCK_EINVAL;
     *out = NULL;
-    if (!zh)
-        return ZKLOCK_EINVAL;
+    if (!zh || (opts && (opts->tls_ca || opts->tls_cert || opts->tls_key)))
+        return ZKLOCK_EINVAL; /* the handle's TLS is the application's */
     rc = session_new(&s, opts);
     if (rc)
         return rc;

@@ -20,4 +20,14 @@ AC_DEFUN([ZKL_CHECK_ZOOKEEPER], [
   fi
   AC_SUBST([ZOOKEEPER_CFLAGS])
   AC_SUBST([ZOOKEEPER_LIBS])
+
+  # TLS: zookeeper_init_ssl exists only in a client built with OpenSSL (not
+  # Debian 12's). Its header declares it only under HAVE_OPENSSL_H.
+  zkl_save_LIBS=$LIBS
+  LIBS="$ZOOKEEPER_LIBS $LIBS"
+  AC_CHECK_FUNC([zookeeper_init_ssl], [zkl_have_zk_tls=yes], [zkl_have_zk_tls=no])
+  LIBS=$zkl_save_LIBS
+  if test "x$zkl_have_zk_tls" = xyes; then
+    AC_DEFINE([HAVE_ZOOKEEPER_TLS], [1], [ZooKeeper's C client has zookeeper_init_ssl (TLS).])
+  fi
 ])

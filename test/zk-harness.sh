@@ -20,13 +20,17 @@
 #
 # Needs Java and Debian's zookeeper package (the server jar). The servers
 # use tickTime=500 so that short session timeouts (>= 1 s) and elections are
-# quick, and check empty containers every second.
+# quick, and check empty containers every second. The digest credential
+# "super:zklock-test" is the servers' superuser (ZKLOCK_TEST_SUPER), so that
+# tests can set up ACLs they themselves are then refused by.
 set -u
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 ZK_CP=${ZK_CP:-/etc/zookeeper/conf_example:/usr/share/java/zookeeper.jar}
 JAVA=${JAVA:-java}
 START_TIMEOUT=${ZKLOCK_HARNESS_START_TIMEOUT:-60}
+# base64(sha1("super:zklock-test")), as ZooKeeper's DigestAuthenticationProvider has it
+SUPER_DIGEST=J6nKLfljqCPcjZk00Z/MiFFTUAk=
 
 die() { echo "zk-harness: $*" >&2; exit 1; }
 
@@ -86,6 +90,7 @@ launch() { # dir i
   # setsid: the server survives nothing but us; stop/kill find it by pid.
   setsid "$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -Dznode.container.checkIntervalMs=1000 -Dzookeeper.admin.enableServer=false \
+    -Dzookeeper.DigestAuthenticationProvider.superDigest=super:$SUPER_DIGEST \
     -cp "$ZK_CP" "$main" "$dir/s$i/zoo.cfg" >>"$dir/s$i/server.log" 2>&1 </dev/null &
   echo $! >"$dir/s$i/pid"
 }
@@ -149,7 +154,8 @@ cmd_run() {
   trap 'cmd_stop "$run_dir"' EXIT
   trap 'exit 130' INT TERM
   hosts=$(cmd_start "$run_dir" "$n") || exit 99 # a hard error for the automake harness
-  ZKLOCK_TEST_HOSTS=$hosts ZKLOCK_TEST_ZKDIR=$run_dir ZKLOCK_TEST_HARNESS=$self "$@"
+  ZKLOCK_TEST_HOSTS=$hosts ZKLOCK_TEST_ZKDIR=$run_dir ZKLOCK_TEST_HARNESS=$self \
+    ZKLOCK_TEST_SUPER=super:zklock-test "$@"
   status=$?
   [ $status -ne 0 ] && [ -n "${ZKLOCK_HARNESS_LOGS:-}" ] && tail -n 50 "$run_dir"/s*/server.log >&2
   return $status

@@ -1,0 +1,176 @@
+/*
+ * auth.c: who the session is (credentials) and who may touch what it
+ * creates (ACLs).
+ *
+ * Credentials are added to every handle the session uses, before its first
+ * request: the C client sends them ahead of anything queued, and again on
+ * every reconnection of that handle; a new handle (a renewed session, a
+ * readopt) gets them here again. A server that rejects them drops the
+ * connection and the handle ends in ZOO_AUTH_FAILED_STATE: the session
+ * then stops there (session.c), it does not retry.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The most an ACL may take in a request (serialized): what is left of a
+ * server's default jute.maxbuffer beside ZKLOCK_DATA_MAX and a node's path. */
+#define ZKL_ACL_MAX_BYTES 2048
+
+/* ---- credentials ------------------------------------------------------------ */
+
+struct auth_token {
+    zklock_session_t *s;
+    unsigned gen; /* the handle generation it was sent on */
+};
+
+int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n)
+{
+    if (n > 0 && !auth)
+        return ZKLOCK_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!auth[i].scheme || !*auth[i].scheme || (auth[i].len > 0 && !auth[i].data) ||
+            auth[i].len > ZKLOCK_DATA_MAX)
+            return ZKLOCK_EINVAL;
+    s->auth = calloc(n + 1, sizeof *s->auth);
+    if (!s->auth)
+        return ZKLOCK_ENOMEM;
+    for (size_t i = 0; i < n; i++, s->nauth++) {
+        struct zkl_auth *a = &s->auth[i];
+        a->scheme = strdup(auth[i].scheme);
+        a->data = malloc(auth[i].len + 1);
+        if (!a->scheme || !a->data)
+            return ZKLOCK_ENOMEM; /* the caller frees what was copied */
+        memcpy(a->data, auth[i].data, auth[i].len);
+        a->len = (int)auth[i].len;
+    }
+    return 0;
+}
+
+void zklock__auth_free(zklock_session_t *s)
+{
+    for (size_t i = 0; s->auth && i <= s->nauth; i++) { /* calloc'd n + 1 */
+        free(s->auth[i].scheme);
+        /* the data may hold a password: do not leave it in freed memory */
+        if (s->auth[i].data)
+            memset(s->auth[i].data, 0, (size_t)s->auth[i].len);
+        free(s->auth[i].data);
+    }
+    free(s->auth);
+    s->auth = NULL;
+    s->nauth = 0;
+}
+
+static void auth_done(int rc, const void *data)
+{
+    struct auth_token *t = (struct auth_token *)data;
+    zklock_session_t *s = t->s;
+
+    pthread_mutex_lock(&s->mu);
+    if (t->gen == s->auth_gen) {
+        s->auth_pending--;
+        if (rc != ZOK && s->auth_rc == 0)
+            s->auth_rc = rc;
+        pthread_cond_broadcast(&s->cond);
+    }
+    if (--s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    free(t);
+}
+
+int zklock__auth_send(zklock_session_t *s)
+{
+    s->auth_gen++;
+    s->auth_pending = 0;
+    s->auth_rc = 0;
+    for (size_t i = 0; i < s->nauth; i++) {
+        struct auth_token *t = malloc(sizeof *t);
+        int rc;
+        if (!t)
+            return ZKLOCK_ENOMEM;
+        *t = (struct auth_token){s, s->auth_gen};
+        rc = zoo_add_auth(s->zh, s->auth[i].scheme, s->auth[i].data, s->auth[i].len, auth_done, t);
+        if (rc != ZOK) {
+            free(t);
+            return rc;
+        }
+        s->auth_pending++;
+        s->ops++;
+    }
+    return 0;
+}
+
+/* ---- ACLs ------------------------------------------------------------------------- */
+
+static size_t acl_bytes(const struct ACL_vector *v)
+{
+    size_t n = 4;
+    for (int32_t i = 0; i < v->count; i++)
+        n += 4 + 4 + strlen(v->data[i].id.scheme) + 4 + strlen(v->data[i].id.id);
+    return n;
+}
+
+void zklock__acl_free(struct ACL_vector *v)
+{
+    for (int32_t i = 0; v->data && i < v->count; i++) {
+        free(v->data[i].id.scheme);
+        free(v->data[i].id.id);
+    }
+    free(v->data);
+    v->data = NULL;
+    v->count = 0;
+}
+
+/* A deep copy of src into *dst (emptied first). */
+static int acl_copy(struct ACL_vector *dst, const struct ACL_vector *src)
+{
+    zklock__acl_free(dst);
+    if (!src || src->count <= 0 || !src->data)
+        return ZKLOCK_EINVAL;
+    for (int32_t i = 0; i < src->count; i++)
+        if (!src->data[i].id.scheme || !src->data[i].id.id)
+            return ZKLOCK_EINVAL;
+    if (acl_bytes(src) > ZKL_ACL_MAX_BYTES)
+        return ZKLOCK_EINVAL; /* the server would drop every create */
+    dst->data = calloc((size_t)src->count, sizeof *dst->data);
+    if (!dst->data)
+        return ZKLOCK_ENOMEM;
+    for (dst->count = 0; dst->count < src->count; dst->count++) {
+        struct ACL *to = &dst->data[dst->count];
+        const struct ACL *from = &src->data[dst->count];
+        to->perms = from->perms;
+        to->id.scheme = strdup(from->id.scheme);
+        to->id.id = strdup(from->id.id);
+        if (!to->id.scheme || !to->id.id) {
+            dst->count++;
+            zklock__acl_free(dst);
+            return ZKLOCK_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int zklock__acl_choose(struct ACL_vector *dst, int kind, const struct ACL_vector *custom,
+                       const struct ACL_vector *inherited)
+{
+    struct ACL creator[2];
+    struct ACL_vector creator_v = {2, creator};
+
+    switch (kind) {
+    case ZKLOCK_ACL_DEFAULT:
+        return inherited ? acl_copy(dst, inherited) : acl_copy(dst, &ZOO_OPEN_ACL_UNSAFE);
+    case ZKLOCK_ACL_OPEN:
+        return acl_copy(dst, &ZOO_OPEN_ACL_UNSAFE);
+    case ZKLOCK_ACL_CREATOR:
+        /* the creating identity may do everything, anyone may look */
+        creator[0] = (struct ACL){ZOO_PERM_ALL, ZOO_AUTH_IDS};
+        creator[1] = (struct ACL){ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
+        return acl_copy(dst, &creator_v);
+    case ZKLOCK_ACL_CUSTOM:
+        return acl_copy(dst, custom);
+    default:
+        return ZKLOCK_EINVAL;
+    }
+}
