@@ -17,6 +17,7 @@ failures=0 n=0
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
 check() { # description, then a command that must succeed
   local what=$1; shift
   if "$@"; then ok "$what"; else fail "$what"; fi

@@ -78,11 +78,68 @@ check "SIGINT while waiting: exit 130" [ $st = 130 ]
 check "...leaving no node behind" queued $P/wait 1
 kill -TERM $holder; wait $holder
 
+# ---- the job: COMMAND and what it starts ------------------------------------------------------------
+# job.sh DIR: a job that starts a process and waits for it, as sh -c './deploy.sh' does.
+cat >"$T/job.sh" <<'EOF'
+sleep 300 & echo $! >"$1/grandchild"
+echo ready >"$1/ready"
+wait
+EOF
+# stubborn.sh DIR: the leader ends at SIGTERM; the process it started ignores it.
+cat >"$T/stubborn.sh" <<'EOF'
+sh -c 'trap "" TERM; echo $$ >"$1/grandchild"; echo ready >"$1/ready"; while :; do sleep 0.1; done' sh "$1" &
+wait
+EOF
+# count-int.py DIR: counts the SIGINTs it gets (into DIR/ints), busy so that
+# each is handled the moment it comes.
+cat >"$T/count-int.py" <<'EOF'
+import os, signal, sys, time
+n = 0
+def on_int(sig, frame):
+    global n
+    n += 1
+    open(sys.argv[1] + "/ints", "w").write("%d\n" % n)
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGTERM, lambda sig, frame: os._exit(0))
+open(sys.argv[1] + "/ready", "w").write("ready\n")
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    pass
+EOF
+alive() { local st; st=$(ps -o stat= -p "$(cat "$1")" 2>/dev/null) && [ "${st#Z}" = "$st" ]; } # PIDFILE
+dead() { ! alive "$1"; }
+
+rm -f "$T/ready" "$T/grandchild"
+"$ZKLOCK" $P/job sh "$T/job.sh" "$T" & pid=$!
+check "job running" wait_for 20 started "$T/ready"
+kill -TERM $pid; wait $pid
+check "SIGTERM to zklock reaches what the command started" wait_for 5 dead "$T/grandchild"
+
+echo "line from stdin" | "$ZKLOCK" $P/job sh -c 'read -r l; echo "got: $l"' >"$T/stdin-out"
+check "COMMAND reads zklock's standard input" grep -q "got: line from stdin" "$T/stdin-out"
+
+rm -f "$T/ready" "$T/ints"
+# zklock in a process group of its own, which the test then signals as a
+# terminal's Ctrl-C signals its foreground group.
+setsid "$ZKLOCK" $P/job "$PY" "$T/count-int.py" "$T" & pid=$!
+check "counting command running" wait_for 20 started "$T/ready"
+kill -INT -- -$pid
+check "SIGINT handled" wait_for 10 started "$T/ints"
+kill -TERM $pid; wait $pid
+check "a Ctrl-C to zklock's group reaches COMMAND once" [ "$(cat "$T/ints")" = 1 ]
+
+if "$PY" -c 'import pty' 2>/dev/null && command -v bash >/dev/null; then
+  while read -r verdict what; do
+    if [ "$verdict" = PASS ]; then ok "terminal: $what"; else fail "terminal: $what"; fi
+  done < <("$PY" "$TESTDIR/ttyjob.py" "$ZKLOCK" $P/tty 2>&1)
+else
+  skip "terminal: python3's pty module is needed"
+fi
+
 # ---- the lock lost while the command runs -------------------------------------------------------
-lost_run() { # trap-action expected-marker
+lost_run() { # COMMAND...: runs it under zklock, which loses the lock meanwhile
   rm -f "$T/ready" "$T/lost"
-  "$ZKLOCK" --session-timeout 2000 --kill-after 1 $P/lost \
-    sh -c "trap '$1' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" 2>"$T/lost-err" &
+  "$ZKLOCK" --session-timeout 2000 --kill-after 1 $P/lost "$@" 2>"$T/lost-err" &
   pid=$!
   check "command running" wait_for 20 started "$T/ready"
   # Deliberate fault: freeze zklock past its session timeout. Another client
@@ -94,10 +151,16 @@ lost_run() { # trap-action expected-marker
   check "zklock exits 75 when it lost the lock" [ $st = 75 ]
   check "...and says so" grep -q "lost $P/lost" "$T/lost-err"
 }
-lost_run "echo term > $T/lost; exit 0"
+lost_run sh -c "trap 'echo term > $T/lost; exit 0' TERM; echo ready > $T/ready; while :; do sleep 0.1; done"
 check "the command got SIGTERM" grep -q term "$T/lost"
-lost_run ""
+lost_run sh -c "trap '' TERM; echo ready > $T/ready; while :; do sleep 0.1; done"
 check "a command ignoring SIGTERM gets SIGKILL after --kill-after" grep -q "SIGKILL" "$T/lost-err"
+lost_run sh "$T/job.sh" "$T"
+check "what the command started is stopped with it" dead "$T/grandchild"
+lost_run sh "$T/stubborn.sh" "$T"
+check "...and SIGKILLed after --kill-after, even when the command itself has ended" \
+  wait_for 5 dead "$T/grandchild"
+check "...which zklock says" grep -q "SIGKILL" "$T/lost-err"
 
 # ---- read/write modes ----------------------------------------------------------------------------
 # Each reader stays inside until it has seen the other inside (both must hold
@@ -157,7 +220,7 @@ expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env busy sig wait lost rw ls v kz; do
+for p in a env busy sig wait job tty lost rw ls v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +46,20 @@ static const char usage_text[] =
     "      --session-timeout MS     ZooKeeper session timeout, 1-3600000 (default 10000;\n"
     "                               the servers bound it)\n"
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
-    "      --kill-after SECONDS     if the lock is lost, SIGKILL the command this long after\n"
-    "                               SIGTERM (default 10)\n"
+    "      --kill-after SECONDS     if the lock is lost, SIGKILL what is left of COMMAND's\n"
+    "                               process group this long after SIGTERM (default 10)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder\n"
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
     "\n"
     "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
-    "environment. SIGINT, SIGTERM and SIGHUP are passed on to it. If the lock is lost while\n"
-    "it runs (the session expired or the node was deleted), it gets SIGTERM, then SIGKILL\n"
-    "after --kill-after.\n"
+    "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
+    "to zklock are passed on to that group. If the lock is lost while it runs (the session\n"
+    "expired or the node was deleted), the group gets SIGTERM, then SIGKILL after\n"
+    "--kill-after: what COMMAND started is stopped too. On a terminal, COMMAND gets the\n"
+    "terminal while zklock is in the foreground: Ctrl-C reaches it once, Ctrl-Z stops it and\n"
+    "zklock, fg and bg continue both.\n"
     "\n"
     "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1) when the\n"
     "lock is busy or the timeout passed; 64 bad usage; 65 invalid lock path; 69 ZooKeeper\n"
@@ -283,30 +286,6 @@ static void free_command_env(char **env)
     free(env);
 }
 
-/* Starts the command with default signal handling; returns its pid, or
- * dies with 126/127 (not runnable / not found). */
-static pid_t start_command(char **command, char **env, int *exit_code)
-{
-    posix_spawnattr_t attr;
-    sigset_t none, all;
-    pid_t pid;
-    int rc;
-
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawnp(&pid, command[0], NULL, &attr, command, env);
-    posix_spawnattr_destroy(&attr);
-    if (rc == 0)
-        return pid;
-    tool_say("cannot run %s: %s", command[0], strerror(rc));
-    *exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-    return -1;
-}
-
 static int status_code(int status)
 {
     if (WIFEXITED(status))
@@ -322,11 +301,15 @@ struct run {
     struct holder h;
     struct monitor mon;
     int sigfd, answers[2], lost[2];
-    pid_t child;
+    struct job job;
     int exit_code;
-    bool lost_lock, child_done, term_sent, kill_sent;
-    struct timespec kill_at;
-    int64_t started_ms;
+    bool started;    /* COMMAND runs, or ran */
+    bool releasing;  /* the lock thread was asked to release */
+    bool released;   /* ... and did (or found the lock lost) */
+    bool lost_lock;  /* on_lost came */
+    bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
+    bool killed;
+    int64_t kill_at_ms, started_ms;
 };
 
 static int64_t mono_ms(void)
@@ -339,25 +322,44 @@ static int64_t mono_ms(void)
 static void on_lost(zklock_t *l, int reason, void *ctx)
 {
     struct run *r = ctx;
+    (void)l;
     report(r->lost[1], 'L');
+}
+
+static void release(struct run *r)
+{
+    if (!r->releasing)
+        ask_release(&r->h);
+    r->releasing = true;
+}
+
+static void start_job(struct run *r)
+{
+    char **env = command_env(r->o->path, r->h.token);
+    int rc = job_start(&r->job, r->o->command, env);
+
+    free_command_env(env);
+    if (rc) {
+        tool_say("cannot run %s: %s", r->o->command[0], strerror(rc));
+        r->exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+        release(r);
+        return;
+    }
+    r->started = true;
 }
 
 static void lock_acquired(struct run *r)
 {
-    int64_t token = r->h.token;
-    char **env;
-
     stop_monitor(&r->mon);
+    if (r->exit_code >= 0 || r->lost_lock) {
+        release(r); /* a signal or the loss came first: COMMAND must not start */
+        return;
+    }
     if (r->o->verbose)
         tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
-                 (double)(mono_ms() - r->started_ms) / 1000, (long long)token, r->o->command[0]);
-    env = command_env(r->o->path, token);
-    r->child = start_command(r->o->command, env, &r->exit_code);
-    free_command_env(env);
-    if (r->child < 0) {
-        r->child_done = true;
-        ask_release(&r->h);
-    }
+                 (double)(mono_ms() - r->started_ms) / 1000, (long long)r->h.token,
+                 r->o->command[0]);
+    start_job(r);
 }
 
 /* "... is locked by web-1:4121 (write)", naming the holder if we can. */
@@ -379,18 +381,21 @@ static void say_busy(struct run *r)
 }
 
 /* The lock thread answered: acquired (or not), or released. */
-static bool on_answer(struct run *r)
+static void on_answer(struct run *r)
 {
     char what;
     if (read(r->answers[0], &what, 1) != 1)
-        return false;
-    if (what == 'R')
-        return true; /* released: we are done */
+        return;
+    if (what == 'R') {
+        r->released = true;
+        return;
+    }
     if (r->h.acquired_rc == ZKLOCK_OK) {
         lock_acquired(r);
-        return false;
+        return;
     }
     stop_monitor(&r->mon);
+    r->released = true; /* nothing to release */
     switch (r->h.acquired_rc) {
     case ZKLOCK_EBUSY:
     case ZKLOCK_ETIMEDOUT:
@@ -407,89 +412,114 @@ static bool on_answer(struct run *r)
         tool_say("cannot take %s: %s", r->o->path, zklock_strerror(r->h.acquired_rc));
         r->exit_code = EXIT_UNREACHABLE;
     }
-    return true;
+}
+
+static void job_ended(struct run *r)
+{
+    int code = status_code(r->job.status);
+
+    job_untty(&r->job);
+    if (r->exit_code < 0)
+        r->exit_code = code;
+    if (r->o->verbose)
+        tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+    release(r);
+}
+
+static void on_child(struct run *r)
+{
+    if (!r->started)
+        return;
+    if (job_reap(&r->job))
+        job_suspend(&r->job); /* Ctrl-Z: we stop too, so that the shell takes over */
+    if (r->job.ended && !r->releasing)
+        job_ended(r);
 }
 
 static void on_signal(struct run *r)
 {
     struct signalfd_siginfo si;
+    int sig;
 
     if (read(r->sigfd, &si, sizeof si) != (ssize_t)sizeof si)
         return;
-    if (si.ssi_signo == SIGCHLD) {
-        int status;
-        if (r->child > 0 && waitpid(r->child, &status, WNOHANG) == r->child) {
-            r->child_done = true;
-            if (r->exit_code < 0)
-                r->exit_code = status_code(status);
-            if (r->o->verbose)
-                tool_say("%s ended (%d); releasing %s", r->o->command[0], status_code(status),
-                         r->o->path);
-            ask_release(&r->h);
-        }
-        return;
+    sig = (int)si.ssi_signo;
+    if (sig == SIGCHLD) {
+        on_child(r);
+    } else if (sig == SIGCONT) {
+        job_resume(&r->job); /* fg or bg after a Ctrl-Z */
+    } else if (r->started) {
+        job_signal(&r->job, sig); /* pass it on, to the whole job */
+    } else if (!r->releasing && r->exit_code < 0) {
+        r->exit_code = 128 + sig; /* before COMMAND runs: stop waiting for the lock */
+        zklock_cancel(r->h.lock);
     }
-    if (r->child > 0 && !r->child_done) {
-        kill(r->child, (int)si.ssi_signo); /* pass it on */
-        return;
-    }
-    /* before the command runs: stop waiting for the lock */
-    if (r->exit_code < 0)
-        r->exit_code = 128 + (int)si.ssi_signo;
-    zklock_cancel(r->h.lock);
 }
 
 static void on_lost_lock(struct run *r)
 {
     char what;
-    if (read(r->lost[0], &what, 1) != 1 || r->lost_lock || r->child <= 0 || r->child_done)
+
+    if (read(r->lost[0], &what, 1) != 1 || r->lost_lock)
         return;
     r->lost_lock = true;
     r->exit_code = EXIT_LOST;
+    if (!r->started || job_empty(&r->job)) {
+        tool_say("lost %s (the ZooKeeper session expired)", r->o->path);
+        return;
+    }
     tool_say("lost %s (the ZooKeeper session expired); stopping %s", r->o->path,
              r->o->command[0]);
-    kill(r->child, SIGTERM);
-    r->term_sent = true;
-    clock_gettime(CLOCK_MONOTONIC, &r->kill_at);
-    r->kill_at.tv_sec += (time_t)r->o->kill_after_s;
-    r->kill_at.tv_nsec += (long)((r->o->kill_after_s - (double)(time_t)r->o->kill_after_s) * 1e9);
-    if (r->kill_at.tv_nsec >= 1000000000L) {
-        r->kill_at.tv_sec++;
-        r->kill_at.tv_nsec -= 1000000000L;
-    }
+    job_signal(&r->job, SIGTERM);
+    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
+    r->stopping = true;
+    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+}
+
+/* After a loss, the whole job must be gone before we exit: SIGKILL for
+ * what is left at the deadline, even if the leader has ended. */
+static void kill_if_due(struct run *r)
+{
+    if (!r->stopping || r->killed || mono_ms() < r->kill_at_ms || job_empty(&r->job))
+        return;
+    tool_say("%s did not stop after SIGTERM: SIGKILL", r->o->command[0]);
+    job_signal(&r->job, SIGKILL);
+    r->killed = true;
 }
 
 static int poll_timeout(const struct run *r)
 {
-    struct timespec now;
     int64_t ms;
 
-    if (!r->term_sent || r->kill_sent || r->child_done)
+    if (!r->stopping || r->killed)
         return -1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    ms = (int64_t)(r->kill_at.tv_sec - now.tv_sec) * 1000 + (r->kill_at.tv_nsec - now.tv_nsec) / 1000000;
+    ms = r->kill_at_ms - mono_ms();
     return ms < 0 ? 0 : (int)ms;
+}
+
+static bool finished(const struct run *r)
+{
+    if (!r->released)
+        return false;
+    /* Once SIGKILLed, what is left of the job cannot hold on. */
+    return !r->stopping || r->killed || job_empty(&r->job);
 }
 
 static void loop(struct run *r)
 {
-    for (;;) {
+    while (!finished(r)) {
         struct pollfd fds[3] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0}, {r->lost[0], POLLIN, 0}};
         int n = poll(fds, 3, poll_timeout(r));
 
         if (n < 0 && errno != EINTR)
             tool_die(EXIT_OSERR, "poll: %s", strerror(errno));
-        if (n == 0 && r->term_sent && !r->kill_sent && !r->child_done) {
-            tool_say("%s did not stop after SIGTERM: SIGKILL", r->o->command[0]);
-            kill(r->child, SIGKILL);
-            r->kill_sent = true;
-        }
         if (n > 0 && fds[0].revents)
             on_signal(r);
         if (n > 0 && fds[2].revents)
             on_lost_lock(r);
-        if (n > 0 && fds[1].revents && on_answer(r))
-            return;
+        if (n > 0 && fds[1].revents)
+            on_answer(r);
+        kill_if_due(r);
     }
 }
 
@@ -515,15 +545,25 @@ static zklock_t *make_lock(struct run *r, zklock_rwlock_t **rw)
     return l;
 }
 
+/* Fills set with the signals the main loop reads from its signalfd, and
+ * blocks them in every thread. */
 static void block_signals(sigset_t *set)
 {
+    sigset_t blocked;
+
     sigemptyset(set);
-    sigaddset(set, SIGINT);
+    sigaddset(set, SIGINT);  /* these four are passed on to COMMAND */
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
     sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGCONT); /* continues us even blocked; then we continue COMMAND */
+    blocked = *set;
+    /* Blocked, never read: we may then hand the terminal over from the
+     * background, and write to it while COMMAND has it (stty tostop). */
+    sigaddset(&blocked, SIGTTOU);
     /* before any thread exists, so that all of them inherit the mask */
-    pthread_sigmask(SIG_BLOCK, set, NULL);
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
 }
 
 int main(int argc, char **argv)
@@ -540,8 +580,8 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.o = &o;
     r.exit_code = -1;
-    r.child = -1;
     r.started_ms = mono_ms();
+    job_init(&r.job);
     block_signals(&set);
     r.sigfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0)
