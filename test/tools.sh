@@ -91,7 +91,7 @@ sh -c 'trap "" TERM; echo $$ >"$1/grandchild"; echo ready >"$1/ready"; while :; 
 wait
 EOF
 # count-int.py DIR: counts the SIGINTs it gets (into DIR/ints), busy so that
-# each is handled the moment it comes.
+# each is handled the moment it comes; DIR/ready says its process group.
 cat >"$T/count-int.py" <<'EOF'
 import os, signal, sys, time
 n = 0
@@ -101,7 +101,7 @@ def on_int(sig, frame):
     open(sys.argv[1] + "/ints", "w").write("%d\n" % n)
 signal.signal(signal.SIGINT, on_int)
 signal.signal(signal.SIGTERM, lambda sig, frame: os._exit(0))
-open(sys.argv[1] + "/ready", "w").write("ready\n")
+open(sys.argv[1] + "/ready", "w").write("%d\n" % os.getpgrp())
 end = time.monotonic() + 60
 while time.monotonic() < end:
     pass
@@ -127,6 +127,7 @@ kill -INT -- -$pid
 check "SIGINT handled" wait_for 10 started "$T/ints"
 kill -TERM $pid; wait $pid
 check "a Ctrl-C to zklock's group reaches COMMAND once" [ "$(cat "$T/ints")" = 1 ]
+check "...as COMMAND is not in that group (zklock passes it on)" [ "$(cat "$T/ready")" != $pid ]
 
 if "$PY" -c 'import pty' 2>/dev/null && command -v bash >/dev/null; then
   while read -r verdict what; do
