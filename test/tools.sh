@@ -163,6 +163,25 @@ check "...and SIGKILLed after --kill-after, even when the command itself has end
   wait_for 5 dead "$T/grandchild"
 check "...which zklock says" grep -q "SIGKILL" "$T/lost-err"
 
+# An operator deletes the lock node with another client (python kazoo).
+if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+  rm -f "$T/ready"
+  "$ZKLOCK" $P/del sh -c "echo ready > $T/ready; exec sleep 30" 2>"$T/del-err" & pid=$!
+  check "command running" wait_for 20 started "$T/ready"
+  /usr/bin/python3 -c 'import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+for child in zk.get_children(sys.argv[2]): zk.delete(sys.argv[2] + "/" + child)
+zk.stop()' "$ZKLOCK_TEST_HOSTS" $P/del
+  wait $pid; st=$?
+  check "a deleted lock node: exit 75" [ $st = 75 ]
+  check "...and zklock says the node was deleted, not that the session expired" \
+    grep -q "lost $P/del (its lock node was deleted); stopping sh" "$T/del-err"
+else
+  skip "a deleted lock node: needs kazoo for /usr/bin/python3 (apt-get install python3-kazoo)"
+fi
+check "a lost session is told as such" grep -q "lost $P/lost (the ZooKeeper session expired)" "$T/lost-err"
+
 # ---- read/write modes ----------------------------------------------------------------------------
 # Each reader stays inside until it has seen the other inside (both must hold
 # at once) and the test says "out".
@@ -221,7 +240,7 @@ expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env busy sig wait job tty lost rw ls v kz; do
+for p in a env busy sig wait job tty lost del rw ls v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

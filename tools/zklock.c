@@ -156,9 +156,10 @@ struct holder {
     pthread_t thread;
 };
 
-static void report(int fd, char what)
+/* One message on a pipe to the main loop; up to PIPE_BUF, so one write. */
+static void report(int fd, const void *msg, size_t len)
 {
-    while (write(fd, &what, 1) < 0 && errno == EINTR)
+    while (write(fd, msg, len) < 0 && errno == EINTR)
         ;
 }
 
@@ -169,7 +170,7 @@ static void *lock_thread(void *arg)
     h->acquired_rc = zklock_acquire(h->lock, h->timeout_ms);
     if (h->acquired_rc == ZKLOCK_OK)
         zklock_fence(h->lock, &h->token); /* the hold, and its token, are this thread's */
-    report(h->answers, 'A');
+    report(h->answers, "A", 1);
     if (h->acquired_rc != ZKLOCK_OK)
         return NULL;
     pthread_mutex_lock(&h->mu);
@@ -177,7 +178,7 @@ static void *lock_thread(void *arg)
         pthread_cond_wait(&h->cond, &h->mu);
     pthread_mutex_unlock(&h->mu);
     h->released_rc = zklock_release(h->lock);
-    report(h->answers, 'R');
+    report(h->answers, "R", 1);
     return NULL;
 }
 
@@ -323,7 +324,7 @@ static void on_lost(zklock_t *l, int reason, void *ctx)
 {
     struct run *r = ctx;
     (void)l;
-    report(r->lost[1], 'L');
+    report(r->lost[1], &reason, sizeof reason);
 }
 
 static void release(struct run *r)
@@ -456,20 +457,28 @@ static void on_signal(struct run *r)
     }
 }
 
+static const char *loss_reason(int reason)
+{
+    switch (reason) {
+    case ZKLOCK_LOST_EXPIRED: return "the ZooKeeper session expired";
+    case ZKLOCK_LOST_DELETED: return "its lock node was deleted";
+    default: return zklock_strerror(reason); /* a reason newer than this program */
+    }
+}
+
 static void on_lost_lock(struct run *r)
 {
-    char what;
+    int reason;
 
-    if (read(r->lost[0], &what, 1) != 1 || r->lost_lock)
+    if (read(r->lost[0], &reason, sizeof reason) != (ssize_t)sizeof reason || r->lost_lock)
         return;
     r->lost_lock = true;
     r->exit_code = EXIT_LOST;
     if (!r->started || job_empty(&r->job)) {
-        tool_say("lost %s (the ZooKeeper session expired)", r->o->path);
+        tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
         return;
     }
-    tool_say("lost %s (the ZooKeeper session expired); stopping %s", r->o->path,
-             r->o->command[0]);
+    tool_say("lost %s (%s); stopping %s", r->o->path, loss_reason(reason), r->o->command[0]);
     job_signal(&r->job, SIGTERM);
     job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
     r->stopping = true;
