@@ -18,6 +18,13 @@ expect_status 65 "invalid lock path (..)" "$ZKLOCK" /a/../b true
 expect_status 69 "servers unreachable, within the connect timeout" \
   "$ZKLOCK" -s 127.0.0.1:1 --connect-timeout 1 $P/a true
 check "unreachable says so in one line" grep -q "no ZooKeeper server answered at 127.0.0.1:1" "$T/err"
+expect_status 69 "-q: unreachable" "$ZKLOCK" -q -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...says nothing" [ ! -s "$T/err" ]
+expect_status 127 "-q: command not found" "$ZKLOCK" -q $P/a /nonexistent/command
+check "...says nothing" [ ! -s "$T/err" ]
+expect_status 64 "-q still tells usage errors" "$ZKLOCK" -q -t soon $P/a true
+check "...on stderr" grep -q "is not a number of seconds" "$T/err"
+expect_status 64 "usage: -q and -v" "$ZKLOCK" -q -v $P/a true
 expect_status 127 "command not found" "$ZKLOCK" $P/a /nonexistent/command
 echo "not a program" >"$T/noexec"
 expect_status 126 "command not runnable" "$ZKLOCK" $P/a "$T/noexec"
@@ -42,7 +49,13 @@ check "tokens grow with each new holder" [ "$(cat "$T/env2")" -gt "$efence" ]
 holder=$!
 check "holder started" wait_for 20 started "$T/busy-in"
 expect_status 1 "--timeout 0 on a held lock" "$ZKLOCK" -t 0 $P/busy true
-check "the busy message names the holder" grep -q "locked by holder-1" "$T/err"
+check "...silently, as flock -n (cron mails nothing)" [ ! -s "$T/err" ]
+expect_status 1 "-n is -t 0" "$ZKLOCK" -n $P/busy true
+check "...silently" [ ! -s "$T/err" ]
+expect_status 1 "--nonblock" "$ZKLOCK" --nonblock $P/busy true
+expect_status 1 "-v -t 0 on a held lock" "$ZKLOCK" -v -t 0 $P/busy true
+check "-v names the holder, its mode, age and token" \
+  grep -Eq "^zklock: $P/busy is locked by holder-1 \(mutex, held for [0-9.]+s, token [0-9]+\)$" "$T/err"
 expect_status 42 "--conflict-exit-code" "$ZKLOCK" -t 0 -E 42 $P/busy true
 start=$(date +%s%N)
 expect_status 1 "--timeout 0.5 gives up" "$ZKLOCK" -t 0.5 $P/busy true

@@ -10,24 +10,34 @@
 #include <string.h>
 #include <time.h>
 
+bool tool_quiet;
+
+static void say(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", tool_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void tool_say(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", tool_name);
+    if (tool_quiet)
+        return;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 void tool_die(int code, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", tool_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
+    /* Even -q tells a mistyped command line: nothing ran. */
+    if (!tool_quiet || code == EXIT_USAGE || code == EXIT_BADPATH) {
+        va_start(ap, fmt);
+        say(fmt, ap);
+        va_end(ap);
+    }
     exit(code);
 }
 

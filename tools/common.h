@@ -20,6 +20,8 @@ enum {
 };
 
 extern const char *tool_name;
+/* -q: tool_say() prints nothing, tool_die() only usage errors (64, 65). */
+extern bool tool_quiet;
 
 /* Prints "NAME: message" on stderr and exits with code. */
 void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));

@@ -40,6 +40,7 @@ static const char usage_text[] =
     "      --kazoo                  name the lock node as python kazoo's Lock/ReadLock does\n"
     "  -t, --timeout SECONDS        give up after SECONDS (0: try once; at most 2000000;\n"
     "                               default: wait forever)\n"
+    "  -n, --nonblock               try once: the same as -t 0\n"
     "  -E, --conflict-exit-code N   exit with N (0-255) when the lock is busy or the timeout\n"
     "                               passes (default 1)\n"
     "      --identity TEXT          stored in the lock node (default: host:pid)\n"
@@ -48,7 +49,9 @@ static const char usage_text[] =
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
     "      --kill-after SECONDS     if the lock is lost, SIGKILL what is left of COMMAND's\n"
     "                               process group this long after SIGTERM (default 10)\n"
-    "  -v, --verbose                say what happens on stderr: place in the queue, holder\n"
+    "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
+    "                               who holds a busy lock; and the ZooKeeper client's warnings\n"
+    "  -q, --quiet                  print nothing but usage errors: the exit status tells\n"
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
     "\n"
@@ -61,8 +64,8 @@ static const char usage_text[] =
     "terminal while zklock is in the foreground: Ctrl-C reaches it once, Ctrl-Z stops it and\n"
     "zklock, fg and bg continue both.\n"
     "\n"
-    "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1) when the\n"
-    "lock is busy or the timeout passed; 64 bad usage; 65 invalid lock path; 69 ZooKeeper\n"
+    "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silently\n"
+    "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock path; 69 ZooKeeper\n"
     "unreachable or failing; 70 internal error; 71 system error; 75 the lock was lost\n"
     "while COMMAND ran (even if it then ended by itself); 126 COMMAND cannot run; 127\n"
     "COMMAND not found; 128+N when signal N arrived before the lock was acquired.\n"
@@ -75,7 +78,7 @@ static const char usage_text[] =
 struct options {
     const char *servers, *path, *identity;
     char mode; /* 'x', 'r', 'w' */
-    bool kazoo, verbose;
+    bool kazoo, verbose, quiet;
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
@@ -99,12 +102,14 @@ static void parse(int argc, char **argv, struct options *o)
         {"write", no_argument, NULL, 'w'},
         {"kazoo", no_argument, NULL, OPT_KAZOO},
         {"timeout", required_argument, NULL, 't'},
+        {"nonblock", no_argument, NULL, 'n'},
         {"conflict-exit-code", required_argument, NULL, 'E'},
         {"identity", required_argument, NULL, OPT_IDENTITY},
         {"session-timeout", required_argument, NULL, OPT_SESSION},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
         {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
         {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -114,12 +119,13 @@ static void parse(int argc, char **argv, struct options *o)
     *o = (struct options){.mode = 'x', .timeout_s = -1, .conflict_code = 1,
                           .connect_s = 10, .kill_after_s = 10};
     /* '+': options end at the lock path; what follows is the command's */
-    while ((c = getopt_long(argc, argv, "+s:xrwt:E:vhV", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+s:xrwt:nE:vqhV", longs, NULL)) != -1) {
         switch (c) {
         case 's': o->servers = optarg; break;
         case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
         case OPT_KAZOO: o->kazoo = true; break;
         case 't': o->timeout_s = tool_seconds("--timeout", optarg); break;
+        case 'n': o->timeout_s = 0; break;
         case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
         case OPT_IDENTITY: o->identity = optarg; break;
         case OPT_SESSION:
@@ -128,6 +134,7 @@ static void parse(int argc, char **argv, struct options *o)
         case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
         case OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", optarg); break;
         case 'v': o->verbose = true; break;
+        case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
         default: usage_error("unknown option");
@@ -135,6 +142,8 @@ static void parse(int argc, char **argv, struct options *o)
     }
     if (modes > 1)
         usage_error("choose one of -x, -r, -w");
+    if (o->verbose && o->quiet)
+        usage_error("choose -v or -q");
     if (argc - optind < 2)
         usage_error(argc - optind < 1 ? "missing LOCKPATH and COMMAND" : "missing COMMAND");
     o->path = argv[optind];
@@ -363,21 +372,30 @@ static void lock_acquired(struct run *r)
     start_job(r);
 }
 
-/* "... is locked by web-1:4121 (write)", naming the holder if we can. */
+/* -v: "... is locked by web-1:4121 (write, held for 3.2s, token 4294967313)",
+ * naming the holder if it is still there. Silent otherwise, as flock -n is:
+ * the exit status says it, and cron mails nothing. */
 static void say_busy(struct run *r)
 {
     const char *why = r->h.acquired_rc == ZKLOCK_EBUSY ? "is locked" : "was still locked at the timeout";
     zklock_queue_t *q = NULL;
     const zklock_node_t *holder = NULL;
+    char age[32];
 
+    if (!r->o->verbose)
+        return;
     if (zklock_queue_read(r->s, r->o->path, &q) == ZKLOCK_OK)
         for (size_t i = 0; i < q->count && !holder; i++)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
-    if (holder && *holder->identity)
-        tool_say("%s %s by %s (%s)", r->o->path, why, holder->identity, holder->kind);
-    else
+    if (holder) {
+        tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
+        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why,
+                 *holder->identity ? holder->identity : "?", holder->kind, age,
+                 (long long)holder->token);
+    } else {
         tool_say("%s %s", r->o->path, why);
+    }
     zklock_queue_free(q);
 }
 
@@ -584,6 +602,7 @@ int main(int argc, char **argv)
     sigset_t set;
 
     parse(argc, argv, &o);
+    tool_quiet = o.quiet;
     tool_check_path(o.path);
     tool_zk_log(o.verbose);
     memset(&r, 0, sizeof r);
