@@ -10,6 +10,9 @@ expect_status 0 "runs the command" "$ZKLOCK" $P/a true
 expect_status 3 "passes on the command's status" "$ZKLOCK" $P/a sh -c 'exit 3'
 expect_status 137 "128+N when the command dies of signal N" "$ZKLOCK" $P/a sh -c 'kill -9 $$'
 expect_status 64 "usage: no command" "$ZKLOCK" $P/a
+expect_status 64 "usage: no command after --" "$ZKLOCK" $P/a --
+expect_status 3 "-- before COMMAND, as getopt users write it" "$ZKLOCK" $P/a -- sh -c 'exit 3'
+expect_status 0 "-- before LOCKPATH" "$ZKLOCK" -- $P/a true
 expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
 expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true
 expect_status 64 "usage: bad timeout" "$ZKLOCK" -t soon $P/a true
@@ -241,7 +244,13 @@ check "holder running" wait_for 20 started "$T/ready"
 "$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
 check "-v shows the place in the queue and the holder" \
   wait_for 20 grep -q "waiting for $P/v: place 2 of 2, 1 ahead of us; held by holder-v" "$T/verbose"
-kill -TERM $hv; wait $hv $vw
+# A child node beside the lock nodes (zklock makes $P/v/sub): the queue
+# changes, what -v says does not. Then a third contender: place 2 of 3.
+"$ZKLOCK" $P/v/sub true
+"$ZKLOCK" $P/v true & v3=$!
+check "-v says when the place changes" wait_for 20 grep -q "place 2 of 3" "$T/verbose"
+check "...and only then: one line for place 2 of 2" [ "$(grep -c "place 2 of 2" "$T/verbose")" = 1 ]
+kill -TERM $hv; wait $hv $vw $v3
 check "-v says when it got the lock" grep -q "acquired $P/v after" "$T/verbose"
 
 rm -f "$T/ready"

@@ -27,7 +27,7 @@
 const char *tool_name = "zklock";
 
 static const char usage_text[] =
-    "Usage: zklock [OPTION]... LOCKPATH COMMAND [ARG]...\n"
+    "Usage: zklock [OPTION]... LOCKPATH [--] COMMAND [ARG]...\n"
     "Run COMMAND while holding the ZooKeeper lock LOCKPATH, like flock(1) across machines.\n"
     "\n"
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
@@ -144,10 +144,16 @@ static void parse(int argc, char **argv, struct options *o)
         usage_error("choose one of -x, -r, -w");
     if (o->verbose && o->quiet)
         usage_error("choose -v or -q");
-    if (argc - optind < 2)
-        usage_error(argc - optind < 1 ? "missing LOCKPATH and COMMAND" : "missing COMMAND");
-    o->path = argv[optind];
-    o->command = argv + optind + 1;
+    if (optind >= argc)
+        usage_error("missing LOCKPATH and COMMAND");
+    o->path = argv[optind++];
+    /* Options end at LOCKPATH ('+' above), so getopt leaves a "--" after it
+     * alone; whoever writes one means it as getopt's. */
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (optind >= argc)
+        usage_error("missing COMMAND");
+    o->command = argv + optind;
     o->servers = tool_servers(o->servers);
 }
 
@@ -208,10 +214,13 @@ struct monitor {
     pthread_t thread;
 };
 
-static void describe(const zklock_queue_t *q, int64_t self)
+/* "waiting for ...: place 2 of 3, ...", or NULL when there is nothing to
+ * say (we hold, or our node is not there yet). The caller frees it. */
+static char *describe(const zklock_queue_t *q, int64_t self)
 {
     size_t ahead = 0, me = q->count;
     const zklock_node_t *holder = NULL;
+    char *line = NULL;
 
     for (size_t i = 0; i < q->count; i++) {
         if (q->nodes[i].session == self && me == q->count)
@@ -220,13 +229,29 @@ static void describe(const zklock_queue_t *q, int64_t self)
             holder = &q->nodes[i];
     }
     if (me == q->count)
-        return; /* our node is not there (yet) */
+        return NULL; /* our node is not there (yet) */
     for (size_t i = 0; i < me; i++)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
-    if (holder && holder->session != self)
-        tool_say("waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
+    if (holder && holder->session != self &&
+        asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
                  q->path, me + 1, q->count, ahead, *holder->identity ? holder->identity : "?",
-                 holder->kind, (long long)holder->token);
+                 holder->kind, (long long)holder->token) < 0)
+        line = NULL;
+    return line;
+}
+
+/* Says line if it differs from the last one said, which it then replaces:
+ * a change elsewhere in the lock path (a node behind us that came and
+ * went, a non-lock child) wakes us but changes nothing to say. */
+static void say_if_new(char **last, char *line)
+{
+    if (!line || (*last && strcmp(line, *last) == 0)) {
+        free(line);
+        return;
+    }
+    tool_say("%s", line);
+    free(*last);
+    *last = line;
 }
 
 static bool stopping(struct monitor *m)
@@ -243,6 +268,7 @@ static void *monitor_thread(void *arg)
 {
     struct monitor *m = arg;
     zklock_queue_t *q = NULL;
+    char *said = NULL;
 
     while (!stopping(m)) {
         if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
@@ -252,7 +278,7 @@ static void *monitor_thread(void *arg)
         }
         if (stopping(m))
             break;
-        describe(q, zklock_session_id(m->s));
+        say_if_new(&said, describe(q, zklock_session_id(m->s)));
         /* Wake at least every 250 ms to notice we should stop. */
         while (!stopping(m) && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
             ;
@@ -260,6 +286,7 @@ static void *monitor_thread(void *arg)
         q = NULL;
     }
     zklock_queue_free(q);
+    free(said);
     return NULL;
 }
 
