@@ -47,6 +47,19 @@ check "ZKLOCK_FENCE is a positive token" [ "${efence:-0}" -gt 0 ]
 "$ZKLOCK" $P/env sh -c 'echo "$ZKLOCK_FENCE"' >"$T/env2"
 check "tokens grow with each new holder" [ "$(cat "$T/env2")" -gt "$efence" ]
 
+# ---- --identity ------------------------------------------------------------------------------
+# The most the tool refuses (more than ZKLOCK_DATA_MAX, 1020 KiB) cannot be
+# passed here: Linux limits one argument to 128 KiB. The largest that can
+# must be taken and stored whole.
+big=$(head -c 131000 /dev/zero | tr '\0' x)
+"$ZKLOCK" --identity "$big" $P/id sh -c 'echo "$ZKLOCK_FENCE"' >"$T/id-out"
+check "a 128 KiB identity is accepted" [ -s "$T/id-out" ]
+rm -f "$T/ready"
+"$ZKLOCK" --identity "$big" $P/id sh -c "echo x > $T/ready; sleep 30" & pid=$!
+check "holder with a 128 KiB identity" wait_for 20 started "$T/ready"
+check "...stored whole" [ "$(json_field $P/id 'len(q["nodes"][0]["identity"])')" = 131000 ]
+kill -TERM $pid; wait $pid
+
 # ---- busy, timeout, conflict code ------------------------------------------------------------
 "$ZKLOCK" --identity holder-1 $P/busy sh -c "echo x > $T/busy-in; sleep 30" &
 holder=$!
@@ -67,6 +80,7 @@ check "giving up left no node behind" queued $P/busy 1
 kill -TERM $holder; wait $holder
 
 # ---- signals ----------------------------------------------------------------------------------
+rm -f "$T/ready"
 "$ZKLOCK" $P/sig sh -c "trap 'echo got-term > $T/term; exit 7' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" &
 pid=$!
 check "command running" wait_for 20 started "$T/ready"
@@ -262,7 +276,7 @@ expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env busy sig wait job tty lost del rw ls v kz; do
+for p in a env id busy sig wait job tty lost del rw ls v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

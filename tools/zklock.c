@@ -43,7 +43,8 @@ static const char usage_text[] =
     "  -n, --nonblock               try once: the same as -t 0\n"
     "  -E, --conflict-exit-code N   exit with N (0-255) when the lock is busy or the timeout\n"
     "                               passes (default 1)\n"
-    "      --identity TEXT          stored in the lock node (default: host:pid)\n"
+    "      --identity TEXT          stored in the lock node, at most 1044480 bytes\n"
+    "                               (default: host:pid)\n"
     "      --session-timeout MS     ZooKeeper session timeout, 1-3600000 (default 10000;\n"
     "                               the servers bound it)\n"
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
@@ -144,6 +145,11 @@ static void parse(int argc, char **argv, struct options *o)
         usage_error("choose one of -x, -r, -w");
     if (o->verbose && o->quiet)
         usage_error("choose -v or -q");
+    /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
+     * tool_open() can only take for a bad server list. */
+    if (o->identity && strlen(o->identity) > ZKLOCK_DATA_MAX)
+        tool_die(EXIT_USAGE, "--identity: %zu bytes, more than the %d a lock node holds (try 'zklock --help')",
+                 strlen(o->identity), ZKLOCK_DATA_MAX);
     if (optind >= argc)
         usage_error("missing LOCKPATH and COMMAND");
     o->path = argv[optind++];
