@@ -14,6 +14,9 @@ expect_status 64 "usage: no command after --" "$ZKLOCK" $P/a --
 expect_status 3 "-- before COMMAND, as getopt users write it" "$ZKLOCK" $P/a -- sh -c 'exit 3'
 expect_status 0 "-- before LOCKPATH" "$ZKLOCK" -- $P/a true
 expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
+check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: unknown option '--bogus' (try 'zklock --help')" ]
+expect_status 64 "usage: an option without its argument" "$ZKLOCK" -t
+check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: option '-t' needs an argument (try 'zklock --help')" ]
 expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true
 expect_status 64 "usage: bad timeout" "$ZKLOCK" -t soon $P/a true
 expect_status 65 "invalid lock path" "$ZKLOCK" relative/path true

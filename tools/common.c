@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,19 @@ void tool_die(int code, const char *fmt, ...)
         va_end(ap);
     }
     exit(code);
+}
+
+void tool_bad_option(int c, char **argv, const char *tool)
+{
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    const char *last = argv[optind - 1];
+
+    /* An option missing its argument ends the word just passed; an unknown
+     * long option is that word, an unknown short one is optopt. */
+    if (c == ':')
+        tool_die(EXIT_USAGE, "option '%s' needs an argument (try '%s --help')",
+                 strncmp(last, "--", 2) == 0 ? last : shortopt, tool);
+    tool_die(EXIT_USAGE, "unknown option '%s' (try '%s --help')", optopt ? shortopt : last, tool);
 }
 
 const char *tool_servers(const char *option)

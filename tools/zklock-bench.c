@@ -392,13 +392,14 @@ int main(int argc, char **argv)
     const char *hosts, *workload;
     int c;
 
-    while ((c = getopt_long(argc, argv, "p:hV", longs, NULL)) != -1) {
+    opterr = 0; /* tool_bad_option() says what is wrong */
+    while ((c = getopt_long(argc, argv, ":p:hV", longs, NULL)) != -1) {
         switch (c) {
         case 'p': prefix = optarg; break;
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
-        default: tool_die(EXIT_USAGE, "unknown option (try 'zklock-bench --help')");
+        default: tool_bad_option(c, argv, "zklock-bench");
         }
     }
     if (argc - optind < 3)

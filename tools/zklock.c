@@ -119,8 +119,10 @@ static void parse(int argc, char **argv, struct options *o)
 
     *o = (struct options){.mode = 'x', .timeout_s = -1, .conflict_code = 1,
                           .connect_s = 10, .kill_after_s = 10};
-    /* '+': options end at the lock path; what follows is the command's */
-    while ((c = getopt_long(argc, argv, "+s:xrwt:nE:vqhV", longs, NULL)) != -1) {
+    /* '+': options end at the lock path; what follows is the command's.
+     * ':' and opterr = 0: tool_bad_option() says what is wrong. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:s:xrwt:nE:vqhV", longs, NULL)) != -1) {
         switch (c) {
         case 's': o->servers = optarg; break;
         case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
@@ -138,7 +140,7 @@ static void parse(int argc, char **argv, struct options *o)
         case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
-        default: usage_error("unknown option");
+        default: tool_bad_option(c, argv, "zklock");
         }
     }
     if (modes > 1)
