@@ -246,13 +246,52 @@ check "json: states, kinds, identities in order" [ "$(json_field $P/ls '[(n["sta
   "[('holds', 'write', 'writer-1'), ('waits', 'read', 'reader-2'), ('waits', 'mutex', 'mutex-3')]" ]
 check "json: tokens increase along the queue" [ "$(json_field $P/ls 'all(a["token"] < b["token"] for a, b in zip(q["nodes"], q["nodes"][1:]))')" = True ]
 check "json: positions and sessions" [ "$(json_field $P/ls '[n["position"] for n in q["nodes"]] == [1,2,3] and all(n["session"].startswith("0x") for n in q["nodes"])')" = True ]
-"$ZKLS" --watch $P/ls >"$T/watch" 2>&1 & watcher=$!
-check "--watch prints the queue" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch"
+"$ZKLS" -f $P/ls >"$T/watch" 2>&1 & watcher=$!
+check "-f prints the queue" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch"
+"$ZKLS" --watch $P/ls >"$T/watch2" 2>&1 & watcher2=$!
+check "--watch is -f" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch2"
 kill -TERM $w1; wait $w1 $r2 $m3
-check "--watch prints it again as it moves" wait_for 20 grep -q "(free)\|no such lock" "$T/watch"
-kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+check "-f prints it again as it moves" wait_for 20 grep -q "(free)\|no such lock" "$T/watch"
+kill $watcher $watcher2 2>/dev/null; wait $watcher $watcher2 2>/dev/null
+expect_status 64 "zklock-ls: -w is no option (zklock's -w is --write)" "$ZKLS" -w $P/ls
+check "...and the error names -f" grep -q -- "-f (--follow)" "$T/err"
 expect_status 0 "zklock-ls on a missing lock" "$ZKLS" /zklock-test/never-made
 check "...says so" grep -q "(no such lock)" "$T/out"
+expect_status 69 "zklock-ls: unreachable, within --connect-timeout" \
+  "$ZKLS" -s 127.0.0.1:1 --connect-timeout 1 $P/ls
+check "...says so in one line" [ "$(cat "$T/err")" = "zklock-ls: no ZooKeeper server answered at 127.0.0.1:1" ]
+
+# ---- zklock-ls -R --------------------------------------------------------------------------------
+# Locks at three levels, one with a waiter, and a free lock (its path stays
+# until the server removes the empty container): -R lists the three.
+tree_holder() { # ID PATH: holds PATH until the test ends it
+  "$ZKLOCK" --identity "$1" "$2" sh -c "echo x > $T/ready-$1; sleep 30"
+}
+tree_holder top $P/tree & t1=$!
+tree_holder a $P/tree/a & t2=$!
+tree_holder deep $P/tree/b/deep & t3=$!
+for id in top a deep; do check "holder $id" wait_for 20 started "$T/ready-$id"; done
+"$ZKLOCK" --identity waiter $P/tree/a true & t4=$!
+check "a waiter queued" wait_for 20 queued $P/tree/a 2
+"$ZKLOCK" $P/tree/free true
+expect_status 0 "-R lists the locks below a path" "$ZKLS" -R $P/tree
+check "...each with its queue, parents first, siblings sorted; no free lock" \
+  [ "$(grep -o "^$P/tree[^ ]*  ([0-9] holding, [0-9] waiting)" "$T/out" | tr '\n' ';')" = \
+    "$P/tree  (1 holding, 0 waiting);$P/tree/a  (1 holding, 1 waiting);$P/tree/b/deep  (1 holding, 0 waiting);" ]
+"$ZKLS" -R --json $P/tree >"$T/tree.json"
+check "-R --json: one object per lock per line" \
+  [ "$("$PY" -c 'import json,sys; print([(q["path"][len(sys.argv[1]):], [n["identity"] for n in q["nodes"]]) for q in map(json.loads, open(sys.argv[2]))])' $P "$T/tree.json")" = \
+    "[('/tree', ['top']), ('/tree/a', ['a', 'waiter']), ('/tree/b/deep', ['deep'])]" ]
+expect_status 0 "-R /: the whole ensemble" "$ZKLS" -R /
+check "...finds them too" grep -q "^$P/tree/b/deep  " "$T/out"
+expect_status 1 "-R stops at --limit" "$ZKLS" -R --limit 2 $P/tree
+check "...says where" grep -q "stopped after looking at 2 nodes, before $P/tree/b (raise --limit to see more)" "$T/err"
+check "...having printed what it found" [ "$(grep -c "^$P/tree" "$T/out")" = 2 ]
+expect_status 0 "-R where there is no lock: nothing" "$ZKLS" -R /zklock-test/never-made
+check "...printed" [ ! -s "$T/out" ]
+expect_status 64 "-R and -f do not go together" "$ZKLS" -R -f $P/tree
+expect_status 64 "-R: usage" "$ZKLS" -R
+kill -TERM $t1 $t2 $t3; wait $t1 $t2 $t3 $t4
 
 # ---- -v and --kazoo ---------------------------------------------------------------------------------
 rm -f "$T/ready"
@@ -279,7 +318,7 @@ expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls v kz; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing
