@@ -8,6 +8,7 @@ B=${top_builddir:-.}
 TESTDIR=${srcdir:-$(dirname "$0")/..}/test
 ZKLOCK=$B/tools/zklock
 ZKLS=$B/tools/zklock-ls
+ZKBENCH=$B/tools/zklock-bench
 export ZKLOCK_SERVERS=$ZKLOCK_TEST_HOSTS
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)

@@ -317,6 +317,19 @@ check "--kazoo names the node <32 hex>__lock__<seq>" \
 expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
+# ---- zklock-bench: usage -------------------------------------------------------------------------
+expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, herd or many" "$T/err"
+expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
+check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
+expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
+check "...says which" grep -q "contended needs CLIENTS and SECONDS" "$T/err"
+expect_status 64 "zklock-bench: an extra argument" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" many 3 4
+check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
+expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
+check "...says what the comparison is, not where a file of ours lies" \
+  sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
+
 # ---- nothing left behind -------------------------------------------------------------------------------
 for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
