@@ -330,6 +330,50 @@ expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
 check "...says what the comparison is, not where a file of ours lies" \
   sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
 
+# ---- clean output while ZooKeeper is away ----------------------------------------------------------
+# The ZooKeeper client library logs to stderr from its own threads; the
+# tools show that log under -v only. Every tool on a server of our own,
+# killed while they work: a quiet zklock and a -v one holding, zklock-ls -f,
+# zklock-bench mid-run.
+own_lines_only() { ! grep -v "^$1: " "$2"; } # TOOL FILE (prints the intruders)
+exited() { ! kill -0 "$1" 2>/dev/null; }
+expect_status 69 "zklock -v: unreachable" "$ZKLOCK" -v -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...shows the client's log" grep -q "ZOO_ERROR" "$T/err"
+expect_status 69 "zklock: unreachable" "$ZKLOCK" -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...shows none of it" own_lines_only zklock "$T/err"
+if hosts2=$(private_zk); then
+  rm -f "$T/go" "$T/ready-q" "$T/ready-v"
+  hold_until_go() { # ID [zklock options...]: holds $P/clean-ID until $T/go exists
+    local id=$1; shift
+    "$ZKLOCK" -s "$hosts2" --session-timeout 4000 "$@" $P/clean-$id \
+      sh -c "echo x > $T/ready-$id; while [ ! -e $T/go ]; do sleep 0.05; done"
+  }
+  hold_until_go q 2>"$T/clean-q" & cq=$!
+  hold_until_go v -v 2>"$T/clean-v" & cv=$!
+  "$ZKLS" -s "$hosts2" -f $P/clean-q >/dev/null 2>"$T/clean-ls" & cl=$!
+  "$ZKBENCH" -p $P/bench "$hosts2" contended 2 300 >/dev/null 2>"$T/clean-bench" & cb=$!
+  check "holders running" wait_for 20 started "$T/ready-q"
+  check "holders running" wait_for 20 started "$T/ready-v"
+  check "zklock-bench running" wait_for 20 sh -c "'$ZKLS' -s '$hosts2' $P/bench/c-$cb | grep -q holds"
+  private_zk_kill
+  check "the client logs errors now (zklock -v shows them)" wait_for 30 grep -q "ZOO_ERROR" "$T/clean-v"
+  check "zklock-ls -f says it cannot read" wait_for 30 grep -q "trying again" "$T/clean-ls"
+  check "zklock-bench stops: its figures would be wrong" wait_for 30 exited $cb
+  kill $cb 2>/dev/null; wait $cb; st=$?
+  check "...with 69" [ $st = 69 ]
+  touch "$T/go"
+  wait $cq $cv
+  kill $cl; wait $cl
+  check "zklock: nothing but its own lines" own_lines_only zklock "$T/clean-q"
+  check "zklock-ls: nothing but its own lines" own_lines_only zklock-ls "$T/clean-ls"
+  check "...saying once that it cannot read" [ "$(grep -c "trying again" "$T/clean-ls")" = 1 ]
+  check "zklock-bench: nothing but its own lines" own_lines_only zklock-bench "$T/clean-bench"
+  check "...which say why it stopped" grep -q "connection to ZooKeeper was lost" "$T/clean-bench"
+  stop_private_zk
+else
+  fail "a ZooKeeper server of the test's own"
+fi
+
 # ---- nothing left behind -------------------------------------------------------------------------------
 for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
