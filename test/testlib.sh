@@ -8,15 +8,17 @@ B=${top_builddir:-.}
 TESTDIR=${srcdir:-$(dirname "$0")/..}/test
 ZKLOCK=$B/tools/zklock
 ZKLS=$B/tools/zklock-ls
+ZKBENCH=$B/tools/zklock-bench
 export ZKLOCK_SERVERS=$ZKLOCK_TEST_HOSTS
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 [ -n "$PY" ] || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
-T=$(mktemp -d) && trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d) && trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; stop_private_zk; rm -rf "$T"' EXIT
 failures=0 n=0
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
 check() { # description, then a command that must succeed
   local what=$1; shift
   if "$@"; then ok "$what"; else fail "$what"; fi
@@ -42,6 +44,10 @@ json_field() { # path python-expression-on-q
   "$ZKLS" --json "$1" | "$PY" -c "import json,sys; q=json.load(sys.stdin); print($2)"
 }
 started() { [ -s "$1" ]; }
+# A server of the test's own, to kill: private_zk prints its connect string.
+private_zk() { "$ZKLOCK_TEST_HARNESS" start "$T/zk-private"; }
+private_zk_kill() { "$ZKLOCK_TEST_HARNESS" kill "$T/zk-private" 1; }
+stop_private_zk() { [ ! -d "$T/zk-private" ] || "$ZKLOCK_TEST_HARNESS" stop "$T/zk-private"; }
 # One zklock critical section that logs its enter and leave (ns, wall clock):
 # zk_section LOG ID MODE HOLD_S [zklock options...] PATH
 zk_section() {

@@ -10,7 +10,13 @@ expect_status 0 "runs the command" "$ZKLOCK" $P/a true
 expect_status 3 "passes on the command's status" "$ZKLOCK" $P/a sh -c 'exit 3'
 expect_status 137 "128+N when the command dies of signal N" "$ZKLOCK" $P/a sh -c 'kill -9 $$'
 expect_status 64 "usage: no command" "$ZKLOCK" $P/a
+expect_status 64 "usage: no command after --" "$ZKLOCK" $P/a --
+expect_status 3 "-- before COMMAND, as getopt users write it" "$ZKLOCK" $P/a -- sh -c 'exit 3'
+expect_status 0 "-- before LOCKPATH" "$ZKLOCK" -- $P/a true
 expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
+check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: unknown option '--bogus' (try 'zklock --help')" ]
+expect_status 64 "usage: an option without its argument" "$ZKLOCK" -t
+check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: option '-t' needs an argument (try 'zklock --help')" ]
 expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true
 expect_status 64 "usage: bad timeout" "$ZKLOCK" -t soon $P/a true
 expect_status 65 "invalid lock path" "$ZKLOCK" relative/path true
@@ -18,6 +24,13 @@ expect_status 65 "invalid lock path (..)" "$ZKLOCK" /a/../b true
 expect_status 69 "servers unreachable, within the connect timeout" \
   "$ZKLOCK" -s 127.0.0.1:1 --connect-timeout 1 $P/a true
 check "unreachable says so in one line" grep -q "no ZooKeeper server answered at 127.0.0.1:1" "$T/err"
+expect_status 69 "-q: unreachable" "$ZKLOCK" -q -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...says nothing" [ ! -s "$T/err" ]
+expect_status 127 "-q: command not found" "$ZKLOCK" -q $P/a /nonexistent/command
+check "...says nothing" [ ! -s "$T/err" ]
+expect_status 64 "-q still tells usage errors" "$ZKLOCK" -q -t soon $P/a true
+check "...on stderr" grep -q "is not a number of seconds" "$T/err"
+expect_status 64 "usage: -q and -v" "$ZKLOCK" -q -v $P/a true
 expect_status 127 "command not found" "$ZKLOCK" $P/a /nonexistent/command
 echo "not a program" >"$T/noexec"
 expect_status 126 "command not runnable" "$ZKLOCK" $P/a "$T/noexec"
@@ -37,12 +50,31 @@ check "ZKLOCK_FENCE is a positive token" [ "${efence:-0}" -gt 0 ]
 "$ZKLOCK" $P/env sh -c 'echo "$ZKLOCK_FENCE"' >"$T/env2"
 check "tokens grow with each new holder" [ "$(cat "$T/env2")" -gt "$efence" ]
 
+# ---- --identity ------------------------------------------------------------------------------
+# The most the tool refuses (more than ZKLOCK_DATA_MAX, 1020 KiB) cannot be
+# passed here: Linux limits one argument to 128 KiB. The largest that can
+# must be taken and stored whole.
+big=$(head -c 131000 /dev/zero | tr '\0' x)
+"$ZKLOCK" --identity "$big" $P/id sh -c 'echo "$ZKLOCK_FENCE"' >"$T/id-out"
+check "a 128 KiB identity is accepted" [ -s "$T/id-out" ]
+rm -f "$T/ready"
+"$ZKLOCK" --identity "$big" $P/id sh -c "echo x > $T/ready; sleep 30" & pid=$!
+check "holder with a 128 KiB identity" wait_for 20 started "$T/ready"
+check "...stored whole" [ "$(json_field $P/id 'len(q["nodes"][0]["identity"])')" = 131000 ]
+kill -TERM $pid; wait $pid
+
 # ---- busy, timeout, conflict code ------------------------------------------------------------
 "$ZKLOCK" --identity holder-1 $P/busy sh -c "echo x > $T/busy-in; sleep 30" &
 holder=$!
 check "holder started" wait_for 20 started "$T/busy-in"
 expect_status 1 "--timeout 0 on a held lock" "$ZKLOCK" -t 0 $P/busy true
-check "the busy message names the holder" grep -q "locked by holder-1" "$T/err"
+check "...silently, as flock -n (cron mails nothing)" [ ! -s "$T/err" ]
+expect_status 1 "-n is -t 0" "$ZKLOCK" -n $P/busy true
+check "...silently" [ ! -s "$T/err" ]
+expect_status 1 "--nonblock" "$ZKLOCK" --nonblock $P/busy true
+expect_status 1 "-v -t 0 on a held lock" "$ZKLOCK" -v -t 0 $P/busy true
+check "-v names the holder, its mode, age and token" \
+  grep -Eq "^zklock: $P/busy is locked by holder-1 \(mutex, held for [0-9.]+s, token [0-9]+\)$" "$T/err"
 expect_status 42 "--conflict-exit-code" "$ZKLOCK" -t 0 -E 42 $P/busy true
 start=$(date +%s%N)
 expect_status 1 "--timeout 0.5 gives up" "$ZKLOCK" -t 0.5 $P/busy true
@@ -51,6 +83,7 @@ check "giving up left no node behind" queued $P/busy 1
 kill -TERM $holder; wait $holder
 
 # ---- signals ----------------------------------------------------------------------------------
+rm -f "$T/ready"
 "$ZKLOCK" $P/sig sh -c "trap 'echo got-term > $T/term; exit 7' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" &
 pid=$!
 check "command running" wait_for 20 started "$T/ready"
@@ -78,11 +111,69 @@ check "SIGINT while waiting: exit 130" [ $st = 130 ]
 check "...leaving no node behind" queued $P/wait 1
 kill -TERM $holder; wait $holder
 
+# ---- the job: COMMAND and what it starts ------------------------------------------------------------
+# job.sh DIR: a job that starts a process and waits for it, as sh -c './deploy.sh' does.
+cat >"$T/job.sh" <<'EOF'
+sleep 300 & echo $! >"$1/grandchild"
+echo ready >"$1/ready"
+wait
+EOF
+# stubborn.sh DIR: the leader ends at SIGTERM; the process it started ignores it.
+cat >"$T/stubborn.sh" <<'EOF'
+sh -c 'trap "" TERM; echo $$ >"$1/grandchild"; echo ready >"$1/ready"; while :; do sleep 0.1; done' sh "$1" &
+wait
+EOF
+# count-int.py DIR: counts the SIGINTs it gets (into DIR/ints), busy so that
+# each is handled the moment it comes; DIR/ready says its process group.
+cat >"$T/count-int.py" <<'EOF'
+import os, signal, sys, time
+n = 0
+def on_int(sig, frame):
+    global n
+    n += 1
+    open(sys.argv[1] + "/ints", "w").write("%d\n" % n)
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGTERM, lambda sig, frame: os._exit(0))
+open(sys.argv[1] + "/ready", "w").write("%d\n" % os.getpgrp())
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    pass
+EOF
+alive() { local st; st=$(ps -o stat= -p "$(cat "$1")" 2>/dev/null) && [ "${st#Z}" = "$st" ]; } # PIDFILE
+dead() { ! alive "$1"; }
+
+rm -f "$T/ready" "$T/grandchild"
+"$ZKLOCK" $P/job sh "$T/job.sh" "$T" & pid=$!
+check "job running" wait_for 20 started "$T/ready"
+kill -TERM $pid; wait $pid
+check "SIGTERM to zklock reaches what the command started" wait_for 5 dead "$T/grandchild"
+
+echo "line from stdin" | "$ZKLOCK" $P/job sh -c 'read -r l; echo "got: $l"' >"$T/stdin-out"
+check "COMMAND reads zklock's standard input" grep -q "got: line from stdin" "$T/stdin-out"
+
+rm -f "$T/ready" "$T/ints"
+# zklock in a process group of its own, which the test then signals as a
+# terminal's Ctrl-C signals its foreground group.
+setsid "$ZKLOCK" $P/job "$PY" "$T/count-int.py" "$T" & pid=$!
+check "counting command running" wait_for 20 started "$T/ready"
+kill -INT -- -$pid
+check "SIGINT handled" wait_for 10 started "$T/ints"
+kill -TERM $pid; wait $pid
+check "a Ctrl-C to zklock's group reaches COMMAND once" [ "$(cat "$T/ints")" = 1 ]
+check "...as COMMAND is not in that group (zklock passes it on)" [ "$(cat "$T/ready")" != $pid ]
+
+if "$PY" -c 'import pty' 2>/dev/null && command -v bash >/dev/null; then
+  while read -r verdict what; do
+    if [ "$verdict" = PASS ]; then ok "terminal: $what"; else fail "terminal: $what"; fi
+  done < <("$PY" "$TESTDIR/ttyjob.py" "$ZKLOCK" $P/tty 2>&1)
+else
+  skip "terminal: python3's pty module is needed"
+fi
+
 # ---- the lock lost while the command runs -------------------------------------------------------
-lost_run() { # trap-action expected-marker
+lost_run() { # COMMAND...: runs it under zklock, which loses the lock meanwhile
   rm -f "$T/ready" "$T/lost"
-  "$ZKLOCK" --session-timeout 2000 --kill-after 1 $P/lost \
-    sh -c "trap '$1' TERM; echo ready > $T/ready; while :; do sleep 0.1; done" 2>"$T/lost-err" &
+  "$ZKLOCK" --session-timeout 2000 --kill-after 1 $P/lost "$@" 2>"$T/lost-err" &
   pid=$!
   check "command running" wait_for 20 started "$T/ready"
   # Deliberate fault: freeze zklock past its session timeout. Another client
@@ -94,10 +185,35 @@ lost_run() { # trap-action expected-marker
   check "zklock exits 75 when it lost the lock" [ $st = 75 ]
   check "...and says so" grep -q "lost $P/lost" "$T/lost-err"
 }
-lost_run "echo term > $T/lost; exit 0"
+lost_run sh -c "trap 'echo term > $T/lost; exit 0' TERM; echo ready > $T/ready; while :; do sleep 0.1; done"
 check "the command got SIGTERM" grep -q term "$T/lost"
-lost_run ""
+lost_run sh -c "trap '' TERM; echo ready > $T/ready; while :; do sleep 0.1; done"
 check "a command ignoring SIGTERM gets SIGKILL after --kill-after" grep -q "SIGKILL" "$T/lost-err"
+lost_run sh "$T/job.sh" "$T"
+check "what the command started is stopped with it" dead "$T/grandchild"
+lost_run sh "$T/stubborn.sh" "$T"
+check "...and SIGKILLed after --kill-after, even when the command itself has ended" \
+  wait_for 5 dead "$T/grandchild"
+check "...which zklock says" grep -q "SIGKILL" "$T/lost-err"
+
+# An operator deletes the lock node with another client (python kazoo).
+if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+  rm -f "$T/ready"
+  "$ZKLOCK" $P/del sh -c "echo ready > $T/ready; exec sleep 30" 2>"$T/del-err" & pid=$!
+  check "command running" wait_for 20 started "$T/ready"
+  /usr/bin/python3 -c 'import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+for child in zk.get_children(sys.argv[2]): zk.delete(sys.argv[2] + "/" + child)
+zk.stop()' "$ZKLOCK_TEST_HOSTS" $P/del
+  wait $pid; st=$?
+  check "a deleted lock node: exit 75" [ $st = 75 ]
+  check "...and zklock says the node was deleted, not that the session expired" \
+    grep -q "lost $P/del (its lock node was deleted); stopping sh" "$T/del-err"
+else
+  skip "a deleted lock node: needs kazoo for /usr/bin/python3 (apt-get install python3-kazoo)"
+fi
+check "a lost session is told as such" grep -q "lost $P/lost (the ZooKeeper session expired)" "$T/lost-err"
 
 # ---- read/write modes ----------------------------------------------------------------------------
 # Each reader stays inside until it has seen the other inside (both must hold
@@ -130,13 +246,52 @@ check "json: states, kinds, identities in order" [ "$(json_field $P/ls '[(n["sta
   "[('holds', 'write', 'writer-1'), ('waits', 'read', 'reader-2'), ('waits', 'mutex', 'mutex-3')]" ]
 check "json: tokens increase along the queue" [ "$(json_field $P/ls 'all(a["token"] < b["token"] for a, b in zip(q["nodes"], q["nodes"][1:]))')" = True ]
 check "json: positions and sessions" [ "$(json_field $P/ls '[n["position"] for n in q["nodes"]] == [1,2,3] and all(n["session"].startswith("0x") for n in q["nodes"])')" = True ]
-"$ZKLS" --watch $P/ls >"$T/watch" 2>&1 & watcher=$!
-check "--watch prints the queue" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch"
+"$ZKLS" -f $P/ls >"$T/watch" 2>&1 & watcher=$!
+check "-f prints the queue" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch"
+"$ZKLS" --watch $P/ls >"$T/watch2" 2>&1 & watcher2=$!
+check "--watch is -f" wait_for 20 grep -q "1 holding, 2 waiting" "$T/watch2"
 kill -TERM $w1; wait $w1 $r2 $m3
-check "--watch prints it again as it moves" wait_for 20 grep -q "(free)\|no such lock" "$T/watch"
-kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+check "-f prints it again as it moves" wait_for 20 grep -q "(free)\|no such lock" "$T/watch"
+kill $watcher $watcher2 2>/dev/null; wait $watcher $watcher2 2>/dev/null
+expect_status 64 "zklock-ls: -w is no option (zklock's -w is --write)" "$ZKLS" -w $P/ls
+check "...and the error names -f" grep -q -- "-f (--follow)" "$T/err"
 expect_status 0 "zklock-ls on a missing lock" "$ZKLS" /zklock-test/never-made
 check "...says so" grep -q "(no such lock)" "$T/out"
+expect_status 69 "zklock-ls: unreachable, within --connect-timeout" \
+  "$ZKLS" -s 127.0.0.1:1 --connect-timeout 1 $P/ls
+check "...says so in one line" [ "$(cat "$T/err")" = "zklock-ls: no ZooKeeper server answered at 127.0.0.1:1" ]
+
+# ---- zklock-ls -R --------------------------------------------------------------------------------
+# Locks at three levels, one with a waiter, and a free lock (its path stays
+# until the server removes the empty container): -R lists the three.
+tree_holder() { # ID PATH: holds PATH until the test ends it
+  "$ZKLOCK" --identity "$1" "$2" sh -c "echo x > $T/ready-$1; sleep 30"
+}
+tree_holder top $P/tree & t1=$!
+tree_holder a $P/tree/a & t2=$!
+tree_holder deep $P/tree/b/deep & t3=$!
+for id in top a deep; do check "holder $id" wait_for 20 started "$T/ready-$id"; done
+"$ZKLOCK" --identity waiter $P/tree/a true & t4=$!
+check "a waiter queued" wait_for 20 queued $P/tree/a 2
+"$ZKLOCK" $P/tree/free true
+expect_status 0 "-R lists the locks below a path" "$ZKLS" -R $P/tree
+check "...each with its queue, parents first, siblings sorted; no free lock" \
+  [ "$(grep -o "^$P/tree[^ ]*  ([0-9] holding, [0-9] waiting)" "$T/out" | tr '\n' ';')" = \
+    "$P/tree  (1 holding, 0 waiting);$P/tree/a  (1 holding, 1 waiting);$P/tree/b/deep  (1 holding, 0 waiting);" ]
+"$ZKLS" -R --json $P/tree >"$T/tree.json"
+check "-R --json: one object per lock per line" \
+  [ "$("$PY" -c 'import json,sys; print([(q["path"][len(sys.argv[1]):], [n["identity"] for n in q["nodes"]]) for q in map(json.loads, open(sys.argv[2]))])' $P "$T/tree.json")" = \
+    "[('/tree', ['top']), ('/tree/a', ['a', 'waiter']), ('/tree/b/deep', ['deep'])]" ]
+expect_status 0 "-R /: the whole ensemble" "$ZKLS" -R /
+check "...finds them too" grep -q "^$P/tree/b/deep  " "$T/out"
+expect_status 1 "-R stops at --limit" "$ZKLS" -R --limit 2 $P/tree
+check "...says where" grep -q "stopped after looking at 2 nodes, before $P/tree/b (raise --limit to see more)" "$T/err"
+check "...having printed what it found" [ "$(grep -c "^$P/tree" "$T/out")" = 2 ]
+expect_status 0 "-R where there is no lock: nothing" "$ZKLS" -R /zklock-test/never-made
+check "...printed" [ ! -s "$T/out" ]
+expect_status 64 "-R and -f do not go together" "$ZKLS" -R -f $P/tree
+expect_status 64 "-R: usage" "$ZKLS" -R
+kill -TERM $t1 $t2 $t3; wait $t1 $t2 $t3 $t4
 
 # ---- -v and --kazoo ---------------------------------------------------------------------------------
 rm -f "$T/ready"
@@ -145,7 +300,13 @@ check "holder running" wait_for 20 started "$T/ready"
 "$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
 check "-v shows the place in the queue and the holder" \
   wait_for 20 grep -q "waiting for $P/v: place 2 of 2, 1 ahead of us; held by holder-v" "$T/verbose"
-kill -TERM $hv; wait $hv $vw
+# A child node beside the lock nodes (zklock makes $P/v/sub): the queue
+# changes, what -v says does not. Then a third contender: place 2 of 3.
+"$ZKLOCK" $P/v/sub true
+"$ZKLOCK" $P/v true & v3=$!
+check "-v says when the place changes" wait_for 20 grep -q "place 2 of 3" "$T/verbose"
+check "...and only then: one line for place 2 of 2" [ "$(grep -c "place 2 of 2" "$T/verbose")" = 1 ]
+kill -TERM $hv; wait $hv $vw $v3
 check "-v says when it got the lock" grep -q "acquired $P/v after" "$T/verbose"
 
 rm -f "$T/ready"
@@ -156,8 +317,65 @@ check "--kazoo names the node <32 hex>__lock__<seq>" \
 expect_status 1 "a Curator-named mutex respects it" "$ZKLOCK" -t 0 $P/kz true
 kill -TERM $kz; wait $kz
 
+# ---- zklock-bench: usage -------------------------------------------------------------------------
+expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, herd or many" "$T/err"
+expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
+check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
+expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
+check "...says which" grep -q "contended needs CLIENTS and SECONDS" "$T/err"
+expect_status 64 "zklock-bench: an extra argument" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" many 3 4
+check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
+expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
+check "...says what the comparison is, not where a file of ours lies" \
+  sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
+
+# ---- clean output while ZooKeeper is away ----------------------------------------------------------
+# The ZooKeeper client library logs to stderr from its own threads; the
+# tools show that log under -v only. Every tool on a server of our own,
+# killed while they work: a quiet zklock and a -v one holding, zklock-ls -f,
+# zklock-bench mid-run.
+own_lines_only() { ! grep -v "^$1: " "$2"; } # TOOL FILE (prints the intruders)
+exited() { ! kill -0 "$1" 2>/dev/null; }
+expect_status 69 "zklock -v: unreachable" "$ZKLOCK" -v -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...shows the client's log" grep -q "ZOO_ERROR" "$T/err"
+expect_status 69 "zklock: unreachable" "$ZKLOCK" -s 127.0.0.1:1 --connect-timeout 1 $P/a true
+check "...shows none of it" own_lines_only zklock "$T/err"
+if hosts2=$(private_zk); then
+  rm -f "$T/go" "$T/ready-q" "$T/ready-v"
+  hold_until_go() { # ID [zklock options...]: holds $P/clean-ID until $T/go exists
+    local id=$1; shift
+    "$ZKLOCK" -s "$hosts2" --session-timeout 4000 "$@" $P/clean-$id \
+      sh -c "echo x > $T/ready-$id; while [ ! -e $T/go ]; do sleep 0.05; done"
+  }
+  hold_until_go q 2>"$T/clean-q" & cq=$!
+  hold_until_go v -v 2>"$T/clean-v" & cv=$!
+  "$ZKLS" -s "$hosts2" -f $P/clean-q >/dev/null 2>"$T/clean-ls" & cl=$!
+  "$ZKBENCH" -p $P/bench "$hosts2" contended 2 300 >/dev/null 2>"$T/clean-bench" & cb=$!
+  check "holders running" wait_for 20 started "$T/ready-q"
+  check "holders running" wait_for 20 started "$T/ready-v"
+  check "zklock-bench running" wait_for 20 sh -c "'$ZKLS' -s '$hosts2' $P/bench/c-$cb | grep -q holds"
+  private_zk_kill
+  check "the client logs errors now (zklock -v shows them)" wait_for 30 grep -q "ZOO_ERROR" "$T/clean-v"
+  check "zklock-ls -f says it cannot read" wait_for 30 grep -q "trying again" "$T/clean-ls"
+  check "zklock-bench stops: its figures would be wrong" wait_for 30 exited $cb
+  kill $cb 2>/dev/null; wait $cb; st=$?
+  check "...with 69" [ $st = 69 ]
+  touch "$T/go"
+  wait $cq $cv
+  kill $cl; wait $cl
+  check "zklock: nothing but its own lines" own_lines_only zklock "$T/clean-q"
+  check "zklock-ls: nothing but its own lines" own_lines_only zklock-ls "$T/clean-ls"
+  check "...saying once that it cannot read" [ "$(grep -c "trying again" "$T/clean-ls")" = 1 ]
+  check "zklock-bench: nothing but its own lines" own_lines_only zklock-bench "$T/clean-bench"
+  check "...which say why it stopped" grep -q "connection to ZooKeeper was lost" "$T/clean-bench"
+  stop_private_zk
+else
+  fail "a ZooKeeper server of the test's own"
+fi
+
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env busy sig wait lost rw ls v kz; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

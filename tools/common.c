@@ -4,31 +4,55 @@
 #include "common.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+bool tool_quiet;
+
+static void say(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", tool_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void tool_say(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", tool_name);
+    if (tool_quiet)
+        return;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 void tool_die(int code, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", tool_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
+    /* Even -q tells a mistyped command line: nothing ran. */
+    if (!tool_quiet || code == EXIT_USAGE || code == EXIT_BADPATH) {
+        va_start(ap, fmt);
+        say(fmt, ap);
+        va_end(ap);
+    }
     exit(code);
+}
+
+void tool_bad_option(int c, char **argv, const char *tool)
+{
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    const char *last = argv[optind - 1];
+
+    /* An option missing its argument ends the word just passed; an unknown
+     * long option is that word, an unknown short one is optopt. */
+    if (c == ':')
+        tool_die(EXIT_USAGE, "option '%s' needs an argument (try '%s --help')",
+                 strncmp(last, "--", 2) == 0 ? last : shortopt, tool);
+    tool_die(EXIT_USAGE, "unknown option '%s' (try '%s --help')", optopt ? shortopt : last, tool);
 }
 
 const char *tool_servers(const char *option)

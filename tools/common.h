@@ -20,11 +20,18 @@ enum {
 };
 
 extern const char *tool_name;
+/* -q: tool_say() prints nothing, tool_die() only usage errors (64, 65). */
+extern bool tool_quiet;
 
 /* Prints "NAME: message" on stderr and exits with code. */
 void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 /* "NAME: message" on stderr. */
 void tool_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Dies with a usage error for what getopt_long() returned as c ('?' or
+ * ':'), in one line of ours: run getopt with opterr = 0 and a ':' leading
+ * the option string (after any '+'). tool is the command to ask for --help. */
+void tool_bad_option(int c, char **argv, const char *tool) __attribute__((noreturn));
 
 /* The servers: the option, else $ZKLOCK_SERVERS, else 127.0.0.1:2181. */
 const char *tool_servers(const char *option);

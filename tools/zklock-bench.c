@@ -1,9 +1,10 @@
 /* zklock-bench: how fast zklock takes and hands over locks, how many
  * waiters a release wakes, and what a held lock costs in memory.
  *
- * Accepts the peers' command lines (../shared/peers: Curator, kazoo, the
- * bare ZooKeeper floor), so compare.sh can run it beside them, and prints
- * one JSON line per run with the same keys. */
+ * Its first two workloads take the command lines the project's comparison
+ * harness gives its Curator, kazoo and bare-ZooKeeper clients, and print
+ * one JSON line with the same keys, so that the figures can be set side by
+ * side (docs/performance.md). */
 #include "config.h"
 
 #include "common.h"
@@ -42,11 +43,20 @@ static const char usage_text[] =
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
-    "The first two workloads take exactly the command lines of the peers in\n"
-    "../shared/peers (compare.sh). See docs/performance.md for the method and figures.\n";
+    "The uncontended and contended workloads take the same command lines, and print the\n"
+    "same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of zklock's comparison\n"
+    "harness, so that their figures can be set side by side; docs/performance.md in zklock's\n"
+    "sources explains the method and gives the figures.\n"
+    "\n"
+    "If the connection to ZooKeeper is lost during a run, it stops without figures.\n"
+    "\n"
+    "Exit status: 0 success; 1 a check failed (an overlap, more than one wake-up per\n"
+    "release); 64 bad usage; 65 invalid --prefix; 69 ZooKeeper unreachable, failing or\n"
+    "lost during the run; 70 a lock handle could not be made.\n";
 
 static const char *prefix = "/zklock-bench";
 static int warmup = 200;
+static int run_over; /* set once the sessions are being closed: __atomic accesses */
 
 /* ---- measuring ------------------------------------------------------------------------- */
 
@@ -116,11 +126,38 @@ static void must(int rc, const char *what)
         tool_die(EXIT_UNREACHABLE, "%s: %s", what, zklock_strerror(rc));
 }
 
+/* A connection lost mid-run makes the figures meaningless, and a waiter
+ * would wait for a server that is gone for ever: stop at once. _exit, as
+ * this is the session's callback thread and the others are still running. */
+static void on_state(zklock_session_t *s, int state, void *ctx)
+{
+    (void)s;
+    (void)ctx;
+    if ((state != ZKLOCK_SUSPENDED && state != ZKLOCK_EXPIRED) ||
+        __atomic_load_n(&run_over, __ATOMIC_ACQUIRE))
+        return;
+    tool_say("the connection to ZooKeeper was lost during the run: no figures");
+    fflush(stdout);
+    _exit(EXIT_UNREACHABLE);
+}
+
+static zklock_session_t *open_session(const char *hosts)
+{
+    zklock_session_opts_t so = {.on_state = on_state};
+    return tool_open(hosts, &so);
+}
+
+static void close_session(zklock_session_t *s)
+{
+    __atomic_store_n(&run_over, 1, __ATOMIC_RELEASE);
+    zklock_session_close(s);
+}
+
 /* ---- uncontended -------------------------------------------------------------------------- */
 
 static int uncontended(const char *hosts, long n)
 {
-    zklock_session_t *s = tool_open(hosts, NULL);
+    zklock_session_t *s = open_session(hosts);
     zklock_t *l = new_lock(s, "u");
     double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
     zklock_stats_t st0, st;
@@ -153,7 +190,7 @@ static int uncontended(const char *hosts, long n)
            mean(lat, (size_t)n), cpu / (double)n);
     free(lat);
     zklock_free(l);
-    zklock_session_close(s);
+    close_session(s);
     return 0;
 }
 
@@ -195,7 +232,7 @@ static int contended(const char *hosts, long clients, double seconds)
 
     snprintf(name, sizeof name, "c");
     for (long i = 0; i < clients; i++) {
-        c[i].s = tool_open(hosts, NULL);
+        c[i].s = open_session(hosts);
         c[i].l = new_lock(c[i].s, name);
     }
     cpu0 = cpu_us();
@@ -224,7 +261,7 @@ static int contended(const char *hosts, long clients, double seconds)
            total ? cpu / (double)total : 0);
     for (long i = 0; i < clients; i++) {
         zklock_free(c[i].l);
-        zklock_session_close(c[i].s);
+        close_session(c[i].s);
     }
     free(c);
     return overlaps ? 1 : 0;
@@ -301,7 +338,7 @@ static int herd(const char *hosts, long waiters)
 
     h.handoff = calloc((size_t)waiters, sizeof *h.handoff);
     for (long i = 0; i < nsessions; i++) {
-        s[i] = tool_open(hosts, NULL);
+        s[i] = open_session(hosts);
         l[i] = new_lock(s[i], "herd");
     }
     path = zklock_path(l[0]);
@@ -333,7 +370,7 @@ static int herd(const char *hosts, long waiters)
            mean(h.handoff, (size_t)h.handoffs));
     for (long i = 0; i < nsessions; i++) {
         zklock_free(l[i]);
-        zklock_session_close(s[i]);
+        close_session(s[i]);
     }
     free(h.handoff);
     free(w);
@@ -346,7 +383,7 @@ static int herd(const char *hosts, long waiters)
 
 static int many(const char *hosts, long k)
 {
-    zklock_session_t *s = tool_open(hosts, NULL);
+    zklock_session_t *s = open_session(hosts);
     zklock_t **l = calloc((size_t)k, sizeof *l);
     long rss0, rss_handles, rss_held;
     double t0, wall;
@@ -376,11 +413,67 @@ static int many(const char *hosts, long k)
         zklock_free(l[i]);
     }
     free(l);
-    zklock_session_close(s);
+    close_session(s);
     return 0;
 }
 
 /* ---- main -------------------------------------------------------------------------------------- */
+
+static int run_uncontended(const char *hosts, char **args)
+{
+    return uncontended(hosts, tool_integer("N", args[0], 1, 100000000));
+}
+
+static int run_contended(const char *hosts, char **args)
+{
+    return contended(hosts, tool_integer("CLIENTS", args[0], 1, 10000),
+                     tool_seconds("SECONDS", args[1]));
+}
+
+static int run_herd(const char *hosts, char **args)
+{
+    return herd(hosts, tool_integer("WAITERS", args[0], 1, 100000));
+}
+
+static int run_many(const char *hosts, char **args)
+{
+    return many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
+}
+
+static const struct workload {
+    const char *name, *args; /* the arguments, as a usage error names them */
+    int nargs;
+    int (*run)(const char *hosts, char **args);
+} workloads[] = {
+    {"uncontended", "N", 1, run_uncontended},
+    {"contended", "CLIENTS and SECONDS", 2, run_contended},
+    {"herd", "WAITERS", 1, run_herd},
+    {"many", "LOCKS", 1, run_many},
+};
+#define WORKLOAD_NAMES "uncontended, contended, herd or many"
+#define TRY_HELP " (try 'zklock-bench --help')"
+
+/* The workload argv names, with its arguments checked, or a usage error. */
+static const struct workload *workload_of(int argc, char **argv)
+{
+    const struct workload *w = NULL;
+
+    if (argc < 1)
+        tool_die(EXIT_USAGE, "missing HOSTS and WORKLOAD" TRY_HELP);
+    if (argc < 2)
+        tool_die(EXIT_USAGE, "missing WORKLOAD after HOSTS: " WORKLOAD_NAMES TRY_HELP);
+    for (size_t i = 0; i < sizeof workloads / sizeof *workloads && !w; i++)
+        if (strcmp(argv[1], workloads[i].name) == 0)
+            w = &workloads[i];
+    if (!w)
+        tool_die(EXIT_USAGE, "unknown workload '%s': " WORKLOAD_NAMES TRY_HELP, argv[1]);
+    if (argc - 2 < w->nargs)
+        tool_die(EXIT_USAGE, "%s needs %s" TRY_HELP, w->name, w->args);
+    if (argc - 2 > w->nargs)
+        tool_die(EXIT_USAGE, "%s takes %s only, not '%s'" TRY_HELP, w->name, w->args,
+                 argv[2 + w->nargs]);
+    return w;
+}
 
 int main(int argc, char **argv)
 {
@@ -389,34 +482,21 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *hosts, *workload;
+    const struct workload *w;
     int c;
 
-    while ((c = getopt_long(argc, argv, "p:hV", longs, NULL)) != -1) {
+    opterr = 0; /* tool_bad_option() says what is wrong */
+    while ((c = getopt_long(argc, argv, ":p:hV", longs, NULL)) != -1) {
         switch (c) {
         case 'p': prefix = optarg; break;
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
-        default: tool_die(EXIT_USAGE, "unknown option (try 'zklock-bench --help')");
+        default: tool_bad_option(c, argv, "zklock-bench");
         }
     }
-    if (argc - optind < 3)
-        tool_die(EXIT_USAGE, "missing HOSTS, WORKLOAD or its arguments (try 'zklock-bench --help')");
+    w = workload_of(argc - optind, argv + optind);
     tool_check_path(prefix);
     tool_zk_log(false);
-    hosts = argv[optind];
-    workload = argv[optind + 1];
-    if (strcmp(workload, "uncontended") == 0)
-        return uncontended(hosts, tool_integer("N", argv[optind + 2], 1, 100000000));
-    if (strcmp(workload, "contended") == 0 && argc - optind < 4)
-        tool_die(EXIT_USAGE, "contended needs CLIENTS and SECONDS (try 'zklock-bench --help')");
-    if (strcmp(workload, "contended") == 0)
-        return contended(hosts, tool_integer("CLIENTS", argv[optind + 2], 1, 10000),
-                         tool_seconds("SECONDS", argv[optind + 3]));
-    if (strcmp(workload, "herd") == 0)
-        return herd(hosts, tool_integer("WAITERS", argv[optind + 2], 1, 100000));
-    if (strcmp(workload, "many") == 0)
-        return many(hosts, tool_integer("LOCKS", argv[optind + 2], 1, 1000000));
-    tool_die(EXIT_USAGE, "unknown workload '%s' (uncontended, contended, herd, many)", workload);
+    return w->run(argv[optind], argv + optind + 2);
 }

@@ -18,26 +18,34 @@ const char *tool_name = "zklock-ls";
 
 static const char usage_text[] =
     "Usage: zklock-ls [OPTION]... LOCKPATH...\n"
+    "       zklock-ls -R [OPTION]... PATH...\n"
     "Show who holds each ZooKeeper lock and who waits, in the order they are served.\n"
     "Understands zklock's, Curator's and kazoo's lock nodes.\n"
     "\n"
-    "  -s, --servers HOSTS   ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
-    "                        then 127.0.0.1:2181)\n"
-    "  -j, --json            one JSON object per lock, on one line\n"
-    "  -w, --watch           keep running and print a lock again whenever its queue changes\n"
-    "                        (until interrupted)\n"
-    "  -h, --help            show this help and exit\n"
-    "  -V, --version         show the version and exit\n"
+    "  -s, --servers HOSTS      ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
+    "                           then 127.0.0.1:2181)\n"
+    "  -j, --json               one JSON object per lock, on one line\n"
+    "  -f, --follow             keep running and print a lock again whenever its queue\n"
+    "                           changes, until interrupted (also --watch)\n"
+    "  -R, --recursive          every lock at or below each PATH ('/': all of them); a lock\n"
+    "                           is a node with at least one lock node among its children,\n"
+    "                           so a free lock is not shown\n"
+    "      --limit N            with -R, look at N nodes at most (default 10000)\n"
+    "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
+    "  -h, --help               show this help and exit\n"
+    "  -V, --version            show the version and exit\n"
     "\n"
     "Columns: POS (place in the queue), STATE (holds or waits), MODE (mutex, read, write,\n"
     "kazoo-lock, kazoo-read), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
     "the host address for Curator, the identifier for kazoo).\n"
     "\n"
-    "Exit status: 0 success; 64 bad usage; 65 invalid lock path; 69 ZooKeeper unreachable\n"
-    "or failing.\n";
+    "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
+    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing.\n";
 
-static bool json, watching;
+enum { EXIT_LIMIT = 1 }; /* -R looked at --limit nodes before the end */
+
+static bool json;
 static pthread_mutex_t print_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- printing ------------------------------------------------------------------------ */
@@ -118,7 +126,6 @@ static void print_queue(const zklock_queue_t *q)
 struct lock_view {
     zklock_session_t *s;
     const char *path;
-    int rc;
     pthread_t thread;
 };
 
@@ -130,20 +137,25 @@ static int read_and_print(struct lock_view *v, zklock_queue_t **q)
     return rc;
 }
 
-/* --watch: print, wait for a change, print again. */
-static void *watch_thread(void *arg)
+/* --follow: print, wait for a change, print again. A failure is said once,
+ * not at every retry while ZooKeeper is away. */
+static void *follow_thread(void *arg)
 {
     struct lock_view *v = arg;
     zklock_queue_t *q = NULL;
+    int said = ZKLOCK_OK;
 
     for (;;) {
         int rc = read_and_print(v, &q);
         if (rc != ZKLOCK_OK) {
             struct timespec pause = {0, 500 * 1000 * 1000};
-            tool_say("%s: %s (trying again)", v->path, zklock_strerror(rc));
+            if (rc != said)
+                tool_say("%s: %s (trying again)", v->path, zklock_strerror(rc));
+            said = rc;
             nanosleep(&pause, NULL); /* the session reconnects by itself */
             continue;
         }
+        said = ZKLOCK_OK;
         zklock_queue_wait(v->s, q, -1);
         zklock_queue_free(q);
         q = NULL;
@@ -151,55 +163,209 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
+/* ---- -R: every lock below a path ------------------------------------------------------------ */
+
+/* A lock is a node with at least one lock node among its children; lock
+ * nodes are ephemeral, so they have no children and are not descended
+ * into. Each node looked at costs a queue read, and a listing of its
+ * children when some are not lock nodes: at most `budget` nodes are looked
+ * at, so that a huge subtree cannot keep us forever. */
+struct walk {
+    zklock_session_t *s;
+    long budget, looked;
+    int status; /* the exit status so far; the walk stops at the first failure */
+};
+
+static bool is_root(const char *path)
+{
+    return strcmp(path, "/") == 0;
+}
+
+static bool is_lock_node(const zklock_queue_t *q, const char *name)
+{
+    for (size_t i = 0; q && i < q->count; i++)
+        if (strcmp(q->nodes[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The children of path, sorted. The session's handle: a synchronous call
+ * on it is safe here because the walk stops at its first failure, and the
+ * handle is replaced only after an expiry, which takes a failure to see. */
+static int list_children(struct walk *w, const char *path, struct String_vector *names)
+{
+    zhandle_t *zh = zklock_session_zhandle(w->s);
+    int rc = zh ? zoo_get_children(zh, path, 0, names) : ZCONNECTIONLOSS;
+
+    if (rc == ZOK && names->count > 1)
+        qsort(names->data, (size_t)names->count, sizeof *names->data, by_name);
+    return rc;
+}
+
+static void walk(struct walk *w, const char *path);
+
+static void walk_children(struct walk *w, const char *path, const zklock_queue_t *q)
+{
+    struct String_vector names = {0, NULL};
+    int rc = list_children(w, path, &names);
+
+    if (rc != ZOK && rc != ZNONODE) { /* ZNONODE: it went away meanwhile */
+        tool_say("%s: %s", path, zklock_strerror(rc));
+        w->status = EXIT_UNREACHABLE;
+    }
+    for (int32_t i = 0; i < names.count && w->status == 0; i++) {
+        char *child;
+        if (is_lock_node(q, names.data[i]))
+            continue;
+        if (asprintf(&child, "%s/%s", is_root(path) ? "" : path, names.data[i]) < 0)
+            tool_die(EXIT_OSERR, "out of memory");
+        if (strcmp(child, "/zookeeper") != 0) /* the server's own nodes */
+            walk(w, child);
+        free(child);
+    }
+    deallocate_String_vector(&names);
+}
+
+static void walk(struct walk *w, const char *path)
+{
+    zklock_queue_t *q = NULL;
+    int rc;
+
+    if (w->looked++ == w->budget) {
+        tool_say("stopped after looking at %ld nodes, before %s (raise --limit to see more)",
+                 w->budget, path);
+        w->status = EXIT_LIMIT;
+        return;
+    }
+    rc = is_root(path) ? ZKLOCK_OK : zklock_queue_read(w->s, path, &q);
+    if (rc == ZKLOCK_EINVAL)
+        return; /* a node no lock path can name (too long): no lock there */
+    if (rc != ZKLOCK_OK) {
+        tool_say("%s: %s", path, zklock_strerror(rc));
+        w->status = EXIT_UNREACHABLE;
+        return;
+    }
+    if (q && q->count > 0)
+        print_queue(q);
+    if (!q || q->ignored > 0) /* children that are not lock nodes: there may be locks below */
+        walk_children(w, path, q);
+    zklock_queue_free(q);
+}
+
 /* ---- main -------------------------------------------------------------------------------------- */
+
+struct options {
+    const char *servers;
+    bool follow, recursive;
+    long limit;
+    double connect_s;
+};
+
+static void usage_error(const char *msg) __attribute__((noreturn));
+static void usage_error(const char *msg)
+{
+    tool_die(EXIT_USAGE, "%s (try 'zklock-ls --help')", msg);
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+    enum { OPT_LIMIT = 256, OPT_CONNECT };
+    static const struct option longs[] = {
+        {"servers", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"follow", no_argument, NULL, 'f'},
+        {"watch", no_argument, NULL, 'f'}, /* its first name */
+        {"recursive", no_argument, NULL, 'R'},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    *o = (struct options){.limit = 10000, .connect_s = 10};
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":s:jfRwhV", longs, NULL)) != -1) {
+        switch (c) {
+        case 's': o->servers = optarg; break;
+        case 'j': json = true; break;
+        case 'f': o->follow = true; break;
+        case 'R': o->recursive = true; break;
+        case OPT_LIMIT: o->limit = tool_integer("--limit", optarg, 1, 100000000); break;
+        case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'V': printf("zklock-ls %s\n", zklock_version()); exit(0);
+        /* -w was --watch once, and is --write in zklock: neither, to be clear */
+        case 'w': usage_error("-w is not an option of zklock-ls; -f (--follow) prints a queue as it changes");
+        default: tool_bad_option(c, argv, "zklock-ls");
+        }
+    }
+    if (o->follow && o->recursive)
+        usage_error("-f (--follow) and -R (--recursive) do not go together");
+    if (optind >= argc)
+        usage_error(o->recursive ? "missing PATH" : "missing LOCKPATH");
+    for (int i = optind; i < argc; i++)
+        if (!(o->recursive && is_root(argv[i])))
+            tool_check_path(argv[i]);
+    return optind;
+}
+
+static int show(zklock_session_t *s, const char *path)
+{
+    zklock_queue_t *q = NULL;
+    struct lock_view v = {s, path, 0};
+    int rc = read_and_print(&v, &q);
+
+    zklock_queue_free(q);
+    if (rc == ZKLOCK_OK)
+        return 0;
+    tool_say("%s: %s", path, zklock_strerror(rc));
+    return EXIT_UNREACHABLE;
+}
+
+static void follow(zklock_session_t *s, char **paths, int npaths)
+{
+    struct lock_view *views = calloc((size_t)npaths, sizeof *views);
+
+    if (!views)
+        tool_die(EXIT_OSERR, "out of memory");
+    for (int i = 0; i < npaths; i++) {
+        views[i] = (struct lock_view){s, paths[i], 0};
+        if (pthread_create(&views[i].thread, NULL, follow_thread, &views[i]) != 0)
+            tool_die(EXIT_OSERR, "cannot start a thread");
+    }
+    for (;;)
+        pause(); /* until a signal ends us */
+}
 
 int main(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"servers", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-        {"watch", no_argument, NULL, 'w'},         {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
-    };
-    const char *servers = NULL;
-    struct lock_view *views;
+    struct options o;
+    zklock_session_opts_t so = {0};
     zklock_session_t *s;
-    int c, npaths, status = 0;
+    int first = parse(argc, argv, &o), status = 0;
 
-    while ((c = getopt_long(argc, argv, "s:jwhV", longs, NULL)) != -1) {
-        switch (c) {
-        case 's': servers = optarg; break;
-        case 'j': json = true; break;
-        case 'w': watching = true; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("zklock-ls %s\n", zklock_version()); return 0;
-        default: tool_die(EXIT_USAGE, "unknown option (try 'zklock-ls --help')");
-        }
-    }
-    npaths = argc - optind;
-    if (npaths < 1)
-        tool_die(EXIT_USAGE, "missing LOCKPATH (try 'zklock-ls --help')");
-    for (int i = optind; i < argc; i++)
-        tool_check_path(argv[i]);
     tool_zk_log(false);
-    s = tool_open(tool_servers(servers), NULL);
-    views = calloc((size_t)npaths, sizeof *views);
-    for (int i = 0; i < npaths; i++)
-        views[i] = (struct lock_view){s, argv[optind + i], 0, 0};
-    if (watching) {
-        for (int i = 0; i < npaths; i++)
-            pthread_create(&views[i].thread, NULL, watch_thread, &views[i]);
-        pause(); /* until a signal ends us */
-    }
-    for (int i = 0; i < npaths; i++) {
-        zklock_queue_t *q = NULL;
-        int rc = read_and_print(&views[i], &q);
-        if (rc != ZKLOCK_OK) {
-            tool_say("%s: %s", views[i].path, zklock_strerror(rc));
-            status = EXIT_UNREACHABLE;
+    so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
+    s = tool_open(tool_servers(o.servers), &so);
+    if (o.follow)
+        follow(s, argv + first, argc - first);
+    for (int i = first; i < argc && status != EXIT_UNREACHABLE; i++) {
+        if (o.recursive) {
+            struct walk w = {s, o.limit, 0, 0};
+            walk(&w, argv[i]);
+            status = w.status ? w.status : status;
+        } else {
+            int rc = show(s, argv[i]);
+            status = rc ? rc : status;
         }
-        zklock_queue_free(q);
     }
-    free(views);
     zklock_session_close(s);
     return status;
 }

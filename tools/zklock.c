@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,7 @@
 const char *tool_name = "zklock";
 
 static const char usage_text[] =
-    "Usage: zklock [OPTION]... LOCKPATH COMMAND [ARG]...\n"
+    "Usage: zklock [OPTION]... LOCKPATH [--] COMMAND [ARG]...\n"
     "Run COMMAND while holding the ZooKeeper lock LOCKPATH, like flock(1) across machines.\n"
     "\n"
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
@@ -40,29 +40,36 @@ static const char usage_text[] =
     "      --kazoo                  name the lock node as python kazoo's Lock/ReadLock does\n"
     "  -t, --timeout SECONDS        give up after SECONDS (0: try once; at most 2000000;\n"
     "                               default: wait forever)\n"
+    "  -n, --nonblock               try once: the same as -t 0\n"
     "  -E, --conflict-exit-code N   exit with N (0-255) when the lock is busy or the timeout\n"
     "                               passes (default 1)\n"
-    "      --identity TEXT          stored in the lock node (default: host:pid)\n"
+    "      --identity TEXT          stored in the lock node, at most 1044480 bytes\n"
+    "                               (default: host:pid)\n"
     "      --session-timeout MS     ZooKeeper session timeout, 1-3600000 (default 10000;\n"
     "                               the servers bound it)\n"
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
-    "      --kill-after SECONDS     if the lock is lost, SIGKILL the command this long after\n"
-    "                               SIGTERM (default 10)\n"
-    "  -v, --verbose                say what happens on stderr: place in the queue, holder\n"
+    "      --kill-after SECONDS     if the lock is lost, SIGKILL what is left of COMMAND's\n"
+    "                               process group this long after SIGTERM (default 10)\n"
+    "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
+    "                               who holds a busy lock; and the ZooKeeper client's warnings\n"
+    "  -q, --quiet                  print nothing but usage errors (the exit status tells)\n"
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
     "\n"
     "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
-    "environment. SIGINT, SIGTERM and SIGHUP are passed on to it. If the lock is lost while\n"
-    "it runs (the session expired or the node was deleted), it gets SIGTERM, then SIGKILL\n"
-    "after --kill-after.\n"
+    "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
+    "to zklock are passed on to that group. If the lock is lost while it runs (the session\n"
+    "expired or the node was deleted), the group gets SIGTERM, then SIGKILL after\n"
+    "--kill-after: what COMMAND started is stopped too. On a terminal, COMMAND gets the\n"
+    "terminal while zklock is in the foreground: Ctrl-C reaches it once, Ctrl-Z stops it and\n"
+    "zklock, fg and bg continue both.\n"
     "\n"
-    "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1) when the\n"
-    "lock is busy or the timeout passed; 64 bad usage; 65 invalid lock path; 69 ZooKeeper\n"
-    "unreachable or failing; 70 internal error; 71 system error; 75 the lock was lost\n"
-    "while COMMAND ran (even if it then ended by itself); 126 COMMAND cannot run; 127\n"
-    "COMMAND not found; 128+N when signal N arrived before the lock was acquired.\n"
+    "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silent\n"
+    "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock\n"
+    "path; 69 ZooKeeper unreachable or failing; 70 internal error; 71 system error; 75 the\n"
+    "lock was lost while COMMAND ran (even if it then ended by itself); 126 COMMAND cannot\n"
+    "run; 127 COMMAND not found; 128+N when signal N arrived before the lock was acquired.\n"
     "\n"
     "Examples:\n"
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
@@ -72,7 +79,7 @@ static const char usage_text[] =
 struct options {
     const char *servers, *path, *identity;
     char mode; /* 'x', 'r', 'w' */
-    bool kazoo, verbose;
+    bool kazoo, verbose, quiet;
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
@@ -96,12 +103,14 @@ static void parse(int argc, char **argv, struct options *o)
         {"write", no_argument, NULL, 'w'},
         {"kazoo", no_argument, NULL, OPT_KAZOO},
         {"timeout", required_argument, NULL, 't'},
+        {"nonblock", no_argument, NULL, 'n'},
         {"conflict-exit-code", required_argument, NULL, 'E'},
         {"identity", required_argument, NULL, OPT_IDENTITY},
         {"session-timeout", required_argument, NULL, OPT_SESSION},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
         {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
         {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -110,13 +119,16 @@ static void parse(int argc, char **argv, struct options *o)
 
     *o = (struct options){.mode = 'x', .timeout_s = -1, .conflict_code = 1,
                           .connect_s = 10, .kill_after_s = 10};
-    /* '+': options end at the lock path; what follows is the command's */
-    while ((c = getopt_long(argc, argv, "+s:xrwt:E:vhV", longs, NULL)) != -1) {
+    /* '+': options end at the lock path; what follows is the command's.
+     * ':' and opterr = 0: tool_bad_option() says what is wrong. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:s:xrwt:nE:vqhV", longs, NULL)) != -1) {
         switch (c) {
         case 's': o->servers = optarg; break;
         case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
         case OPT_KAZOO: o->kazoo = true; break;
         case 't': o->timeout_s = tool_seconds("--timeout", optarg); break;
+        case 'n': o->timeout_s = 0; break;
         case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
         case OPT_IDENTITY: o->identity = optarg; break;
         case OPT_SESSION:
@@ -125,17 +137,31 @@ static void parse(int argc, char **argv, struct options *o)
         case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
         case OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", optarg); break;
         case 'v': o->verbose = true; break;
+        case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
-        default: usage_error("unknown option");
+        default: tool_bad_option(c, argv, "zklock");
         }
     }
     if (modes > 1)
         usage_error("choose one of -x, -r, -w");
-    if (argc - optind < 2)
-        usage_error(argc - optind < 1 ? "missing LOCKPATH and COMMAND" : "missing COMMAND");
-    o->path = argv[optind];
-    o->command = argv + optind + 1;
+    if (o->verbose && o->quiet)
+        usage_error("choose -v or -q");
+    /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
+     * tool_open() can only take for a bad server list. */
+    if (o->identity && strlen(o->identity) > ZKLOCK_DATA_MAX)
+        tool_die(EXIT_USAGE, "--identity: %zu bytes, more than the %d a lock node holds (try 'zklock --help')",
+                 strlen(o->identity), ZKLOCK_DATA_MAX);
+    if (optind >= argc)
+        usage_error("missing LOCKPATH and COMMAND");
+    o->path = argv[optind++];
+    /* Options end at LOCKPATH ('+' above), so getopt leaves a "--" after it
+     * alone; whoever writes one means it as getopt's. */
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (optind >= argc)
+        usage_error("missing COMMAND");
+    o->command = argv + optind;
     o->servers = tool_servers(o->servers);
 }
 
@@ -153,9 +179,10 @@ struct holder {
     pthread_t thread;
 };
 
-static void report(int fd, char what)
+/* One message on a pipe to the main loop; up to PIPE_BUF, so one write. */
+static void report(int fd, const void *msg, size_t len)
 {
-    while (write(fd, &what, 1) < 0 && errno == EINTR)
+    while (write(fd, msg, len) < 0 && errno == EINTR)
         ;
 }
 
@@ -166,7 +193,7 @@ static void *lock_thread(void *arg)
     h->acquired_rc = zklock_acquire(h->lock, h->timeout_ms);
     if (h->acquired_rc == ZKLOCK_OK)
         zklock_fence(h->lock, &h->token); /* the hold, and its token, are this thread's */
-    report(h->answers, 'A');
+    report(h->answers, "A", 1);
     if (h->acquired_rc != ZKLOCK_OK)
         return NULL;
     pthread_mutex_lock(&h->mu);
@@ -174,7 +201,7 @@ static void *lock_thread(void *arg)
         pthread_cond_wait(&h->cond, &h->mu);
     pthread_mutex_unlock(&h->mu);
     h->released_rc = zklock_release(h->lock);
-    report(h->answers, 'R');
+    report(h->answers, "R", 1);
     return NULL;
 }
 
@@ -195,10 +222,13 @@ struct monitor {
     pthread_t thread;
 };
 
-static void describe(const zklock_queue_t *q, int64_t self)
+/* "waiting for ...: place 2 of 3, ...", or NULL when there is nothing to
+ * say (we hold, or our node is not there yet). The caller frees it. */
+static char *describe(const zklock_queue_t *q, int64_t self)
 {
     size_t ahead = 0, me = q->count;
     const zklock_node_t *holder = NULL;
+    char *line = NULL;
 
     for (size_t i = 0; i < q->count; i++) {
         if (q->nodes[i].session == self && me == q->count)
@@ -207,13 +237,29 @@ static void describe(const zklock_queue_t *q, int64_t self)
             holder = &q->nodes[i];
     }
     if (me == q->count)
-        return; /* our node is not there (yet) */
+        return NULL; /* our node is not there (yet) */
     for (size_t i = 0; i < me; i++)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
-    if (holder && holder->session != self)
-        tool_say("waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
+    if (holder && holder->session != self &&
+        asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
                  q->path, me + 1, q->count, ahead, *holder->identity ? holder->identity : "?",
-                 holder->kind, (long long)holder->token);
+                 holder->kind, (long long)holder->token) < 0)
+        line = NULL;
+    return line;
+}
+
+/* Says line if it differs from the last one said, which it then replaces:
+ * a change elsewhere in the lock path (a node behind us that came and
+ * went, a non-lock child) wakes us but changes nothing to say. */
+static void say_if_new(char **last, char *line)
+{
+    if (!line || (*last && strcmp(line, *last) == 0)) {
+        free(line);
+        return;
+    }
+    tool_say("%s", line);
+    free(*last);
+    *last = line;
 }
 
 static bool stopping(struct monitor *m)
@@ -230,6 +276,7 @@ static void *monitor_thread(void *arg)
 {
     struct monitor *m = arg;
     zklock_queue_t *q = NULL;
+    char *said = NULL;
 
     while (!stopping(m)) {
         if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
@@ -239,7 +286,7 @@ static void *monitor_thread(void *arg)
         }
         if (stopping(m))
             break;
-        describe(q, zklock_session_id(m->s));
+        say_if_new(&said, describe(q, zklock_session_id(m->s)));
         /* Wake at least every 250 ms to notice we should stop. */
         while (!stopping(m) && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
             ;
@@ -247,6 +294,7 @@ static void *monitor_thread(void *arg)
         q = NULL;
     }
     zklock_queue_free(q);
+    free(said);
     return NULL;
 }
 
@@ -283,30 +331,6 @@ static void free_command_env(char **env)
     free(env);
 }
 
-/* Starts the command with default signal handling; returns its pid, or
- * dies with 126/127 (not runnable / not found). */
-static pid_t start_command(char **command, char **env, int *exit_code)
-{
-    posix_spawnattr_t attr;
-    sigset_t none, all;
-    pid_t pid;
-    int rc;
-
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawnp(&pid, command[0], NULL, &attr, command, env);
-    posix_spawnattr_destroy(&attr);
-    if (rc == 0)
-        return pid;
-    tool_say("cannot run %s: %s", command[0], strerror(rc));
-    *exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-    return -1;
-}
-
 static int status_code(int status)
 {
     if (WIFEXITED(status))
@@ -322,11 +346,15 @@ struct run {
     struct holder h;
     struct monitor mon;
     int sigfd, answers[2], lost[2];
-    pid_t child;
+    struct job job;
     int exit_code;
-    bool lost_lock, child_done, term_sent, kill_sent;
-    struct timespec kill_at;
-    int64_t started_ms;
+    bool started;    /* COMMAND runs, or ran */
+    bool releasing;  /* the lock thread was asked to release */
+    bool released;   /* ... and did (or found the lock lost) */
+    bool lost_lock;  /* on_lost came */
+    bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
+    bool killed;
+    int64_t kill_at_ms, started_ms;
 };
 
 static int64_t mono_ms(void)
@@ -339,58 +367,89 @@ static int64_t mono_ms(void)
 static void on_lost(zklock_t *l, int reason, void *ctx)
 {
     struct run *r = ctx;
-    report(r->lost[1], 'L');
+    (void)l;
+    report(r->lost[1], &reason, sizeof reason);
+}
+
+static void release(struct run *r)
+{
+    if (!r->releasing)
+        ask_release(&r->h);
+    r->releasing = true;
+}
+
+static void start_job(struct run *r)
+{
+    char **env = command_env(r->o->path, r->h.token);
+    int rc = job_start(&r->job, r->o->command, env);
+
+    free_command_env(env);
+    if (rc) {
+        tool_say("cannot run %s: %s", r->o->command[0], strerror(rc));
+        r->exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+        release(r);
+        return;
+    }
+    r->started = true;
 }
 
 static void lock_acquired(struct run *r)
 {
-    int64_t token = r->h.token;
-    char **env;
-
     stop_monitor(&r->mon);
+    if (r->exit_code >= 0 || r->lost_lock) {
+        release(r); /* a signal or the loss came first: COMMAND must not start */
+        return;
+    }
     if (r->o->verbose)
         tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
-                 (double)(mono_ms() - r->started_ms) / 1000, (long long)token, r->o->command[0]);
-    env = command_env(r->o->path, token);
-    r->child = start_command(r->o->command, env, &r->exit_code);
-    free_command_env(env);
-    if (r->child < 0) {
-        r->child_done = true;
-        ask_release(&r->h);
-    }
+                 (double)(mono_ms() - r->started_ms) / 1000, (long long)r->h.token,
+                 r->o->command[0]);
+    start_job(r);
 }
 
-/* "... is locked by web-1:4121 (write)", naming the holder if we can. */
+/* -v: "... is locked by web-1:4121 (write, held for 3.2s, token 4294967313)",
+ * naming the holder if it is still there. Silent otherwise, as flock -n is:
+ * the exit status says it, and cron mails nothing. */
 static void say_busy(struct run *r)
 {
     const char *why = r->h.acquired_rc == ZKLOCK_EBUSY ? "is locked" : "was still locked at the timeout";
     zklock_queue_t *q = NULL;
     const zklock_node_t *holder = NULL;
+    char age[32];
 
+    if (!r->o->verbose)
+        return;
     if (zklock_queue_read(r->s, r->o->path, &q) == ZKLOCK_OK)
         for (size_t i = 0; i < q->count && !holder; i++)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
-    if (holder && *holder->identity)
-        tool_say("%s %s by %s (%s)", r->o->path, why, holder->identity, holder->kind);
-    else
+    if (holder) {
+        tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
+        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why,
+                 *holder->identity ? holder->identity : "?", holder->kind, age,
+                 (long long)holder->token);
+    } else {
         tool_say("%s %s", r->o->path, why);
+    }
     zklock_queue_free(q);
 }
 
 /* The lock thread answered: acquired (or not), or released. */
-static bool on_answer(struct run *r)
+static void on_answer(struct run *r)
 {
     char what;
     if (read(r->answers[0], &what, 1) != 1)
-        return false;
-    if (what == 'R')
-        return true; /* released: we are done */
+        return;
+    if (what == 'R') {
+        r->released = true;
+        return;
+    }
     if (r->h.acquired_rc == ZKLOCK_OK) {
         lock_acquired(r);
-        return false;
+        return;
     }
     stop_monitor(&r->mon);
+    r->released = true; /* nothing to release */
     switch (r->h.acquired_rc) {
     case ZKLOCK_EBUSY:
     case ZKLOCK_ETIMEDOUT:
@@ -407,89 +466,122 @@ static bool on_answer(struct run *r)
         tool_say("cannot take %s: %s", r->o->path, zklock_strerror(r->h.acquired_rc));
         r->exit_code = EXIT_UNREACHABLE;
     }
-    return true;
+}
+
+static void job_ended(struct run *r)
+{
+    int code = status_code(r->job.status);
+
+    job_untty(&r->job);
+    if (r->exit_code < 0)
+        r->exit_code = code;
+    if (r->o->verbose)
+        tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+    release(r);
+}
+
+static void on_child(struct run *r)
+{
+    if (!r->started)
+        return;
+    if (job_reap(&r->job))
+        job_suspend(&r->job); /* Ctrl-Z: we stop too, so that the shell takes over */
+    if (r->job.ended && !r->releasing)
+        job_ended(r);
 }
 
 static void on_signal(struct run *r)
 {
     struct signalfd_siginfo si;
+    int sig;
 
     if (read(r->sigfd, &si, sizeof si) != (ssize_t)sizeof si)
         return;
-    if (si.ssi_signo == SIGCHLD) {
-        int status;
-        if (r->child > 0 && waitpid(r->child, &status, WNOHANG) == r->child) {
-            r->child_done = true;
-            if (r->exit_code < 0)
-                r->exit_code = status_code(status);
-            if (r->o->verbose)
-                tool_say("%s ended (%d); releasing %s", r->o->command[0], status_code(status),
-                         r->o->path);
-            ask_release(&r->h);
-        }
-        return;
+    sig = (int)si.ssi_signo;
+    if (sig == SIGCHLD) {
+        on_child(r);
+    } else if (sig == SIGCONT) {
+        job_resume(&r->job); /* fg or bg after a Ctrl-Z */
+    } else if (r->started) {
+        job_signal(&r->job, sig); /* pass it on, to the whole job */
+    } else if (!r->releasing && r->exit_code < 0) {
+        r->exit_code = 128 + sig; /* before COMMAND runs: stop waiting for the lock */
+        zklock_cancel(r->h.lock);
     }
-    if (r->child > 0 && !r->child_done) {
-        kill(r->child, (int)si.ssi_signo); /* pass it on */
-        return;
+}
+
+static const char *loss_reason(int reason)
+{
+    switch (reason) {
+    case ZKLOCK_LOST_EXPIRED: return "the ZooKeeper session expired";
+    case ZKLOCK_LOST_DELETED: return "its lock node was deleted";
+    default: return zklock_strerror(reason); /* a reason newer than this program */
     }
-    /* before the command runs: stop waiting for the lock */
-    if (r->exit_code < 0)
-        r->exit_code = 128 + (int)si.ssi_signo;
-    zklock_cancel(r->h.lock);
 }
 
 static void on_lost_lock(struct run *r)
 {
-    char what;
-    if (read(r->lost[0], &what, 1) != 1 || r->lost_lock || r->child <= 0 || r->child_done)
+    int reason;
+
+    if (read(r->lost[0], &reason, sizeof reason) != (ssize_t)sizeof reason || r->lost_lock)
         return;
     r->lost_lock = true;
     r->exit_code = EXIT_LOST;
-    tool_say("lost %s (the ZooKeeper session expired); stopping %s", r->o->path,
-             r->o->command[0]);
-    kill(r->child, SIGTERM);
-    r->term_sent = true;
-    clock_gettime(CLOCK_MONOTONIC, &r->kill_at);
-    r->kill_at.tv_sec += (time_t)r->o->kill_after_s;
-    r->kill_at.tv_nsec += (long)((r->o->kill_after_s - (double)(time_t)r->o->kill_after_s) * 1e9);
-    if (r->kill_at.tv_nsec >= 1000000000L) {
-        r->kill_at.tv_sec++;
-        r->kill_at.tv_nsec -= 1000000000L;
+    if (!r->started || job_empty(&r->job)) {
+        tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
+        return;
     }
+    tool_say("lost %s (%s); stopping %s", r->o->path, loss_reason(reason), r->o->command[0]);
+    job_signal(&r->job, SIGTERM);
+    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
+    r->stopping = true;
+    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+}
+
+/* After a loss, the whole job must be gone before we exit: SIGKILL for
+ * what is left at the deadline, even if the leader has ended. */
+static void kill_if_due(struct run *r)
+{
+    if (!r->stopping || r->killed || mono_ms() < r->kill_at_ms || job_empty(&r->job))
+        return;
+    tool_say("%s did not stop after SIGTERM: SIGKILL", r->o->command[0]);
+    job_signal(&r->job, SIGKILL);
+    r->killed = true;
 }
 
 static int poll_timeout(const struct run *r)
 {
-    struct timespec now;
     int64_t ms;
 
-    if (!r->term_sent || r->kill_sent || r->child_done)
+    if (!r->stopping || r->killed)
         return -1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    ms = (int64_t)(r->kill_at.tv_sec - now.tv_sec) * 1000 + (r->kill_at.tv_nsec - now.tv_nsec) / 1000000;
+    ms = r->kill_at_ms - mono_ms();
     return ms < 0 ? 0 : (int)ms;
+}
+
+static bool finished(const struct run *r)
+{
+    if (!r->released)
+        return false;
+    /* Once SIGKILLed, what is left of the job cannot hold on. */
+    return !r->stopping || r->killed || job_empty(&r->job);
 }
 
 static void loop(struct run *r)
 {
-    for (;;) {
+    while (!finished(r)) {
         struct pollfd fds[3] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0}, {r->lost[0], POLLIN, 0}};
         int n = poll(fds, 3, poll_timeout(r));
 
         if (n < 0 && errno != EINTR)
             tool_die(EXIT_OSERR, "poll: %s", strerror(errno));
-        if (n == 0 && r->term_sent && !r->kill_sent && !r->child_done) {
-            tool_say("%s did not stop after SIGTERM: SIGKILL", r->o->command[0]);
-            kill(r->child, SIGKILL);
-            r->kill_sent = true;
-        }
         if (n > 0 && fds[0].revents)
             on_signal(r);
         if (n > 0 && fds[2].revents)
             on_lost_lock(r);
-        if (n > 0 && fds[1].revents && on_answer(r))
-            return;
+        if (n > 0 && fds[1].revents)
+            on_answer(r);
+        kill_if_due(r);
     }
 }
 
@@ -515,15 +607,25 @@ static zklock_t *make_lock(struct run *r, zklock_rwlock_t **rw)
     return l;
 }
 
+/* Fills set with the signals the main loop reads from its signalfd, and
+ * blocks them in every thread. */
 static void block_signals(sigset_t *set)
 {
+    sigset_t blocked;
+
     sigemptyset(set);
-    sigaddset(set, SIGINT);
+    sigaddset(set, SIGINT);  /* these four are passed on to COMMAND */
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
     sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGCONT); /* continues us even blocked; then we continue COMMAND */
+    blocked = *set;
+    /* Blocked, never read: we may then hand the terminal over from the
+     * background, and write to it while COMMAND has it (stty tostop). */
+    sigaddset(&blocked, SIGTTOU);
     /* before any thread exists, so that all of them inherit the mask */
-    pthread_sigmask(SIG_BLOCK, set, NULL);
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
 }
 
 int main(int argc, char **argv)
@@ -535,13 +637,14 @@ int main(int argc, char **argv)
     sigset_t set;
 
     parse(argc, argv, &o);
+    tool_quiet = o.quiet;
     tool_check_path(o.path);
     tool_zk_log(o.verbose);
     memset(&r, 0, sizeof r);
     r.o = &o;
     r.exit_code = -1;
-    r.child = -1;
     r.started_ms = mono_ms();
+    job_init(&r.job);
     block_signals(&set);
     r.sigfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0)
