@@ -14,12 +14,25 @@ import sys
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import LockTimeout
+from kazoo.exceptions import LockTimeout, NoNodeError
 
 
 def log(path, line):
     with open(path, "a") as f:  # one write per line, appended
         f.write(line + "\n")
+
+
+def acquire(lock, timeout):
+    """kazoo makes the lock path, then its node under it. The path may be a
+    container zklock made, which the server removes once it is empty: if that
+    happens in between, kazoo's create fails with NoNodeError. Try again, as
+    an application of kazoo's must (docs/interop.md)."""
+    for _ in range(5):
+        try:
+            return lock.acquire(timeout=timeout)
+        except NoNodeError:
+            continue
+    return lock.acquire(timeout=timeout)
 
 
 def main():
@@ -34,13 +47,19 @@ def main():
     lock = make(path, ident)
     status = 0
     if iterations == 0:
-        got = lock.acquire(blocking=False)
+        got = None
+        for _ in range(5):  # NoNodeError: see acquire()
+            try:
+                got = lock.acquire(blocking=False)
+                break
+            except NoNodeError:
+                continue
         print("free" if got else "busy")
         if got:
             lock.release()
     for _ in range(iterations):
         try:
-            lock.acquire(timeout=60)
+            acquire(lock, 60)
         except LockTimeout:
             print(f"kazoo_peer {ident}: timed out", file=sys.stderr)
             status = 1
