@@ -78,7 +78,9 @@ extern "C" {
     X(ENOSERVER, -1010, "no ZooKeeper server answered in time")               \
     X(ESYSTEM, -1011, "system error (see errno)")                             \
     X(ENOTSUP, -1012, "not supported by this build (e.g. TLS: the ZooKeeper " \
-                      "C client was built without OpenSSL)")
+                      "C client was built without OpenSSL)")                  \
+    X(EOWNER, -1013, "a callback's thread cannot own a lock: use a "          \
+                     "handle-owned lock (ZKLOCK_OWNER_HANDLE)")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -178,7 +180,22 @@ typedef struct zklock_session_opts {
      * NULL). All NULL: no TLS. Needs a ZooKeeper C client built with
      * OpenSSL: otherwise zklock_session_open() answers ZKLOCK_ENOTSUP. */
     const char *tls_ca, *tls_cert, *tls_key, *tls_key_password;
+    /* Where callbacks run: ZKLOCK_DISPATCH_THREAD or ZKLOCK_DISPATCH_POLL
+     * (see zklock_session_dispatch). */
+    int dispatch;
 } zklock_session_opts_t;
+
+/* zklock_session_opts_t.dispatch:
+ *  ZKLOCK_DISPATCH_THREAD (the default): callbacks (on_state, on_lost, done)
+ *    run on the session's own callback thread, one at a time, in order.
+ *  ZKLOCK_DISPATCH_POLL: they are queued, and run only inside
+ *    zklock_session_dispatch(), on the caller's thread, in order. Deadlines
+ *    need no timer of the caller's: one that passes makes its done pending
+ *    like any other outcome. */
+enum {
+    ZKLOCK_DISPATCH_THREAD = 0,
+    ZKLOCK_DISPATCH_POLL = 1
+};
 
 /* Opens a session to the ZooKeeper ensemble `hosts` ("host:port,host:port",
  * optionally followed by a chroot "/path") and returns once the ZooKeeper
@@ -298,6 +315,22 @@ ZKLOCK_API int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out,
  */
 typedef struct zklock zklock_t;
 
+/* Who owns a hold (zklock_opts_t.owner).
+ *  ZKLOCK_OWNER_THREAD (the default): each thread that acquires the handle
+ *    is a contender of its own; a hold is its thread's: only that thread
+ *    may release it, and only it sees it (hold count, fence).
+ *  ZKLOCK_OWNER_HANDLE: the handle is one contender. Any thread, and any
+ *    callback, may release its hold; acquiring it again while it is held
+ *    counts up (the handle's hold count); an acquisition in progress makes
+ *    another one answer ZKLOCK_EBUSY. The blocking calls work on it too,
+ *    and the asynchronous ones (zklock_acquire_async, ...) only on it. A
+ *    read/write lock's two views are then one owner (the downgrade and
+ *    EDEADLK rules apply to the pair). */
+enum {
+    ZKLOCK_OWNER_THREAD = 0,
+    ZKLOCK_OWNER_HANDLE = 1
+};
+
 /* Naming of the nodes a lock creates (zklock_opts_t.wire). Whatever the
  * choice, zklock orders every name it knows by its sequence number. */
 enum {
@@ -331,6 +364,8 @@ typedef struct zklock_opts {
      * or another ZKLOCK_ACL_*, with acl_custom for ZKLOCK_ACL_CUSTOM. */
     int acl;
     const struct ACL_vector *acl_custom;
+    /* Who holds: ZKLOCK_OWNER_THREAD or ZKLOCK_OWNER_HANDLE (below). */
+    int owner;
 } zklock_opts_t;
 
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
@@ -341,6 +376,58 @@ typedef struct zklock_opts {
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
                                 const char *path, const zklock_opts_t *opts);
+
+/* ------------------------------------------------------------------------
+ * Event loops: asynchronous calls (handle-owned locks)
+ */
+
+/* What an asynchronous call ends with: l, and what the blocking call would
+ * have returned. Called exactly once per started call, as a callback (see
+ * the session's dispatch), never from inside the call that started it. */
+typedef void (*zklock_done_fn)(zklock_t *l, int rc, void *ctx);
+
+/* Starts acquiring l and returns at once: ZKLOCK_OK means started, and
+ * done(l, rc, ctx) follows exactly once with what zklock_acquire(l,
+ * timeout_ms) would have returned (ZKLOCK_OK, ZKLOCK_ETIMEDOUT, ZKLOCK_EBUSY
+ * for a try-once, ZKLOCK_ECANCELED after zklock_cancel, ZKLOCK_ECLOSED,
+ * ZCONNECTIONLOSS, ...). Any other return means not started: done is not
+ * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1, a
+ * thread-owned lock), ZKLOCK_EBUSY (an acquisition of l is in progress),
+ * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
+ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn done,
+                                    void *ctx);
+
+/* Releases one hold of the handle and returns at once (ZKLOCK_OK: started).
+ * done (may be NULL) follows exactly once: ZKLOCK_OK once the server
+ * confirmed the node's deletion (or at once for a hold that counts down),
+ * ZKLOCK_ELOST if the hold was lost, ZKLOCK_ECLOSED, or, if l is freed
+ * before the server answered, ZKLOCK_ECANCELED (the deletion goes on).
+ * Errors: ZKLOCK_EINVAL (NULL, thread-owned lock), ZKLOCK_ENOTHELD,
+ * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
+ZKLOCK_API int zklock_release_async(zklock_t *l, zklock_done_fn done, void *ctx);
+
+/* With ZKLOCK_DISPATCH_POLL: a descriptor that is readable while callbacks
+ * are pending (level-triggered: it stays readable until they have run).
+ * Poll it for reading in the event loop and call zklock_session_dispatch().
+ * Owned by s: do not close it. Errors: ZKLOCK_EINVAL (NULL, or a session
+ * that dispatches on its own thread). */
+ZKLOCK_API int zklock_session_fd(zklock_session_t *s);
+
+/* With ZKLOCK_DISPATCH_POLL: runs the callbacks pending now, in order, on
+ * the calling thread, and returns how many ran (0 if none). Callbacks they
+ * queue wait for the next call. Must not be called from a callback.
+ * Errors: ZKLOCK_EINVAL (NULL, a session that dispatches on its own
+ * thread, or a call from inside a callback). */
+ZKLOCK_API int zklock_session_dispatch(zklock_session_t *s);
+
+/* Fills *op (ZooKeeper's zoo_op_t) with a check that the caller's hold of
+ * l is still in place on the server (its node exists), for the caller's own
+ * zoo_multi()/zoo_amulti(): the transaction commits only while the lock is
+ * held, and fails with the server's error (ZNONODE) once the hold is lost.
+ * The op points at a string owned by the hold: valid until the hold ends
+ * (its release). Errors: ZKLOCK_EINVAL (NULL), ZKLOCK_ENOTHELD (the caller
+ * does not hold l, also once the hold was lost). Non-blocking. */
+ZKLOCK_API int zklock_check_op(zklock_t *l, zoo_op_t *op);
 
 /* ZKLOCK_OK if path is a valid lock path (the rules above), ZKLOCK_EINVAL
  * otherwise. Does not talk to ZooKeeper. */

@@ -89,12 +89,12 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
 
     if (!c)
         return NULL;
-    if (zklock__timers_reserve(s, 1) != 0) {
+    if (zklock__timers_reserve(s, 2) != 0) { /* the own-node watch's, the deadline */
         free(c);
         return NULL;
     }
     if (zklock__cond_init(&c->cond) != 0) {
-        zklock__timers_unreserve(s, 1);
+        zklock__timers_unreserve(s, 2);
         free(c);
         return NULL;
     }
@@ -102,6 +102,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->owner = pthread_self();
+    c->by_handle = l->opts.owner == ZKLOCK_OWNER_HANDLE;
     c->attached = true;
     c->phase = ZKL_QUEUING;
     c->gen = s->gen;
@@ -144,13 +145,15 @@ void zklock__reap(zkl_contender_t *c)
 
     if (c->attached || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
         return;
-    if (c->loss_unconfirmed)
-        return; /* on_lost is still owed */
+    if (c->loss_unconfirmed || c->waiting || c->releasing)
+        return; /* on_lost, or a call's outcome, is still owed */
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
-    zklock__timers_unreserve(l->s, 1);
+    zklock__timer_cancel(l->s, &c->deadline_timer);
+    zklock__timers_unreserve(l->s, 2);
+    free(c->check_path);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);
@@ -164,22 +167,13 @@ void zklock__detach(zkl_contender_t *c)
     zklock__reap(c);
 }
 
-zkl_contender_t *zklock__thread_contender(const zklock_t *l)
-{
-    pthread_t self = pthread_self();
-    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
-        if (c->attached && pthread_equal(c->owner, self))
-            return c;
-    return NULL;
-}
-
 /* ---- outcomes ------------------------------------------------------------- */
 
 void zklock__finish(zkl_contender_t *c)
 {
     c->phase = ZKL_GONE;
-    wake(c);
     pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
+    wake(c);
 }
 
 /* Starts over with a new node name (the old one is gone or was never ours). */

@@ -1,12 +1,19 @@
 /* dispatch.c: the callbacks a session owes its user, in order.
  *
- * Everything the user hears (on_state, on_lost, ...) is queued here with
+ * Everything the user hears (on_state, on_lost, done) is queued here with
  * s->mu held, by whatever noticed it, and run later without the mutex, one at
- * a time and in order, on the session thread. The queue knows nothing of
- * what a callback is about: each entry brings its own operations. */
+ * a time and in order: on the session thread (ZKLOCK_DISPATCH_THREAD), or on
+ * the user's own thread inside zklock_session_dispatch()
+ * (ZKLOCK_DISPATCH_POLL), with an eventfd that is readable while the queue
+ * is not empty. The queue knows nothing of what a callback is about: each
+ * entry brings its own operations. */
 #include "internal.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 /* The session whose callback the calling thread is running, if any. */
 static __thread zklock_session_t *running_callback_of;
@@ -16,13 +23,44 @@ bool zklock__in_callback(const zklock_session_t *s)
     return running_callback_of == s;
 }
 
+int zklock__dispatch_init(zklock_session_t *s, bool poll)
+{
+    s->event_fd = -1;
+    s->poll_dispatch = poll;
+    if (poll && (s->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_ESYSTEM;
+    return 0;
+}
+
+void zklock__dispatch_fini(zklock_session_t *s)
+{
+    if (s->event_fd >= 0)
+        close(s->event_fd);
+    s->event_fd = -1;
+}
+
+/* The descriptor is readable exactly while the queue is not empty. */
+static void set_readable(zklock_session_t *s, bool readable)
+{
+    uint64_t v = 1;
+
+    if (s->event_fd < 0)
+        return;
+    if (readable)
+        (void)!write(s->event_fd, &v, sizeof v);
+    else
+        (void)!read(s->event_fd, &v, sizeof v);
+}
+
 void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb)
 {
     cb->next = NULL;
     if (s->cb_tail)
         s->cb_tail->next = cb;
-    else
+    else {
         s->cb_head = cb;
+        set_readable(s, true);
+    }
     s->cb_tail = cb;
     pthread_cond_signal(&s->thread_cond);
 }
@@ -33,20 +71,17 @@ static struct zkl_callback *pop(zklock_session_t *s)
 
     if (cb) {
         s->cb_head = cb->next;
-        if (!s->cb_head)
+        if (!s->cb_head) {
             s->cb_tail = NULL;
+            set_readable(s, false);
+        }
     }
     return cb;
 }
 
-/* With s->mu held: runs the first queued callback (the mutex is dropped
- * meanwhile); false if there was none. */
-bool zklock__dispatch_one(zklock_session_t *s)
+/* With s->mu held: runs cb, the mutex dropped meanwhile, and ends it. */
+static void run(zklock_session_t *s, struct zkl_callback *cb)
 {
-    struct zkl_callback *cb = pop(s);
-
-    if (!cb)
-        return false;
     if (cb->ops->begin(cb)) {
         zklock_session_t *outer = running_callback_of;
         pthread_mutex_unlock(&s->mu);
@@ -56,7 +91,50 @@ bool zklock__dispatch_one(zklock_session_t *s)
         pthread_mutex_lock(&s->mu);
     }
     cb->ops->end(cb);
+}
+
+/* With s->mu held: runs the first queued callback; false if there was none. */
+bool zklock__dispatch_one(zklock_session_t *s)
+{
+    struct zkl_callback *cb = pop(s);
+
+    if (!cb)
+        return false;
+    run(s, cb);
     return true;
+}
+
+void zklock__dispatch_run(zklock_session_t *s, struct zkl_callback *list)
+{
+    while (list) {
+        struct zkl_callback *cb = list;
+        list = cb->next;
+        run(s, cb);
+    }
+}
+
+/* ---- ZKLOCK_DISPATCH_POLL ---------------------------------------------------------------- */
+
+int zklock_session_fd(zklock_session_t *s)
+{
+    return s && s->poll_dispatch ? s->event_fd : ZKLOCK_EINVAL;
+}
+
+int zklock_session_dispatch(zklock_session_t *s)
+{
+    int ran = 0;
+    size_t pending = 0;
+
+    if (!s || !s->poll_dispatch || zklock__in_callback(s))
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    for (struct zkl_callback *cb = s->cb_head; cb; cb = cb->next)
+        pending++;
+    /* Those queued now: what they queue waits for the next call. */
+    for (; pending > 0 && zklock__dispatch_one(s); pending--)
+        ran++;
+    pthread_mutex_unlock(&s->mu);
+    return ran;
 }
 
 /* Takes the queued callbacks of `owner` out of the queue, in order, and

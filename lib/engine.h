@@ -43,10 +43,11 @@ static inline const char *basename_of(const char *path)
     return strrchr(path, '/') + 1;
 }
 
-/* Only the owner waits on c->cond. */
+/* Something about c changed: its owner's call in progress may be decided
+ * (owner.c). Never frees c. */
 static inline void wake(zkl_contender_t *c)
 {
-    pthread_cond_signal(&c->cond);
+    zklock__call_check(c);
 }
 
 /* ---- contender.c: lifetime and outcomes ---------------------------------- */

@@ -88,6 +88,11 @@ struct zkl_callback {
 
 void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
 bool zklock__dispatch_one(zklock_session_t *s);
+/* Runs the callbacks of a list (from zklock__dispatch_take), s->mu held on
+ * entry and exit, dropped around each. */
+void zklock__dispatch_run(zklock_session_t *s, struct zkl_callback *list);
+int zklock__dispatch_init(zklock_session_t *s, bool poll);
+void zklock__dispatch_fini(zklock_session_t *s);
 struct zkl_callback *zklock__dispatch_take(zklock_session_t *s, const void *owner);
 void zklock__dispatch_drop_all(zklock_session_t *s);
 /* Is the calling thread inside one of s's callbacks? */
@@ -159,7 +164,19 @@ struct zkl_contender {
     pthread_t owner;
     pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
-    bool owner_inside;     /* ... from inside a call (acquire, release) */
+    bool by_handle;        /* the owner is the handle (ZKLOCK_OWNER_HANDLE) */
+    bool owner_inside;     /* ... from inside a blocking call */
+    /* The owner's call in progress (owner.c): an acquisition (waiting) or
+     * a release (releasing), told through c->cond or a done callback. */
+    bool waiting;          /* an acquisition is in progress */
+    bool releasing;        /* a release is, and someone awaits its end */
+    bool verdict;          /* a blocking call is decided: verdict_rc */
+    int verdict_rc;
+    struct zkl_done *done; /* an asynchronous call's completion, or NULL */
+    bool checking, recheck;
+    bool has_deadline;
+    struct zkl_timer deadline_timer;
+    char *check_path;      /* zklock_check_op's copy of the held node */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
@@ -185,7 +202,6 @@ struct zkl_contender {
                               nothing more until the next resume */
     bool try_once;
     bool canceled;
-    bool waiting;          /* the owner is inside zklock_acquire() */
     bool sole_blocker;     /* the watched node is the only one ahead of us */
     bool alone;            /* we hold, and our node was the only one in the
                               queue with nothing created after it */
@@ -254,6 +270,7 @@ enum zkl_sstate {
 
 struct zkl_qwatch;
 struct zkl_stale;
+struct zkl_done;
 
 /* A credential of the session (auth.c). */
 struct zkl_auth {
@@ -309,6 +326,8 @@ struct zklock_session {
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
+    bool poll_dispatch;         /* ZKLOCK_DISPATCH_POLL: the user runs them */
+    int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
@@ -360,7 +379,26 @@ void zklock__step(zkl_contender_t *c);
 void zklock__give_up(zkl_contender_t *c, int rc);
 void zklock__detach(zkl_contender_t *c);
 void zklock__reap(zkl_contender_t *c);
-zkl_contender_t *zklock__thread_contender(const zklock_t *l);
+/* The contender of l's owner that is the caller (its thread, or the handle). */
+zkl_contender_t *zklock__owner_contender(const zklock_t *l);
+
+/* ---- owner.c: the owner's calls, blocking or asynchronous ------------------------ */
+
+/* A done callback, allocated before its call starts so that it can always
+ * be queued. */
+struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx);
+void zklock__done_discard(struct zkl_done *d);
+bool zklock__is_done_callback(const struct zkl_callback *cb);
+/* Queues d with rc (an outcome known at once, or a call's). */
+void zklock__done_queue(struct zkl_done *d, int rc);
+/* Starts an acquisition by c's owner; done: NULL for a blocking call. */
+void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done);
+/* Starts the release of c's hold (the node's deletion). */
+void zklock__release_start(zkl_contender_t *c, struct zkl_done *done);
+/* The engine: something about c changed; decides its call if it can. */
+void zklock__call_check(zkl_contender_t *c);
+/* A blocking call: waits (with s->mu) for the verdict and returns it. */
+int zklock__call_wait(zkl_contender_t *c);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
 char *zklock__child_path(const char *dir, const char *name);
 
@@ -388,7 +426,8 @@ void zklock__lock_unref(zklock_t *l);
 
 /* ---- lock.c: the calls every recipe shares ------------------------------------- */
 
-/* Releases what l holds and drops the user's reference (zklock_free). */
-void zklock__lock_retire(zklock_t *l);
+/* Releases what l holds, ends its calls and drops the user's reference
+ * (zklock_free); returns the done callbacks to run before returning. */
+struct zkl_callback *zklock__lock_retire(zklock_t *l);
 
 #endif

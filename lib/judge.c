@@ -49,7 +49,8 @@ static bool writer_listed(const zkl_contender_t *c, const struct zkl_entry *q, i
     const zklock_t *writes = c->l->sibling;
 
     for (const zkl_contender_t *w = writes ? writes->contenders : NULL; w; w = w->lock_next) {
-        if (!w->attached || !pthread_equal(w->owner, c->owner) || w->phase != ZKL_HELD || !w->node)
+        bool same_owner = w->by_handle || pthread_equal(w->owner, c->owner);
+        if (!w->attached || !same_owner || w->phase != ZKL_HELD || !w->node)
             continue;
         for (int i = 0; i < n; i++)
             if (strcmp(q[i].name, basename_of(w->node)) == 0)

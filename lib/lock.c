@@ -1,9 +1,12 @@
 /*
- * lock.c: the calls every recipe shares (zklock_acquire, zklock_release, ...).
+ * lock.c: the calls every recipe shares (zklock_acquire, zklock_release,
+ * their asynchronous forms, ...).
  *
- * These are the thin blocking layer on top of the engine: they start or end
- * a contender and wait on its condition variable; the engine and ZooKeeper's
- * completion thread do the rest.
+ * A thin layer: it checks what the caller may do where it stands (a thread,
+ * a zklock callback, ZooKeeper's completion thread), finds or makes the
+ * owner's contender and starts a call on it (owner.c); a blocking call then
+ * waits for its verdict. The engine and ZooKeeper's completion thread do
+ * the rest.
  */
 #include "internal.h"
 
@@ -15,10 +18,21 @@ static bool closed(const zklock_t *l)
     return l->s->closing || l->s->state == ZKL_S_CLOSED || l->freeing;
 }
 
+static bool handle_owned(const zklock_t *l)
+{
+    return l->opts.owner == ZKLOCK_OWNER_HANDLE;
+}
+
+/* Where nothing may wait for ZooKeeper's answers or for the session thread:
+ * the completion thread (the answers come there), a zklock callback. */
+static bool may_wait(const zklock_session_t *s)
+{
+    return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
+}
+
 /* Counts a caller inside a blocking call, so that zklock_free() and
  * zklock_session_close() can wait for it to leave; it keeps a reference,
- * so that a zklock_free() that cannot wait (on ZooKeeper's completion
- * thread) leaves the handle to it. */
+ * so that a zklock_free() that cannot wait leaves the handle to it. */
 static void enter(zklock_t *l)
 {
     l->users++;
@@ -34,74 +48,86 @@ static void leave(zklock_t *l)
     zklock__lock_unref(l);
 }
 
-/* ---- acquire ------------------------------------------------------------------ */
-
-/* Waits until the engine decides; a deadline, a cancel or a dropped
- * connection during a try-once makes us give up. On failure, waits for the
- * node to be deleted while the connection lasts (one round trip); if it is
- * down, the engine finishes the cleanup in the background. */
-static int await_verdict(zkl_contender_t *c, int timeout_ms, const struct timespec *deadline)
+/* Runs a blocking call started on c, with c's owner inside. */
+static int wait_for(zkl_contender_t *c)
 {
-    zklock_session_t *s = c->l->s;
+    zklock_t *l = c->l;
     int rc;
 
-    while (c->phase == ZKL_QUEUING) {
-        if (c->canceled)
-            zklock__give_up(c, ZKLOCK_ECANCELED);
-        else if (c->try_once && !zklock__connected(s))
-            zklock__give_up(c, ZCONNECTIONLOSS);
-        else if (timeout_ms > 0 && zklock__passed(deadline))
-            zklock__give_up(c, ZKLOCK_ETIMEDOUT);
-        else if (timeout_ms > 0)
-            pthread_cond_timedwait(&c->cond, &s->mu, deadline);
-        else
-            pthread_cond_wait(&c->cond, &s->mu); /* forever, or try-once */
-    }
-    c->waiting = false;
-    if (c->phase == ZKL_HELD) {
-        c->holds = 1;
-        c->owner_inside = false;
-        return ZKLOCK_OK;
-    }
-    while (c->phase == ZKL_LEAVING && zklock__connected(s))
-        pthread_cond_wait(&c->cond, &s->mu);
-    rc = c->result;
+    enter(l);
+    c->owner_inside = true;
+    rc = zklock__call_wait(c);
     c->owner_inside = false;
-    zklock__detach(c);
+    leave(l);
     return rc;
 }
 
-static int acquire_locked(zklock_t *l, int timeout_ms)
+/* An outcome known at once: returned, or queued for done. */
+static int answer(struct zkl_done *done, int rc)
+{
+    if (!done)
+        return rc;
+    zklock__done_queue(done, rc);
+    return ZKLOCK_OK;
+}
+
+/* ---- acquire ------------------------------------------------------------------ */
+
+/* Why l cannot be acquired from here, or 0. */
+static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
 {
     zklock_session_t *s = l->s;
-    zkl_contender_t *c = zklock__thread_contender(l);
-    struct timespec deadline;
+    int rc;
+
+    if (closed(l))
+        return ZKLOCK_ECLOSED;
+    if ((rc = zklock__session_refusal(s)) != 0)
+        return rc; /* our credentials were rejected: no session to queue on */
+    if (async)
+        return 0; /* never waits */
+    if (zklock__on_completion_thread(s))
+        return ZKLOCK_EDEADLK; /* the answers would come on this very thread */
+    if (zklock__in_callback(s) && !handle_owned(l))
+        return ZKLOCK_EOWNER; /* a hold no thread of the user's could release */
+    if (zklock__in_callback(s) && timeout_ms != 0)
+        return ZKLOCK_EDEADLK; /* the session's own work waits for us */
+    return 0;
+}
+
+/* done: NULL for a blocking call. */
+static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
+{
+    zklock_session_t *s = l->s;
+    zkl_contender_t *c = zklock__owner_contender(l);
     int rc;
 
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
-        return ZKLOCK_OK;
+        return answer(done, ZKLOCK_OK);
     }
+    if (c && c->waiting)
+        return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
         zklock__detach(c); /* a lost hold nobody released: start afresh */
     if (!zklock__connected(s) && timeout_ms == 0)
-        return s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
+        return answer(done, s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED
+                                                                    : ZCONNECTIONLOSS);
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
-    c->owner_inside = true;
     if (l->prepare && (rc = l->prepare(l, c)) != 0) {
         c->phase = ZKL_GONE;
         zklock__detach(c);
-        return rc;
+        return answer(done, rc);
     }
-    zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
-    c->try_once = timeout_ms == 0;
-    c->waiting = true;
-    enter(l);
-    zklock__step(c);
-    rc = await_verdict(c, timeout_ms < 0 ? -1 : timeout_ms, &deadline);
-    leave(l);
+    zklock__acquire_start(c, timeout_ms, done);
+    if (done) {
+        zklock__reap(c); /* decided at once, and failed: nothing refers to it */
+        return ZKLOCK_OK;
+    }
+    rc = wait_for(c);
+    if (rc != ZKLOCK_OK)
+        zklock__detach(c);
     return rc;
 }
 
@@ -112,43 +138,39 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    if (closed(l))
-        rc = ZKLOCK_ECLOSED;
-    else if ((rc = zklock__session_refusal(l->s)) != 0)
-        ; /* our credentials were rejected: no session to queue on */
-    else if (zklock__on_completion_thread(l->s))
-        rc = ZKLOCK_EDEADLK; /* the answers would come on this very thread */
-    else
-        rc = acquire_locked(l, timeout_ms);
+    rc = acquire_refused(l, timeout_ms, false);
+    if (rc == 0)
+        rc = acquire_locked(l, timeout_ms, NULL);
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *ctx)
+{
+    struct zkl_done *done;
+    int rc;
+
+    if (!l || !fn || timeout_ms < -1 || !handle_owned(l))
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    rc = acquire_refused(l, timeout_ms, true);
+    if (rc == 0) {
+        done = zklock__done_new(l, fn, ctx);
+        rc = done ? acquire_locked(l, timeout_ms, done) : ZKLOCK_ENOMEM;
+        if (rc != ZKLOCK_OK)
+            zklock__done_discard(done);
+    }
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
 
 /* ---- release -------------------------------------------------------------------- */
 
-/* Deletes the node and waits for the server's word (or the session's end):
- * local state goes only after that. */
-static int release_node(zkl_contender_t *c)
+/* done: NULL for a blocking call (or one that does not wait: background). */
+static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
 {
-    zklock_t *l_of_release = c->l;
-    zklock_session_t *s = c->l->s;
+    zkl_contender_t *c = zklock__owner_contender(l);
     int rc;
-
-    enter(c->l);
-    c->owner_inside = true;
-    zklock__give_up(c, ZKLOCK_OK);
-    while (c->phase == ZKL_LEAVING)
-        pthread_cond_wait(&c->cond, &s->mu);
-    rc = c->result;
-    c->owner_inside = false;
-    zklock__detach(c);
-    leave(l_of_release);
-    return rc;
-}
-
-static int release_locked(zklock_t *l)
-{
-    zkl_contender_t *c = zklock__thread_contender(l);
 
     if (closed(l)) {
         if (c)
@@ -159,15 +181,25 @@ static int release_locked(zklock_t *l)
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
         zklock__detach(c);
-        return ZKLOCK_ELOST;
+        return answer(done, ZKLOCK_ELOST);
     }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
-    if (c->holds == 1 && zklock__on_completion_thread(l->s))
+    if (c->holds > 1) {
+        c->holds--;
+        return answer(done, ZKLOCK_OK);
+    }
+    if (wait && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
-    if (--c->holds > 0)
+    c->holds = 0;
+    zklock__release_start(c, done);
+    if (!wait) {
+        zklock__detach(c); /* the handle's hold is over; the delete goes on */
         return ZKLOCK_OK;
-    return release_node(c);
+    }
+    rc = wait_for(c);
+    zklock__detach(c);
+    return rc;
 }
 
 int zklock_release(zklock_t *l)
@@ -177,7 +209,27 @@ int zklock_release(zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    rc = release_locked(l);
+    /* A handle-owned hold released where nothing may wait: in the
+     * background, as zklock_release_async() without a callback. */
+    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
+{
+    struct zkl_done *done = NULL;
+    int rc;
+
+    if (!l || !handle_owned(l))
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    if (fn && !(done = zklock__done_new(l, fn, ctx)))
+        rc = ZKLOCK_ENOMEM;
+    else
+        rc = release_locked(l, done, false);
+    if (rc != ZKLOCK_OK)
+        zklock__done_discard(done);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -192,7 +244,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    c = zklock__thread_contender(l);
+    c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
     return n;
@@ -206,12 +258,34 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    c = zklock__thread_contender(l);
+    c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
         rc = ZKLOCK_OK;
     } else if (c && c->phase == ZKL_LOST) {
         rc = ZKLOCK_ELOST;
+    }
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+int zklock_check_op(zklock_t *l, zoo_op_t *op)
+{
+    zkl_contender_t *c;
+    int rc = ZKLOCK_ENOTHELD;
+
+    if (!l || !op)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    c = zklock__owner_contender(l);
+    if (c && c->phase == ZKL_HELD && c->node) {
+        /* A copy the hold owns: c->node goes as soon as the hold is lost,
+         * maybe while the caller is still sending its multi. */
+        if (!c->check_path)
+            c->check_path = strdup(c->node);
+        rc = c->check_path ? ZKLOCK_OK : ZKLOCK_ENOMEM;
+        if (rc == ZKLOCK_OK)
+            zoo_check_op_init(op, c->check_path, -1);
     }
     pthread_mutex_unlock(&l->s->mu);
     return rc;
@@ -224,10 +298,14 @@ const char *zklock_path(const zklock_t *l)
 
 static void cancel_locked(zklock_t *l)
 {
-    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
+    zkl_contender_t *c, *next;
+
+    for (c = l->contenders; c; c = next) {
+        next = c->lock_next;
         if (c->waiting) {
             c->canceled = true;
-            pthread_cond_broadcast(&c->cond);
+            zklock__call_check(c);
+            zklock__reap(c);
         }
     }
 }
@@ -252,46 +330,82 @@ static bool any_leaving(const zklock_t *l)
     return false;
 }
 
-/* Drops the callbacks still queued for l (on_lost of a hold it ends). */
-static void forget_callbacks(zklock_t *l)
+static bool any_call_owed(const zklock_t *l)
 {
-    struct zkl_callback *cb = zklock__dispatch_take(l->s, l), *next;
+    for (const zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+        if (c->done)
+            return true;
+    return false;
+}
 
-    for (; cb; cb = next) {
-        next = cb->next;
-        cb->ops->end(cb);
+/* Calls still undecided when the handle goes end for their callers now:
+ * ZKLOCK_ECANCELED (a release's delete goes on in the background). */
+static void cancel_calls_owed(zklock_t *l)
+{
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
+        if (c->done) {
+            zklock__done_queue(c->done, ZKLOCK_ECANCELED);
+            c->done = NULL;
+            c->waiting = c->releasing = false;
+            c->attached = false;
+        }
     }
 }
 
-/* With s->mu held: cancels the waiters, waits for every caller and callback
- * to leave, deletes the nodes still held and drops the user's reference.
- * On ZooKeeper's completion thread, where nothing can be waited for, the
- * deletes go on in the background and callers on their way out (canceled
- * waiters) drop their own contender and reference. */
-void zklock__lock_retire(zklock_t *l)
+/* The callbacks still queued for l: its done callbacks, to run before the
+ * handle goes (returned); its on_lost ones, dropped. */
+static struct zkl_callback *take_callbacks(zklock_t *l)
+{
+    struct zkl_callback *cb = zklock__dispatch_take(l->s, l), *next, *keep = NULL, **tail = &keep;
+
+    for (; cb; cb = next) {
+        next = cb->next;
+        cb->next = NULL;
+        if (zklock__is_done_callback(cb)) {
+            *tail = cb;
+            tail = &cb->next;
+        } else {
+            cb->ops->end(cb);
+        }
+    }
+    return keep;
+}
+
+/* With s->mu held: cancels the waiters and waits for every caller and
+ * callback to leave, deletes the nodes still held, ends every call still
+ * owed, drops the user's reference and returns the done callbacks that the
+ * caller must run before it returns. Where nothing may wait (a callback,
+ * ZooKeeper's completion thread), the deletes go on in the background and
+ * blocked callers on their way out drop their own contender and reference. */
+struct zkl_callback *zklock__lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
-    bool may_wait = !zklock__on_completion_thread(s);
+    bool wait = may_wait(s);
     zkl_contender_t *c, *next;
+    struct zkl_callback *owed;
 
     l->freeing = true;
     cancel_locked(l);
-    while (may_wait && (l->users > 0 || l->in_callback > 0))
+    while (wait && (l->users > 0 || l->in_callback > 0))
         pthread_cond_wait(&s->cond, &s->mu);
-    forget_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        if (c->phase == ZKL_HELD && !c->owner_inside)
+        if (c->phase == ZKL_HELD && !c->owner_inside) {
+            c->holds = 0;
             zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
+        }
     }
-    while (may_wait && any_leaving(l) && zklock__connected(s))
+    while (wait && (any_leaving(l) || any_call_owed(l)) && zklock__connected(s))
         pthread_cond_wait(&s->cond, &s->mu);
+    cancel_calls_owed(l);
+    owed = take_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (!c->owner_inside)
             zklock__detach(c);
     }
     zklock__lock_unref(l);
+    return owed;
 }
 
 void zklock_free(zklock_t *l)
@@ -303,7 +417,7 @@ void zklock_free(zklock_t *l)
         return;
     s = l->s;
     pthread_mutex_lock(&s->mu);
-    zklock__lock_retire(l);
+    zklock__dispatch_run(s, zklock__lock_retire(l));
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)

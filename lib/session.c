@@ -416,7 +416,7 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (zklock__dispatch_one(s))
+        if (!s->poll_dispatch && zklock__dispatch_one(s))
             continue;
         if (s->thread_stop)
             break;
@@ -425,7 +425,7 @@ static void *session_thread(void *arg)
             continue;
         }
         zklock__timers_fire_due(s);
-        if (!s->cb_head && !s->thread_stop && !may_reopen(s))
+        if ((s->poll_dispatch || !s->cb_head) && !s->thread_stop && !may_reopen(s))
             zklock__timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
@@ -450,6 +450,7 @@ void zklock__session_free(zklock_session_t *s)
     handle_closed(s); /* nothing is left by now; be sure */
     EACH_LAYER(freeing, s);
     zklock__dispatch_drop_all(s);
+    zklock__dispatch_fini(s);
     zklock__timers_free(s);
     pthread_cond_destroy(&s->thread_cond);
     pthread_cond_destroy(&s->cond);
@@ -517,6 +518,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
 
     if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0))
         return ZKLOCK_EINVAL;
+    if (opts && opts->dispatch != ZKLOCK_DISPATCH_THREAD && opts->dispatch != ZKLOCK_DISPATCH_POLL)
+        return ZKLOCK_EINVAL;
     if (opts && opts->identity && strlen(opts->identity) > ZKLOCK_DATA_MAX)
         return ZKLOCK_EINVAL; /* the server would drop every create */
     s = calloc(1, sizeof *s);
@@ -533,7 +536,9 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     }
     s->retry_timer.fire = retry_now;
     s->suspend_timer.fire = suspended_too_long;
-    rc = take_options(s, opts);
+    rc = zklock__dispatch_init(s, opts && opts->dispatch == ZKLOCK_DISPATCH_POLL);
+    if (rc == 0)
+        rc = take_options(s, opts);
     if (rc == 0)
         rc = zklock__timers_reserve(s, 2);
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
@@ -787,6 +792,10 @@ void zklock_session_close(zklock_session_t *s)
     pthread_mutex_lock(&s->mu);
     if (!s->adopted)
         handle_closed(s);
+    /* What is still owed (done callbacks of calls the close ended, and all
+     * of them with ZKLOCK_DISPATCH_POLL) runs here, before we return. */
+    while (zklock__dispatch_one(s))
+        ;
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
         pthread_cond_wait(&s->cond, &s->mu);
     s->close_running = false;

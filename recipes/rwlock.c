@@ -31,7 +31,7 @@ static zklock_rwlock_t *rw_of(zklock_t *view)
 
 static int rw_prepare(zklock_t *l, zkl_contender_t *c)
 {
-    const zkl_contender_t *other = zklock__thread_contender(l->sibling);
+    const zkl_contender_t *other = zklock__owner_contender(l->sibling);
     bool holds_other = other && other->phase == ZKL_HELD;
 
     if (!holds_other)
@@ -107,9 +107,10 @@ void zklock_rwlock_free(zklock_rwlock_t *rw)
         return;
     s = rw->read.s;
     pthread_mutex_lock(&s->mu);
-    /* The read side first: a downgraded holder's heir goes before its writer. */
-    zklock__lock_retire(&rw->read);
-    zklock__lock_retire(&rw->write); /* may free rw */
+    /* The read side first: a downgraded holder's heir goes before its writer.
+     * Each view's owed callbacks run before the next goes. */
+    zklock__dispatch_run(s, zklock__lock_retire(&rw->read));
+    zklock__dispatch_run(s, zklock__lock_retire(&rw->write)); /* may free rw */
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)

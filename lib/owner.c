@@ -1,0 +1,218 @@
+/*
+ * owner.c: who owns a place in a queue, and the calls it makes on it.
+ *
+ * A contender belongs to an owner: the thread that acquired it
+ * (ZKLOCK_OWNER_THREAD) or the handle (ZKLOCK_OWNER_HANDLE). The owner makes
+ * one call at a time on it: an acquisition, or a release. A call is decided
+ * here, in one place, whoever waits for it: the engine tells
+ * zklock__call_check() of every change (engine.h's wake), and once the call
+ * is decided its outcome goes either to a thread blocked in it (c->cond) or
+ * to a done callback (dispatch.c). A blocking call is an asynchronous one
+ * that waits: there is no second implementation.
+ *
+ * An acquisition is decided when the contender holds, or when it gave up
+ * (deadline, cancel, try-once busy or cut off, an error) and its node is
+ * deleted, or cannot be now (no connection: the engine finishes that in the
+ * background). A release is decided when the server confirmed the delete
+ * or the session ended.
+ */
+#include "engine.h"
+
+#include <errno.h>
+
+/* ---- owners ---------------------------------------------------------------------- */
+
+zkl_contender_t *zklock__owner_contender(const zklock_t *l)
+{
+    pthread_t self = pthread_self();
+    bool by_handle = l->opts.owner == ZKLOCK_OWNER_HANDLE;
+
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+        if (c->attached && (by_handle || pthread_equal(c->owner, self)))
+            return c;
+    return NULL;
+}
+
+/* ---- done callbacks ----------------------------------------------------------------- */
+
+struct zkl_done {
+    struct zkl_callback cb;
+    zklock_t *l;
+    zklock_done_fn fn;
+    void *ctx;
+    int rc;
+};
+
+static bool done_begin(struct zkl_callback *cb)
+{
+    return true; /* exactly once, even for a handle being freed */
+}
+
+static void done_run(struct zkl_callback *cb)
+{
+    struct zkl_done *d = (struct zkl_done *)cb;
+    d->fn(d->l, d->rc, d->ctx);
+}
+
+static void done_end(struct zkl_callback *cb)
+{
+    struct zkl_done *d = (struct zkl_done *)cb;
+    zklock__lock_unref(d->l);
+    free(d);
+}
+
+static const struct zkl_callback_ops done_ops = {done_begin, done_run, done_end};
+
+struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx)
+{
+    struct zkl_done *d = calloc(1, sizeof *d);
+
+    if (!d)
+        return NULL;
+    d->cb.ops = &done_ops;
+    d->cb.owner = l;
+    d->l = l;
+    d->fn = fn;
+    d->ctx = ctx;
+    l->refs++;
+    return d;
+}
+
+bool zklock__is_done_callback(const struct zkl_callback *cb)
+{
+    return cb->ops == &done_ops;
+}
+
+void zklock__done_discard(struct zkl_done *d)
+{
+    if (d)
+        done_end(&d->cb);
+}
+
+void zklock__done_queue(struct zkl_done *d, int rc)
+{
+    d->rc = rc;
+    zklock__dispatch_push(d->l->s, &d->cb);
+}
+
+/* ---- starting calls ------------------------------------------------------------------ */
+
+static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
+{
+    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
+
+    zklock__call_check(c);
+    zklock__reap(c);
+}
+
+void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done)
+{
+    zklock_session_t *s = session_of(c);
+
+    c->waiting = true;
+    c->done = done;
+    c->try_once = timeout_ms == 0;
+    c->has_deadline = timeout_ms > 0;
+    if (c->has_deadline) {
+        c->deadline_timer.fire = deadline_passed;
+        zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
+    }
+    zklock__step(c);
+    zklock__call_check(c); /* a try-once cut off, say */
+}
+
+void zklock__release_start(zkl_contender_t *c, struct zkl_done *done)
+{
+    c->releasing = true;
+    c->done = done;
+    zklock__give_up(c, ZKLOCK_OK);
+    zklock__call_check(c);
+}
+
+/* ---- deciding ------------------------------------------------------------------------- */
+
+/* The call's outcome goes to whoever waits for it. An asynchronous call's
+ * owner keeps only a hold: a contender that failed, or whose hold was
+ * released, is let go (the engine frees it once its node is gone). */
+static void decide(zkl_contender_t *c, int rc, bool holds)
+{
+    if (c->done) {
+        zklock__done_queue(c->done, rc);
+        c->done = NULL;
+        if (!holds)
+            c->attached = false;
+    } else {
+        c->verdict = true;
+        c->verdict_rc = rc;
+        pthread_cond_signal(&c->cond);
+    }
+    pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free waits for calls */
+}
+
+static bool deadline_over(const zkl_contender_t *c)
+{
+    return c->has_deadline && !zklock__timer_armed(&c->deadline_timer);
+}
+
+static void check_once(zkl_contender_t *c)
+{
+    bool connected = zklock__connected(session_of(c));
+
+    if (c->waiting && c->phase == ZKL_QUEUING) {
+        if (c->canceled)
+            zklock__give_up(c, ZKLOCK_ECANCELED);
+        else if (c->try_once && !connected)
+            zklock__give_up(c, ZCONNECTIONLOSS);
+        else if (deadline_over(c))
+            zklock__give_up(c, ZKLOCK_ETIMEDOUT);
+    }
+    if (c->waiting && c->phase == ZKL_HELD) {
+        c->waiting = false;
+        c->holds = 1;
+        zklock__timer_cancel(session_of(c), &c->deadline_timer);
+        decide(c, ZKLOCK_OK, true);
+    } else if (c->waiting &&
+               (c->phase == ZKL_GONE || (c->phase == ZKL_LEAVING && !connected))) {
+        c->waiting = false;
+        zklock__timer_cancel(session_of(c), &c->deadline_timer);
+        decide(c, c->result, false);
+    } else if (c->releasing && c->phase == ZKL_GONE) {
+        c->releasing = false;
+        decide(c, c->result, false);
+    }
+}
+
+/* Never frees c: the engine's next zklock__reap() does, once it may. */
+void zklock__call_check(zkl_contender_t *c)
+{
+    if (c->checking) {
+        c->recheck = true; /* a give-up just above led back here */
+        return;
+    }
+    c->checking = true;
+    do {
+        c->recheck = false;
+        check_once(c);
+    } while (c->recheck);
+    c->checking = false;
+}
+
+int zklock__call_wait(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    bool timed = c->has_deadline;
+
+    /* The session thread fires the deadline; should it be held up (a slow
+     * callback), the waiter sees it pass by itself. */
+    while (!c->verdict) {
+        if (timed && pthread_cond_timedwait(&c->cond, &s->mu, &c->deadline_timer.at) == ETIMEDOUT) {
+            timed = false;
+            zklock__timer_cancel(s, &c->deadline_timer);
+            zklock__call_check(c);
+        } else if (!timed) {
+            pthread_cond_wait(&c->cond, &s->mu);
+        }
+    }
+    c->verdict = false;
+    return c->verdict_rc;
+}
