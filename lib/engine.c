@@ -106,7 +106,7 @@ static void send_parents(zkl_contender_t *c)
             *slash = '\0';
         c->busy++;
         zklock__op_begin(c);
-        if (zoo_acreate(s->zh, p, NULL, -1, &c->l->acl, ZOO_CONTAINER,
+        if (zoo_acreate(s->zh, p, NULL, -1, c->l->acl, ZOO_CONTAINER,
                         top ? top_parent_done : parent_done, c) != ZOK) {
             zklock__op_end(c); /* the create that follows is refused too, and says why */
             c->busy--;
@@ -171,7 +171,7 @@ static void send_create(zkl_contender_t *c)
     c->need_parents = false;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), &c->l->acl, mode,
+    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), c->l->acl, mode,
                       create_done, c);
     free(name);
     if (rc != ZOK) {

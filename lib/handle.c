@@ -21,13 +21,19 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
     l->shared = zklock__tag_shared(l->tag);
     l->refs = 1;
-    rc = zklock__acl_choose(&l->acl, l->opts.acl, l->opts.acl_custom, &s->acl);
+    /* Most locks take the session's ACL: shared, not copied (a handle is
+     * small, and an application may have many thousands). */
+    l->acl = &s->acl;
+    if (l->opts.acl != ZKLOCK_ACL_DEFAULT) {
+        rc = zklock__acl_choose(&l->own_acl, l->opts.acl, l->opts.acl_custom, NULL);
+        l->acl = &l->own_acl;
+    }
     l->opts.acl_custom = NULL; /* copied: nothing of the caller's is kept */
     if (rc)
         return rc;
     l->path = strdup(path);
     if (!l->path) {
-        zklock__acl_free(&l->acl);
+        zklock__acl_free(&l->own_acl);
         return ZKLOCK_ENOMEM;
     }
     pthread_mutex_lock(&s->mu);
@@ -39,7 +45,7 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     if (rc) {
         free(l->path);
         l->path = NULL;
-        zklock__acl_free(&l->acl);
+        zklock__acl_free(&l->own_acl);
     }
     return rc;
 }
@@ -50,7 +56,7 @@ void zklock__lock_fini(zklock_t *l)
     l->s->nlocks--;
     pthread_mutex_unlock(&l->s->mu);
     free(l->path);
-    zklock__acl_free(&l->acl);
+    zklock__acl_free(&l->own_acl);
 }
 
 /* With s->mu held; the last reference frees the handle. */
@@ -61,7 +67,7 @@ void zklock__lock_unref(zklock_t *l)
     l->s->nlocks--;
     free(l->path);
     l->path = NULL;
-    zklock__acl_free(&l->acl);
+    zklock__acl_free(&l->own_acl);
     if (l->destroy)
         l->destroy(l);
     else

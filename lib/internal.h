@@ -237,7 +237,8 @@ struct zklock {
     enum zkl_tag tag;      /* the tag of the nodes this handle creates */
     bool shared;           /* zklock__tag_shared(tag) */
     zklock_t *sibling;     /* read/write lock: the other view */
-    struct ACL_vector acl; /* of the nodes it creates */
+    const struct ACL_vector *acl; /* of the nodes it creates: own_acl or the session's */
+    struct ACL_vector own_acl;    /* a lock's own choice (opts.acl), else empty */
     bool borrowed;         /* a view owned by a read/write lock */
     bool freeing;
     int users;             /* threads inside a call on this handle */

@@ -27,4 +27,25 @@ check "no node left under $P/lock" wait_for 10 queued $P/lock 0
 "$PY" -c "
 from kazoo.client import KazooClient
 zk = KazooClient(hosts='$ZKLOCK_TEST_HOSTS'); zk.start(); zk.delete('$P-config'); zk.stop()"
-done_testing
+# ---- docs/examples/uv-daemon.c: one thread, a libuv loop, guarded writes ------------------
+if [ -x "$B/docs/examples/uv-daemon" ]; then
+  "$PY" - "$ZKLOCK_TEST_HOSTS" $P-data <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start()
+zk.create(sys.argv[2], b"empty", makepath=True)
+zk.stop()
+PY
+  expect_status 0 "uv-daemon runs 3 rounds in a libuv loop" "$B/docs/examples/uv-daemon" "$ZKLOCK_TEST_HOSTS" $P/uv $P-data 3
+  check "...each writing with the lock held" [ "$(grep -c "^round [123]: wrote $P-data with the lock held (token [0-9]*)" "$T/out")" = 3 ]
+  check "...the last write is in place" [ "$("$PY" -c "
+from kazoo.client import KazooClient
+zk = KazooClient(hosts='$ZKLOCK_TEST_HOSTS'); zk.start(); print(zk.get('$P-data')[0].decode()); zk.delete('$P-data'); zk.stop()")" = "round 3" ]
+  check "no node left under $P/uv" wait_for 10 queued $P/uv 0
+else
+  echo "SKIP: libuv was not found at configure time: docs/examples/uv-daemon not built"
+  skipped_uv=1
+fi
+done_testing; status=$?
+[ $status = 0 ] && [ -n "${skipped_uv:-}" ] && exit 77 # passed, but not all of it ran
+exit $status

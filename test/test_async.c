@@ -400,6 +400,125 @@ static void test_handle_owned_rwlock(void)
     tu_assert_clean(path);
 }
 
+/* ---- scale on one thread ------------------------------------------------------------------------ */
+
+static int threads_now(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+struct tally {
+    int pending, failures;
+};
+
+static void count_down(zklock_t *l, int rc, void *ctx)
+{
+    struct tally *t = ctx;
+    t->pending--;
+    t->failures += rc != ZKLOCK_OK;
+}
+
+static bool tally_done(void *t)
+{
+    return ((struct tally *)t)->pending == 0;
+}
+
+/* One thread, one session: 10,000 acquisitions of 10,000 locks at once,
+ * and no thread more than the session's own. */
+static void test_ten_thousand_locks(void)
+{
+    enum { LOCKS = 10000 };
+    zklock_session_t *s = poll_session();
+    zklock_t **l = calloc(LOCKS, sizeof *l);
+    char prefix[256], path[300];
+    struct tally t = {LOCKS, 0};
+    int threads;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    snprintf(prefix, sizeof prefix, "%s", tu_path("ten-thousand"));
+    for (int i = 0; i < LOCKS; i++) {
+        snprintf(path, sizeof path, "%s/%d", prefix, i);
+        l[i] = handle_mutex(s, path, NULL);
+    }
+    threads = threads_now();
+    for (int i = 0; i < LOCKS; i++)
+        TU_REQUIRE_RC(zklock_acquire_async(l[i], -1, count_down, &t), ZKLOCK_OK);
+    TU_ASSERT_INT(threads_now(), ==, threads);
+    CU_ASSERT(loop_while_not(s, tally_done, &t, 120000));
+    TU_ASSERT_INT(t.failures, ==, 0);
+    TU_ASSERT_INT(threads_now(), ==, threads);
+    TU_ASSERT_INT(tu_ephemerals(prefix), ==, LOCKS);
+    t = (struct tally){LOCKS, 0};
+    for (int i = 0; i < LOCKS; i++)
+        TU_REQUIRE_RC(zklock_release_async(l[i], count_down, &t), ZKLOCK_OK);
+    CU_ASSERT(loop_while_not(s, tally_done, &t, 120000));
+    TU_ASSERT_INT(t.failures, ==, 0);
+    TU_ASSERT_INT(tu_ephemerals(prefix), ==, 0);
+    for (int i = 0; i < LOCKS; i++)
+        zklock_free(l[i]);
+    free(l);
+    zklock_session_close(s);
+}
+
+/* 1,000 waiters on one lock, each a handle of one session on one thread:
+ * each holds in its turn (its done releases it, which lets the next in). */
+struct turn {
+    struct tally t;
+    int order_errors, next;
+    zklock_t **l;
+};
+
+static void take_turn(zklock_t *l, int rc, void *ctx)
+{
+    struct turn *tn = ctx;
+    tn->t.pending--;
+    tn->t.failures += rc != ZKLOCK_OK;
+    tn->order_errors += tn->l[tn->next++] != l; /* served in arrival order */
+    zklock_release_async(l, NULL, NULL);
+}
+
+static void test_thousand_waiters(void)
+{
+    enum { WAITERS = 1000 };
+    zklock_session_t *s = poll_session(), *h = tu_session();
+    const char *path = tu_path("thousand");
+    zklock_t *holder = tu_mutex(h, path, NULL);
+    struct turn tn = {{WAITERS, 0}, 0, 0, calloc(WAITERS, sizeof(zklock_t *))};
+    int threads;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tn.l);
+    TU_REQUIRE_RC(zklock_acquire(holder, -1), ZKLOCK_OK);
+    for (int i = 0; i < WAITERS; i++)
+        tn.l[i] = handle_mutex(s, path, NULL);
+    threads = threads_now();
+    for (int i = 0; i < WAITERS; i++) {
+        TU_REQUIRE_RC(zklock_acquire_async(tn.l[i], -1, take_turn, &tn), ZKLOCK_OK);
+        CU_ASSERT_FATAL(tu_wait_children(path, i + 2)); /* arrival order is known */
+    }
+    TU_ASSERT_INT(threads_now(), ==, threads);
+    TU_ASSERT_RC(zklock_release(holder), ZKLOCK_OK);
+    CU_ASSERT(loop_while_not(s, tally_done, &tn.t, 120000));
+    TU_ASSERT_INT(tn.t.failures, ==, 0);
+    TU_ASSERT_INT(tn.order_errors, ==, 0);
+    TU_ASSERT_INT(threads_now(), ==, threads);
+    for (int i = 0; i < WAITERS; i++)
+        zklock_free(tn.l[i]);
+    free(tn.l);
+    zklock_free(holder);
+    zklock_session_close(s);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t async_tests[] = {
     {"acquire_release_async", test_acquire_release_async},
     {"async_refusals", test_async_refusals},
@@ -410,6 +529,8 @@ static const tu_test_t async_tests[] = {
     {"handle_owned_hold_lost", test_handle_owned_hold_lost},
     {"check_op_guards_a_multi", test_check_op_guards_a_multi},
     {"handle_owned_rwlock", test_handle_owned_rwlock},
+    {"ten_thousand_locks", test_ten_thousand_locks},
+    {"thousand_waiters", test_thousand_waiters},
     {NULL, NULL},
 };
 

@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,11 @@ static const char usage_text[] =
     "                              watch events per release, release-to-next-holder latency\n"
     "  many LOCKS                  one session holds LOCKS distinct locks: acquisitions per\n"
     "                              second and resident memory per held lock\n"
+    "  async-many LOCKS            one thread and one session acquire LOCKS distinct locks at\n"
+    "                              once (zklock_acquire_async, dispatched in its own poll\n"
+    "                              loop), then release them: acquisitions per second beside\n"
+    "                              the same taken one after another, memory per pending and\n"
+    "                              per held lock, threads (constant whatever LOCKS)\n"
     "\n"
     "  -p, --prefix PATH     where the benchmark's locks go (default /zklock-bench)\n"
     "      --warmup N        uncontended: cycles run before measuring (default 200)\n"
@@ -107,17 +114,30 @@ static long rss_kib(void)
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-static zklock_t *new_lock(zklock_session_t *s, const char *name)
+/* Bytes the heap hands out now (RSS also counts what malloc keeps after a
+ * peak of transient buffers). */
+static long heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (long)mi.uordblks + (long)mi.hblkhd;
+}
+
+static zklock_t *new_lock_opts(zklock_session_t *s, const char *name, const zklock_opts_t *o)
 {
     char path[512];
     zklock_t *l;
     int rc;
 
     snprintf(path, sizeof path, "%s/%s-%d", prefix, name, (int)getpid());
-    rc = zklock_mutex_new(&l, s, path, NULL);
+    rc = zklock_mutex_new(&l, s, path, o);
     if (rc)
         tool_die(EXIT_INTERNAL, "%s: %s", path, zklock_strerror(rc));
     return l;
+}
+
+static zklock_t *new_lock(zklock_session_t *s, const char *name)
+{
+    return new_lock_opts(s, name, NULL);
 }
 
 static void must(int rc, const char *what)
@@ -417,6 +437,115 @@ static int many(const char *hosts, long k)
     return 0;
 }
 
+/* ---- async-many: one thread, many locks at once ------------------------------------------------- */
+
+/* The threads of this process (the session's own: a constant number,
+ * whatever the number of locks). */
+static int threads_now(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+struct batch {
+    long pending;
+    int failures, first_rc;
+};
+
+static void batch_done(zklock_t *l, int rc, void *ctx)
+{
+    struct batch *b = ctx;
+    (void)l;
+    b->pending--;
+    if (rc != ZKLOCK_OK && b->failures++ == 0)
+        b->first_rc = rc;
+}
+
+/* The event loop of one thread: waits on the session's descriptor and
+ * dispatches until the batch is done. */
+static void run_batch(zklock_session_t *s, struct batch *b, const char *what)
+{
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+
+    while (b->pending > 0)
+        if (poll(&p, 1, -1) > 0)
+            zklock_session_dispatch(s);
+    if (b->failures)
+        tool_die(EXIT_UNREACHABLE, "%s: %d failed, the first with %s", what, b->failures,
+                 zklock_strerror(b->first_rc));
+}
+
+static int async_many(const char *hosts, long k)
+{
+    zklock_session_opts_t so = {.on_state = on_state, .dispatch = ZKLOCK_DISPATCH_POLL};
+    zklock_opts_t lo = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tool_open(hosts, &so);
+    zklock_t **l = calloc((size_t)k, sizeof *l);
+    struct batch b = {k, 0, 0};
+    long rss0, rss_started, rss_held, heap0, heap_held;
+    int threads0, threads_peak;
+    double t0, wall_async, blocking_rate;
+
+    /* The blocking baseline: the same number of locks, one after another. */
+    for (long i = 0; i < k; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "async-many/%ld", i);
+        l[i] = new_lock_opts(s, name, &lo);
+    }
+    t0 = now_us();
+    for (long i = 0; i < k; i++)
+        must(zklock_acquire(l[i], -1), "acquire");
+    blocking_rate = (double)k / ((now_us() - t0) / 1e6);
+    for (long i = 0; i < k; i++)
+        must(zklock_release(l[i]), "release");
+
+    threads0 = threads_now();
+    rss0 = rss_kib();
+    heap0 = heap_bytes();
+    t0 = now_us();
+    for (long i = 0; i < k; i++)
+        must(zklock_acquire_async(l[i], -1, batch_done, &b), "acquire_async");
+    rss_started = rss_kib();
+    threads_peak = threads_now();
+    run_batch(s, &b, "acquire_async");
+    wall_async = (now_us() - t0) / 1e6;
+    rss_held = rss_kib();
+    heap_held = heap_bytes();
+    if (threads_now() > threads_peak)
+        threads_peak = threads_now();
+    b = (struct batch){k, 0, 0};
+    for (long i = 0; i < k; i++)
+        must(zklock_release_async(l[i], batch_done, &b), "release_async");
+    run_batch(s, &b, "release_async");
+
+    printf("async-many: one thread acquired %ld locks at once at %.0f/s (one after another: "
+           "%.0f/s, %.1fx); memory per lock: %.0f B of heap while held (resident: %.0f B "
+           "while pending, %.0f B while held); threads: %d before, %d at the peak\n",
+           k, (double)k / wall_async, blocking_rate, (double)k / wall_async / blocking_rate,
+           (double)(heap_held - heap0) / (double)k, (double)(rss_started - rss0) * 1024 / (double)k,
+           (double)(rss_held - rss0) * 1024 / (double)k, threads0, threads_peak);
+    printf("{\"peer\":\"zklock\",\"workload\":\"async-many\",\"locks\":%ld,\"ops_per_s\":%.1f,"
+           "\"blocking_ops_per_s\":%.1f,\"speedup\":%.2f,\"heap_bytes_per_held_lock\":%.0f,"
+           "\"rss_bytes_per_pending_lock\":%.0f,\"rss_bytes_per_held_lock\":%.0f,"
+           "\"threads_before\":%d,\"threads_peak\":%d}\n",
+           k, (double)k / wall_async, blocking_rate, (double)k / wall_async / blocking_rate,
+           (double)(heap_held - heap0) / (double)k, (double)(rss_started - rss0) * 1024 / (double)k,
+           (double)(rss_held - rss0) * 1024 / (double)k, threads0, threads_peak);
+    for (long i = 0; i < k; i++)
+        zklock_free(l[i]);
+    free(l);
+    close_session(s);
+    return threads_peak == threads0 ? 0 : 1;
+}
+
 /* ---- main -------------------------------------------------------------------------------------- */
 
 static int run_uncontended(const char *hosts, char **args)
@@ -440,6 +569,14 @@ static int run_many(const char *hosts, char **args)
     return many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
 }
 
+static int run_async_many(const char *hosts, char **args)
+{
+    /* One arena, so that the heap's count includes what ZooKeeper's own
+     * threads allocate for us (their watches, say). */
+    mallopt(M_ARENA_MAX, 1);
+    return async_many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
+}
+
 static const struct workload {
     const char *name, *args; /* the arguments, as a usage error names them */
     int nargs;
@@ -449,8 +586,9 @@ static const struct workload {
     {"contended", "CLIENTS and SECONDS", 2, run_contended},
     {"herd", "WAITERS", 1, run_herd},
     {"many", "LOCKS", 1, run_many},
+    {"async-many", "LOCKS", 1, run_async_many},
 };
-#define WORKLOAD_NAMES "uncontended, contended, herd or many"
+#define WORKLOAD_NAMES "uncontended, contended, herd, many or async-many"
 #define TRY_HELP " (try 'zklock-bench --help')"
 
 /* The workload argv names, with its arguments checked, or a usage error. */
