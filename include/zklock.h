@@ -19,17 +19,21 @@
  *    stay valid as long as the object they came from.
  *  - Threads: every function may be called from any thread, concurrently,
  *    except where noted (zklock_session_close() and zklock_free() must not
- *    race with other calls on the same object). Callbacks (on_state, on_lost)
- *    run one at a time on the session's own callback thread, never with a
- *    zklock lock held: they may call the non-blocking functions
- *    and zklock_acquire() with timeout 0, never zklock_session_close(),
- *    zklock_free(), a release of a held lock or a timed acquire (zklock(3),
- *    THREADS AND CALLBACKS). On ZooKeeper's completion thread (the
- *    application's own watchers and completions on the session's handle),
- *    zklock_acquire(), zklock_release() and zklock_queue_read()/_wait(),
- *    which would wait for ZooKeeper's answer there, answer ZKLOCK_EDEADLK;
- *    zklock_free() does not wait there (the deletes go on in the
- *    background); zklock_session_close() must not be called there.
+ *    race with other calls on the same object). Callbacks (on_state,
+ *    on_lost, done) run one at a time, in order, on the session's own
+ *    callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
+ *    zklock_session_dispatch()), never with a zklock lock held. In a
+ *    callback the asynchronous calls, zklock_cancel(), zklock_hold_count(),
+ *    zklock_fence(), zklock_check_op() and a handle-owned zklock_release()
+ *    (which returns at once) work; a timed zklock_acquire() answers
+ *    ZKLOCK_EDEADLK and a thread-owned one ZKLOCK_EOWNER; zklock_free()
+ *    waits for nothing; zklock_session_close() must not be called
+ *    (zklock(3), THREADS AND CALLBACKS). On ZooKeeper's completion thread
+ *    (the application's own watchers and completions on the session's
+ *    handle), zklock_acquire(), zklock_release() of a thread-owned hold and
+ *    zklock_queue_read()/_wait(), which would wait for ZooKeeper's answer
+ *    there, answer ZKLOCK_EDEADLK; zklock_free() waits for nothing;
+ *    zklock_session_close() must not be called there.
  *  - No global state: every object hangs off a session.
  */
 #ifndef ZKLOCK_H
@@ -433,15 +437,19 @@ ZKLOCK_API int zklock_check_op(zklock_t *l, zoo_op_t *op);
  * otherwise. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_path_check(const char *path);
 
-/* Acquires l for the calling thread, waiting up to timeout_ms milliseconds
+/* Acquires l for the calling thread (the handle, for a handle-owned lock),
+ * waiting up to timeout_ms milliseconds
  * (-1 = forever, 0 = try once: one round trip, no waiting).
  * Returns 0 when held. Errors:
- *   ZKLOCK_EBUSY       try-once and someone else holds it
+ *   ZKLOCK_EBUSY       try-once and someone else holds it; or (handle-owned)
+ *                      an acquisition of l is already in progress
+ *   ZKLOCK_EOWNER      a thread-owned lock, in a zklock callback
  *   ZKLOCK_ETIMEDOUT   the deadline passed
  *   ZKLOCK_ECANCELED   zklock_cancel() was called while waiting
  *   ZKLOCK_EDEADLK     (read/write lock) the thread holds only the read side
  *                      and asked for the write side; or the call was made on
- *                      ZooKeeper's completion thread (see zklock_session_adopt)
+ *                      ZooKeeper's completion thread (see zklock_session_adopt),
+ *                      or with a timeout in a zklock callback
  *   ZKLOCK_ECLOSED     the session was closed
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
@@ -456,9 +464,12 @@ ZKLOCK_API int zklock_path_check(const char *path);
  * it queues again on the new session within its deadline. */
 ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
 
-/* Releases one hold of the calling thread. The last release deletes the
- * node and returns once the server confirmed it; under connection loss it
- * keeps retrying until the server confirms or the session ends.
+/* Releases one hold of the calling thread (of the handle, for a
+ * handle-owned lock: from any thread). The last release deletes the node and
+ * returns once the server confirmed it; under connection loss it keeps
+ * retrying until the server confirms or the session ends. A handle-owned
+ * release made in a callback or on ZooKeeper's completion thread returns at
+ * once: the hold is over, the node is deleted in the background.
  * Returns 0, or ZKLOCK_ENOTHELD (the thread does not hold l; nothing
  * changes), ZKLOCK_ELOST (the hold was lost before or during the release:
  * the session ended or the node was deleted by someone else; on_lost is

@@ -19,4 +19,5 @@ run "uncontended: the peers' keys" 'r["n"] == 100 and r["ops_per_s"] > 0 and r["
 run "contended: no overlap, everyone served" 'r["overlaps"] == 0 and r["acquisitions"] > 0 and r["min_per_client"] > 0' contended 4 2
 run "herd: one wake-up per release" 'r["wakeups_per_release"] == 1.0 and r["releases"] == 30' herd 30
 run "many: memory per held lock reported" 'r["locks"] == 200 and r["held_bytes_per_lock"] >= 0' many 200
+run "async-many: one thread, constant threads, all taken" 'r["locks"] == 500 and r["ops_per_s"] > 0 and r["threads_peak"] == r["threads_before"]' async-many 500
 done_testing
