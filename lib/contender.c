@@ -143,7 +143,7 @@ void zklock__reap(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
-    if (c->attached || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
+    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
         return;
     if (c->loss_unconfirmed || c->waiting || c->releasing)
         return; /* on_lost, or a call's outcome, is still owed */

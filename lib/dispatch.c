@@ -79,9 +79,19 @@ static struct zkl_callback *pop(zklock_session_t *s)
     return cb;
 }
 
-/* With s->mu held: runs cb, the mutex dropped meanwhile, and ends it. */
+/* With s->mu held: runs cb, the mutex dropped meanwhile, and ends it. One
+ * thread at a time runs a session's callbacks (the session thread, a
+ * dispatching thread, a zklock_free running a handle's last ones): the
+ * others wait their turn, except the running thread itself (a callback
+ * that frees a handle). */
 static void run(zklock_session_t *s, struct zkl_callback *cb)
 {
+    bool mine = s->cb_running && pthread_equal(s->cb_runner, pthread_self());
+
+    while (s->cb_running && !mine)
+        pthread_cond_wait(&s->cond, &s->mu);
+    s->cb_running = true;
+    s->cb_runner = pthread_self();
     if (cb->ops->begin(cb)) {
         zklock_session_t *outer = running_callback_of;
         pthread_mutex_unlock(&s->mu);
@@ -91,6 +101,10 @@ static void run(zklock_session_t *s, struct zkl_callback *cb)
         pthread_mutex_lock(&s->mu);
     }
     cb->ops->end(cb);
+    if (!mine) {
+        s->cb_running = false;
+        pthread_cond_broadcast(&s->cond);
+    }
 }
 
 /* With s->mu held: runs the first queued callback; false if there was none. */
@@ -157,6 +171,8 @@ struct zkl_callback *zklock__dispatch_take(zklock_session_t *s, const void *owne
             p = &cb->next;
         }
     }
+    if (!s->cb_head)
+        set_readable(s, false); /* level: nothing is pending now */
     return taken;
 }
 

@@ -165,13 +165,13 @@ struct zkl_contender {
     pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
     bool by_handle;        /* the owner is the handle (ZKLOCK_OWNER_HANDLE) */
-    bool owner_inside;     /* ... from inside a blocking call */
+    int inside;            /* threads inside a blocking call on it: it is
+                              not freed while one is */
     /* The owner's call in progress (owner.c): an acquisition (waiting) or
      * a release (releasing), told through c->cond or a done callback. */
     bool waiting;          /* an acquisition is in progress */
     bool releasing;        /* a release is, and someone awaits its end */
-    bool verdict;          /* a blocking call is decided: verdict_rc */
-    int verdict_rc;
+    struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
     struct zkl_done *done; /* an asynchronous call's completion, or NULL */
     bool checking, recheck;
     bool has_deadline;
@@ -273,6 +273,12 @@ struct zkl_qwatch;
 struct zkl_stale;
 struct zkl_done;
 
+/* A blocked caller's record of its call's outcome (on its stack). */
+struct zkl_waiter {
+    bool decided;
+    int rc;
+};
+
 /* A credential of the session (auth.c). */
 struct zkl_auth {
     char *scheme;
@@ -328,6 +334,8 @@ struct zklock_session {
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     bool poll_dispatch;         /* ZKLOCK_DISPATCH_POLL: the user runs them */
+    bool cb_running;            /* cb_runner is running one of them */
+    pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
@@ -392,14 +400,19 @@ void zklock__done_discard(struct zkl_done *d);
 bool zklock__is_done_callback(const struct zkl_callback *cb);
 /* Queues d with rc (an outcome known at once, or a call's). */
 void zklock__done_queue(struct zkl_done *d, int rc);
-/* Starts an acquisition by c's owner; done: NULL for a blocking call. */
-void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done);
-/* Starts the release of c's hold (the node's deletion). */
-void zklock__release_start(zkl_contender_t *c, struct zkl_done *done);
+/* Starts an acquisition by c's owner, told to done (asynchronous) or to
+ * waiter (a blocked caller, who then calls zklock__call_wait), or to
+ * nobody (both NULL). */
+void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
+                           struct zkl_waiter *waiter);
+/* Starts the release of c's hold (the node's deletion), told likewise. */
+void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter);
 /* The engine: something about c changed; decides its call if it can. */
 void zklock__call_check(zkl_contender_t *c);
-/* A blocking call: waits (with s->mu) for the verdict and returns it. */
-int zklock__call_wait(zkl_contender_t *c);
+/* Waits, with s->mu, for the outcome of the blocking call that `me` was
+ * started with, and returns it. c may be freed once this returns (unless
+ * the caller holds it otherwise): reap it. */
+int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
 char *zklock__child_path(const char *dir, const char *name);
 

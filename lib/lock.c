@@ -48,16 +48,14 @@ static void leave(zklock_t *l)
     zklock__lock_unref(l);
 }
 
-/* Runs a blocking call started on c, with c's owner inside. */
-static int wait_for(zkl_contender_t *c)
+/* Waits for the blocking call `me` was started with. */
+static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
 {
     zklock_t *l = c->l;
     int rc;
 
     enter(l);
-    c->owner_inside = true;
-    rc = zklock__call_wait(c);
-    c->owner_inside = false;
+    rc = zklock__call_wait(c, me);
     leave(l);
     return rc;
 }
@@ -99,6 +97,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c = zklock__owner_contender(l);
+    struct zkl_waiter me = {false, 0};
     int rc;
 
     if (c && c->phase == ZKL_HELD) {
@@ -120,14 +119,16 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         zklock__detach(c);
         return answer(done, rc);
     }
-    zklock__acquire_start(c, timeout_ms, done);
     if (done) {
+        zklock__acquire_start(c, timeout_ms, done, NULL);
         zklock__reap(c); /* decided at once, and failed: nothing refers to it */
         return ZKLOCK_OK;
     }
-    rc = wait_for(c);
+    zklock__acquire_start(c, timeout_ms, NULL, &me);
+    rc = wait_for(c, &me);
     if (rc != ZKLOCK_OK)
-        zklock__detach(c);
+        c->attached = false; /* a failed acquisition is over for its owner */
+    zklock__reap(c);
     return rc;
 }
 
@@ -166,10 +167,13 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
 
 /* ---- release -------------------------------------------------------------------- */
 
-/* done: NULL for a blocking call (or one that does not wait: background). */
+/* done: NULL for a blocking call (or one that does not wait: background).
+ * The hold is over for its owner as the release starts: the contender is
+ * let go at once, and a blocked caller keeps it alive until it returns. */
 static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
 {
     zkl_contender_t *c = zklock__owner_contender(l);
+    struct zkl_waiter me = {false, 0};
     int rc;
 
     if (closed(l)) {
@@ -192,13 +196,14 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     if (wait && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
-    zklock__release_start(c, done);
+    c->attached = false;
+    zklock__release_start(c, done, wait ? &me : NULL);
     if (!wait) {
-        zklock__detach(c); /* the handle's hold is over; the delete goes on */
+        zklock__reap(c);
         return ZKLOCK_OK;
     }
-    rc = wait_for(c);
-    zklock__detach(c);
+    rc = wait_for(c, &me);
+    zklock__reap(c);
     return rc;
 }
 
@@ -390,7 +395,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        if (c->phase == ZKL_HELD && !c->owner_inside) {
+        if (c->phase == ZKL_HELD && c->attached) {
             c->holds = 0;
             zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
         }
@@ -401,8 +406,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     owed = take_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        if (!c->owner_inside)
-            zklock__detach(c);
+        zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
     }
     zklock__lock_unref(l);
     return owed;

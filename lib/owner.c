@@ -45,6 +45,7 @@ struct zkl_done {
 
 static bool done_begin(struct zkl_callback *cb)
 {
+    ((struct zkl_done *)cb)->l->in_callback++; /* zklock_free waits for it */
     return true; /* exactly once, even for a handle being freed */
 }
 
@@ -61,7 +62,17 @@ static void done_end(struct zkl_callback *cb)
     free(d);
 }
 
-static const struct zkl_callback_ops done_ops = {done_begin, done_run, done_end};
+/* A done that ran (done_begin counted it in): it is over. */
+static void done_ran_end(struct zkl_callback *cb)
+{
+    zklock_t *l = ((struct zkl_done *)cb)->l;
+
+    l->in_callback--;
+    pthread_cond_broadcast(&l->s->cond);
+    done_end(cb);
+}
+
+static const struct zkl_callback_ops done_ops = {done_begin, done_run, done_ran_end};
 
 struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx)
 {
@@ -86,7 +97,7 @@ bool zklock__is_done_callback(const struct zkl_callback *cb)
 void zklock__done_discard(struct zkl_done *d)
 {
     if (d)
-        done_end(&d->cb);
+        done_end(&d->cb); /* never queued: nothing counted in */
 }
 
 void zklock__done_queue(struct zkl_done *d, int rc)
@@ -105,12 +116,15 @@ static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
     zklock__reap(c);
 }
 
-void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done)
+void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
+                           struct zkl_waiter *waiter)
 {
     zklock_session_t *s = session_of(c);
 
     c->waiting = true;
     c->done = done;
+    c->acq_waiter = waiter;
+    c->inside += waiter != NULL;
     c->try_once = timeout_ms == 0;
     c->has_deadline = timeout_ms > 0;
     if (c->has_deadline) {
@@ -121,30 +135,37 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
     zklock__call_check(c); /* a try-once cut off, say */
 }
 
-void zklock__release_start(zkl_contender_t *c, struct zkl_done *done)
+void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter)
 {
     c->releasing = true;
     c->done = done;
+    c->rel_waiter = waiter;
+    c->inside += waiter != NULL;
     zklock__give_up(c, ZKLOCK_OK);
     zklock__call_check(c);
 }
 
 /* ---- deciding ------------------------------------------------------------------------- */
 
-/* The call's outcome goes to whoever waits for it. An asynchronous call's
- * owner keeps only a hold: a contender that failed, or whose hold was
- * released, is let go (the engine frees it once its node is gone). */
-static void decide(zkl_contender_t *c, int rc, bool holds)
+/* The call's outcome goes to whoever waits for it: a blocked caller (its
+ * own record: a release may be waited for while the acquisition's caller has
+ * not woken yet), or a done callback. An asynchronous call's owner keeps only
+ * a hold: a contender that failed is let go (the engine frees it once its
+ * node is gone). */
+static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
+    struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
+
     if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;
         if (!holds)
             c->attached = false;
-    } else {
-        c->verdict = true;
-        c->verdict_rc = rc;
-        pthread_cond_signal(&c->cond);
+    } else if (*w) {
+        (*w)->decided = true;
+        (*w)->rc = rc;
+        *w = NULL;
+        pthread_cond_broadcast(&c->cond); /* two callers may wait on c */
     }
     pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free waits for calls */
 }
@@ -170,15 +191,15 @@ static void check_once(zkl_contender_t *c)
         c->waiting = false;
         c->holds = 1;
         zklock__timer_cancel(session_of(c), &c->deadline_timer);
-        decide(c, ZKLOCK_OK, true);
+        decide(c, ZKLOCK_OK, false, true);
     } else if (c->waiting &&
                (c->phase == ZKL_GONE || (c->phase == ZKL_LEAVING && !connected))) {
         c->waiting = false;
         zklock__timer_cancel(session_of(c), &c->deadline_timer);
-        decide(c, c->result, false);
+        decide(c, c->result, false, false);
     } else if (c->releasing && c->phase == ZKL_GONE) {
         c->releasing = false;
-        decide(c, c->result, false);
+        decide(c, c->result, true, false);
     }
 }
 
@@ -197,14 +218,14 @@ void zklock__call_check(zkl_contender_t *c)
     c->checking = false;
 }
 
-int zklock__call_wait(zkl_contender_t *c)
+int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
 {
     zklock_session_t *s = session_of(c);
-    bool timed = c->has_deadline;
+    bool timed = me == c->acq_waiter && c->has_deadline;
 
     /* The session thread fires the deadline; should it be held up (a slow
      * callback), the waiter sees it pass by itself. */
-    while (!c->verdict) {
+    while (!me->decided) {
         if (timed && pthread_cond_timedwait(&c->cond, &s->mu, &c->deadline_timer.at) == ETIMEDOUT) {
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
@@ -213,6 +234,6 @@ int zklock__call_wait(zkl_contender_t *c)
             pthread_cond_wait(&c->cond, &s->mu);
         }
     }
-    c->verdict = false;
-    return c->verdict_rc;
+    c->inside--;
+    return me->rc;
 }

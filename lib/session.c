@@ -416,6 +416,8 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
+        /* Timers first: a stream of callbacks must not hold up a deadline. */
+        zklock__timers_fire_due(s);
         if (!s->poll_dispatch && zklock__dispatch_one(s))
             continue;
         if (s->thread_stop)
@@ -424,7 +426,6 @@ static void *session_thread(void *arg)
             replace_handle(s);
             continue;
         }
-        zklock__timers_fire_due(s);
         if ((s->poll_dispatch || !s->cb_head) && !s->thread_stop && !may_reopen(s))
             zklock__timers_sleep(s);
     }

@@ -34,6 +34,8 @@ static int rw_prepare(zklock_t *l, zkl_contender_t *c)
     const zkl_contender_t *other = zklock__owner_contender(l->sibling);
     bool holds_other = other && other->phase == ZKL_HELD;
 
+    if (other && other->waiting)
+        return ZKLOCK_EBUSY; /* handle-owned: the pair's other acquisition is in progress */
     if (!holds_other)
         return 0;
     if (!l->shared)

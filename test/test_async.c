@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- a session whose callbacks run in our dispatch ---------------------------------- */
 
@@ -519,6 +520,107 @@ static void test_thousand_waiters(void)
     tu_assert_clean(path);
 }
 
+/* ---- calls of several threads on one handle (review findings) ---------------------------- */
+
+struct slow_done {
+    int started, finished; /* __atomic */
+};
+
+static void slow_done(zklock_t *l, int rc, void *ctx)
+{
+    struct slow_done *sd = ctx;
+    struct timespec pause = {0, 300 * 1000 * 1000};
+
+    __atomic_store_n(&sd->started, 1, __ATOMIC_SEQ_CST);
+    nanosleep(&pause, NULL); /* deliberately slow: zklock_free must wait for it */
+    __atomic_store_n(&sd->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool slow_started(void *sd)
+{
+    return __atomic_load_n(&((struct slow_done *)sd)->started, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* zklock_free while one of l's done callbacks runs: it has returned before
+ * zklock_free does (its ctx may go then). */
+static void test_free_waits_for_a_running_done(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("free-running-done");
+    zklock_t *l = handle_mutex(s, path, NULL);
+    struct slow_done sd = {0, 0};
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, -1, slow_done, &sd), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(slow_started, &sd, TU_WAIT_MS));
+    zklock_free(l);
+    TU_ASSERT_INT(__atomic_load_n(&sd.finished, __ATOMIC_SEQ_CST), ==, 1);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+/* zklock_free takes l's pending done out of the queue: the descriptor does
+ * not stay readable with nothing pending. */
+static void test_fd_level_after_free(void)
+{
+    zklock_session_t *s = poll_session();
+    const char *path = tu_path("fd-after-free");
+    zklock_t *l = handle_mutex(s, path, NULL);
+    struct outcome a = {0};
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, -1, done, &a), ZKLOCK_OK);
+    CU_ASSERT_FATAL(poll(&p, 1, TU_WAIT_MS) == 1); /* its done is pending */
+    zklock_free(l);
+    TU_ASSERT_INT(a.calls, ==, 1);
+    CU_ASSERT(!fd_readable(s));
+    TU_ASSERT_INT(zklock_session_dispatch(s), ==, 0);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+struct blocked_acquire {
+    zklock_t *l;
+    int rc;
+};
+
+static void *acquire_main(void *arg)
+{
+    struct blocked_acquire *a = arg;
+    a->rc = zklock_acquire(a->l, -1);
+    return NULL;
+}
+
+/* A blocked acquirer decided but not yet awake, and another thread releasing
+ * the handle's hold: each gets its own call's outcome (the release only once
+ * the server confirmed the delete). */
+static void test_release_while_acquirer_wakes(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("two-threads");
+    zklock_t *l = handle_mutex(s, path, NULL);
+    int early = 0, failed = 0;
+
+    for (int i = 0; i < 100; i++) {
+        struct blocked_acquire a = {l, -1};
+        pthread_t t;
+        int64_t end = tu_now_ms() + TU_WAIT_MS;
+
+        pthread_create(&t, NULL, acquire_main, &a);
+        while (zklock_hold_count(l) != 1 && tu_now_ms() < end)
+            ; /* spin: the window is the acquirer's wake-up */
+        if (zklock_release(l) == ZKLOCK_OK && tu_count(path) > 0)
+            early++;
+        pthread_join(t, NULL);
+        failed += a.rc != ZKLOCK_OK;
+    }
+    TU_ASSERT_INT(early, ==, 0);
+    TU_ASSERT_INT(failed, ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t async_tests[] = {
     {"acquire_release_async", test_acquire_release_async},
     {"async_refusals", test_async_refusals},
@@ -529,6 +631,9 @@ static const tu_test_t async_tests[] = {
     {"handle_owned_hold_lost", test_handle_owned_hold_lost},
     {"check_op_guards_a_multi", test_check_op_guards_a_multi},
     {"handle_owned_rwlock", test_handle_owned_rwlock},
+    {"free_waits_for_a_running_done", test_free_waits_for_a_running_done},
+    {"fd_level_after_free", test_fd_level_after_free},
+    {"release_while_acquirer_wakes", test_release_while_acquirer_wakes},
     {"ten_thousand_locks", test_ten_thousand_locks},
     {"thousand_waiters", test_thousand_waiters},
     {NULL, NULL},

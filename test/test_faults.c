@@ -703,6 +703,56 @@ static void test_adopted_session_revived(void)
     tu_assert_clean(path);
 }
 
+/* ---- several threads on one handle-owned lock --------------------------------------------- */
+
+struct blocked_release {
+    zklock_t *l;
+    int rc, done; /* done: __atomic */
+};
+
+static void *blocked_release_main(void *arg)
+{
+    struct blocked_release *r = arg;
+    r->rc = zklock_release(r->l);
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static bool not_held(void *l)
+{
+    return zklock_hold_count(l) == 0;
+}
+
+/* A blocked release waits for the connection; another thread's acquire
+ * meanwhile starts afresh, and the release still gets its own outcome. */
+static void test_acquire_while_release_waits(void)
+{
+    struct faulty f;
+    const char *path = tu_path("release-acquire");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE};
+    struct blocked_release r = {NULL, -1, 0};
+    zklock_t *l;
+    pthread_t t;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    cut(&f);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT(tu_wait_until(not_held, l, TU_WAIT_MS)); /* the release started */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZCONNECTIONLOSS);
+    TU_ASSERT_INT(__atomic_load_n(&r.done, __ATOMIC_SEQ_CST), ==, 0);
+    restore(&f);
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_create_reply", test_lost_create_reply},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
@@ -719,6 +769,7 @@ static const tu_test_t fault_tests[] = {
     {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
     {"adopted_local_expiry_and_readopt", test_adopted_local_expiry_and_readopt},
     {"adopted_session_revived", test_adopted_session_revived},
+    {"acquire_while_release_waits", test_acquire_while_release_waits},
     {NULL, NULL},
 };
 
