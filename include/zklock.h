@@ -84,7 +84,9 @@ extern "C" {
     X(ENOTSUP, -1012, "not supported by this build (e.g. TLS: the ZooKeeper " \
                       "C client was built without OpenSSL)")                  \
     X(EOWNER, -1013, "a callback's thread cannot own a lock: use a "          \
-                     "handle-owned lock (ZKLOCK_OWNER_HANDLE)")
+                     "handle-owned lock (ZKLOCK_OWNER_HANDLE)")               \
+    X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
+                      "the session may have expired, so the lock may be taken")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -345,7 +347,11 @@ enum {
 /* Why on_lost was called. */
 enum {
     ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
-    ZKLOCK_LOST_DELETED = ZNONODE          /* someone deleted the lock node */
+    ZKLOCK_LOST_DELETED = ZNONODE,         /* someone deleted the lock node */
+    ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE    /* the hold's lease ran out: the
+                                              ensemble was not heard from for
+                                              nearly a session timeout, and
+                                              may now expire the session */
 };
 
 typedef struct zklock_opts {
@@ -484,6 +490,19 @@ ZKLOCK_API int zklock_release(zklock_t *l);
 /* How many times the calling thread holds l; 0 when it does not (or lost
  * it), negative on error (ZKLOCK_EINVAL). Non-blocking. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
+
+/* How long the caller's hold may still be acted on without hearing from the
+ * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
+ * holds or waits (a sync every sixth of the session timeout); it is the
+ * send time of the latest request the leader answered, plus the negotiated
+ * session timeout, minus a margin (a twentieth of it) for clock-rate drift
+ * and delivery. No server expires the session before then, so no other
+ * client can hold the lock; when it passes without a fresher answer, the
+ * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
+ * as the session is heard from again. docs/design.md has the argument.
+ * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
+struct timespec; /* <time.h>; declared here too for strict C89 users */
+ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
 
 /* The fencing token of the calling thread's hold: the creation zxid of its
  * node (a read hold taken by downgrade keeps the write hold's token), which

@@ -115,6 +115,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
         s->contenders->sess_prev = c;
     s->contenders = c;
     l->refs++;
+    zklock__lease_keep(s);
     return c;
 }
 
@@ -205,6 +206,7 @@ void zklock__become_holder(zkl_contender_t *c)
     c->phase = ZKL_HELD;
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
+    zklock__lease_keep(s);
     zklock__arm_own_watch(c); /* if its delay is over */
     wake(c);
 }
@@ -218,11 +220,7 @@ static void report_lost(zkl_contender_t *c, int reason)
 }
 
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
- * never saw the hold: it queues again instead of being told. A reason of 0
- * means "our node is gone, we do not know why yet": the session may have
- * ended (a process paused past its session timeout sees the deletion before
- * the expiry), so the engine asks the server before on_lost says which
- * (zklock__confirm_loss). The hold is over for the owner at once either way. */
+ * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
 {
     if (c->waiting) {
@@ -232,10 +230,21 @@ void zklock__lose(zkl_contender_t *c, int reason)
     zklock__set_node(c, NULL);
     c->phase = ZKL_LOST;
     c->holds = 0;
-    c->loss_unconfirmed = reason == 0;
     if (reason)
         report_lost(c, reason);
     wake(c);
+}
+
+/* A hold is over, and we do not know why yet: the session may have ended
+ * (a process paused past its session timeout sees its node's deletion, or
+ * its lease run out, before it hears of the expiry). The engine asks the
+ * server before on_lost says which (zklock__confirm_loss): `fallback` if the
+ * session lives. The hold is over for the owner at once either way. */
+void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
+{
+    c->loss_unconfirmed = !c->waiting;
+    c->loss_fallback = fallback;
+    zklock__lose(c, 0);
 }
 
 void zklock__confirm_loss(zkl_contender_t *c, int reason)

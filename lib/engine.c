@@ -50,6 +50,8 @@ char *zklock__child_path(const char *dir, const char *name)
 void zklock__op_begin(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
+    if (c->ops == 0)
+        zklock__now(&c->sent_at); /* no later than any request in flight */
     c->ops++;
     s->ops++;
     c->gen = s->gen;
@@ -80,7 +82,7 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
         return;
     }
     if (c->phase == ZKL_LOST)
-        zklock__confirm_loss(c, ZKLOCK_LOST_DELETED); /* cannot ask: say what we saw */
+        zklock__confirm_loss(c, c->loss_fallback); /* cannot ask: say what we saw */
     else
         zklock__give_up(c, rc);
 }
@@ -236,9 +238,11 @@ void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char 
     free(path);
 }
 
-/* Our held node vanished: is our session still alive (someone deleted the
- * node), or did it end (the server deleted it)? Any answer from the server
- * says "alive"; an ending session never answers. */
+/* A hold ended without our knowing why (our node vanished, or the lease ran
+ * out while the process did not run): is our session still alive (then the
+ * reason is c->loss_fallback: the node was deleted, or the lease simply ran
+ * out), or did it end? Any answer from the server says "alive"; an ending
+ * session never answers. */
 static void send_loss_probe(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
@@ -344,11 +348,20 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
     }
 }
 
+/* A write's answer (it went through the leader): the lease runs from when
+ * it was sent. */
+static void heard(zkl_contender_t *c, int rc)
+{
+    if (!transient(rc) && !session_ending(rc))
+        zklock__lease_heard(session_of(c), &c->sent_at);
+}
+
 static void create_done(int rc, const char *name, const struct Stat *st, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
     bool fast = c->fast;
 
+    heard(c, rc);
     c->fast = false;
     c->busy--;
     if (rc == ZOK) {
@@ -467,6 +480,7 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
 static void delete_done(int rc, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
+    heard(c, rc);
     c->busy--;
     if (rc == ZOK || rc == ZNONODE) {
         /* "No node" after a delete whose reply was lost is that delete's
@@ -497,7 +511,7 @@ static void loss_probe_done(int rc, const struct Stat *st, const void *data)
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
     if (!transient(rc) && !session_ending(rc))
-        zklock__confirm_loss(c, ZKLOCK_LOST_DELETED); /* the session lives */
+        zklock__confirm_loss(c, c->loss_fallback); /* the session lives */
     /* else: retried after the reconnection, or the session's end says why */
     ZKL_COMPLETION_END(c);
 }
@@ -573,7 +587,7 @@ static void ended_for(zkl_contender_t *c, int reason)
         /* A vanished node whose cause a probe was asking: the end of the
          * session is the answer (when we close it, the node's deletion is
          * all we know). */
-        zklock__confirm_loss(c, closing ? ZKLOCK_LOST_DELETED : ZKLOCK_LOST_EXPIRED);
+        zklock__confirm_loss(c, closing ? c->loss_fallback : ZKLOCK_LOST_EXPIRED);
         break;
     default:
         break;
@@ -605,16 +619,21 @@ static void engine_ended(zklock_session_t *s, int reason)
     }
 }
 
-/* The old handle is closed: none of its watches can fire any more. */
+/* The old handle is closed: none of its watches can fire any more, and
+ * none of its answers will come (zookeeper_close() may drop completions
+ * still queued for its stopped completion thread: without this, a contender
+ * with a request in flight then would never be freed). */
 static void engine_handle_closed(zklock_session_t *s)
 {
     zkl_contender_t *c = s->contenders, *next;
     for (; c; c = next) {
         next = c->sess_next;
+        c->ops = 0;
         c->pred_watches = c->own_watches = 0;
         zklock__watch_over(c);
         zklock__reap(c);
     }
+    zklock__lease_handle_closed(s);
 }
 
 /* Adopted handles: take back every watch we registered on the

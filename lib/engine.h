@@ -59,9 +59,10 @@ void zklock__finish(zkl_contender_t *c);
 /* Starts over with a new node name (the old one is gone or was never ours). */
 void zklock__requeue(zkl_contender_t *c);
 void zklock__become_holder(zkl_contender_t *c);
-/* A held lock is gone (reason: ZKLOCK_LOST_EXPIRED, ZKLOCK_LOST_DELETED, or
- * 0: the node is gone, and zklock__confirm_loss will say why). */
+/* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
+/* ... and we do not know why: a probe asks (fallback: if the session lives). */
+void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback);
 void zklock__confirm_loss(zkl_contender_t *c, int reason);
 /* A release found its hold already gone (the delete's answer). */
 void zklock__release_found_lost(zkl_contender_t *c, int reason);
@@ -121,6 +122,15 @@ void zklock__stale_sweep(zklock_session_t *s);
 /* Is dir/name such a node? (It never blocks us.) */
 bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char *name);
 void zklock__stale_free_all(zklock_session_t *s);
+
+/* ---- lease.c: how long a hold may be believed ------------------------------------ */
+
+/* The leader answered a request of ours sent at *sent. */
+void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
+/* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
+void zklock__lease_keep(zklock_session_t *s);
+/* The handle is closed: forget its heartbeat in flight. */
+void zklock__lease_handle_closed(zklock_session_t *s);
 
 /* ---- watch.c: the node that blocks us, and our own ------------------------- */
 

@@ -181,7 +181,8 @@ struct zkl_contender {
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
     int lost_reason;       /* what on_lost was told */
-    bool loss_unconfirmed; /* LOST, and on_lost waits to know why */
+    bool loss_unconfirmed; /* LOST, and on_lost waits to know why: */
+    int loss_fallback;     /* ... this, unless the session turns out ended */
 
     char prefix[ZKL_PREFIX_MAX]; /* name prefix: finds our node after a lost reply */
     char *node;            /* full path of our node; NULL if none */
@@ -224,6 +225,7 @@ struct zkl_contender {
     bool own_due;          /* the delay is over: set it when possible */
     struct zkl_timer own_timer; /* ... ends the delay */
     int ops;               /* requests in flight (completion pending) */
+    struct timespec sent_at; /* when the oldest of them went out */
     unsigned gen;          /* session generation of those requests/watches */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
@@ -271,6 +273,7 @@ enum zkl_sstate {
 
 struct zkl_qwatch;
 struct zkl_stale;
+struct zkl_heartbeat;
 struct zkl_done;
 
 /* A blocked caller's record of its call's outcome (on its stack). */
@@ -319,7 +322,13 @@ struct zklock_session {
     unsigned gen;               /* bumped whenever the ZooKeeper session ends */
     int64_t session_id;
     struct timespec suspended_at;
-    struct zkl_timer suspend_timer; /* the local expiry (opened sessions) */
+    struct zkl_timer suspend_timer; /* the local expiry */
+    /* The lease (lease.c): the send time of the latest request of ours the
+     * leader answered; a sync keeps it fresh; past it, holds are unsure. */
+    struct timespec heard_at;
+    bool heard_known;
+    struct zkl_heartbeat *heartbeat; /* the sync in flight, if any */
+    struct zkl_timer heartbeat_timer, belief_timer;
     struct zkl_timer retry_timer;   /* resume the layers, or reopen */
     bool need_new_handle;
     bool reopen_now;                /* ... the retry timer says: now */
@@ -377,6 +386,8 @@ void zklock__watch_gone(zklock_session_t *s);
 void zklock__learn_completion_thread(zklock_session_t *s);
 /* ZAUTHFAILED once a server rejected the session's credentials, else 0. */
 int zklock__session_refusal(const zklock_session_t *s);
+/* The end of the session's lease (lease.c); false if none is known. */
+bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 

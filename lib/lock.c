@@ -274,6 +274,21 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     return rc;
 }
 
+int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
+{
+    const zkl_contender_t *c;
+    int rc = ZKLOCK_ENOTHELD;
+
+    if (!l || !deadline)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    c = zklock__owner_contender(l);
+    if (c && c->phase == ZKL_HELD && zklock__lease_valid_until(l->s, deadline))
+        rc = ZKLOCK_OK;
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
 int zklock_check_op(zklock_t *l, zoo_op_t *op)
 {
     zkl_contender_t *c;

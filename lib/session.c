@@ -50,11 +50,13 @@ static bool layers_busy(const zklock_session_t *s)
     return false;
 }
 
-/* The old handle is closed: no watch of the layers is registered any more. */
+/* The old handle is closed: no watch of the layers is registered any more,
+ * and no answer will come. */
 static void handle_closed(zklock_session_t *s)
 {
     EACH_LAYER(handle_closed, s);
     s->watches = 0;
+    s->ops = 0;
 }
 
 /* An adopted session's close waits for its last watch to go. */
@@ -250,6 +252,10 @@ static void connected(zklock_session_t *s)
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
+    if (resumed && (!s->heard_known || zklock__earlier(&s->heard_at, &s->suspended_at)))
+        s->heard_at = s->suspended_at; /* it revalidated the session with the leader */
+    else if (!resumed)
+        s->heard_known = false; /* a new session: its first write will tell */
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
@@ -540,8 +546,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     rc = zklock__dispatch_init(s, opts && opts->dispatch == ZKLOCK_DISPATCH_POLL);
     if (rc == 0)
         rc = take_options(s, opts);
-    if (rc == 0)
-        rc = zklock__timers_reserve(s, 2);
+    if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
+        rc = zklock__timers_reserve(s, 4);
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
     if (rc) {

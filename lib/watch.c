@@ -199,7 +199,7 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
         c->own_watches++;
         s->watches++;
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
-        zklock__lose(c, 0); /* why: zklock__confirm_loss */
+        zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
     } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
         zklock__requeue(c); /* our place was deleted before we could watch it */
     }
@@ -217,7 +217,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     pthread_mutex_lock(&s->mu);
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
-            zklock__lose(c, 0); /* why: zklock__confirm_loss */
+            zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
         else if (c->phase == ZKL_QUEUING)
             zklock__requeue(c); /* someone deleted our place in the queue */
     }

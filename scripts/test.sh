@@ -76,6 +76,7 @@ stage_demo() {
 stage_asan() {
   build "$B/asan" --enable-asan --disable-shared
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS="suppressions=$ZKLOCK_TOP/test/lsan.supp:print_suppressions=0" \
     make -C "$B/asan" -j"$JOBS" check || { cat "$B/asan/test-suite.log"; return 1; }
 }
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zookeeper/proto.h>
@@ -366,12 +367,13 @@ static void test_partition_expires_locally(void)
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
     cut(&f);
-    /* No server can tell the client; after a whole session timeout it tells
-     * itself, while still cut off. */
+    /* No server can tell the client. The holder is told first, when its
+     * lease runs out (before the ensemble may expire the session); after a
+     * whole session timeout cut off, the session expires too. */
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
-    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
-    CU_ASSERT(tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_EXPIRED));
     /* Meanwhile the ensemble expires the session and the lock moves on. */
     TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
@@ -386,6 +388,48 @@ static void test_partition_expires_locally(void)
     zklock_free(lo2);
     faulty_close(&f);
     zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* The lease runs out while cut off, but the session lives on (the cut ends
+ * before the ensemble expires it): the hold reported lost never comes back,
+ * its node is deleted as the session reconnects. */
+static void test_lease_lost_session_lives(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("lease-lives");
+    struct timespec until, now;
+    int64_t id;
+    zklock_t *l;
+    char *node, full[512];
+
+    faulty_open(&f, 10000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    TU_ASSERT_INT(until.tv_sec - now.tv_sec, >=, 8); /* about 0.95 x 10 s ahead */
+    id = zklock_session_id(f.s);
+    node = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    snprintf(full, sizeof full, "%s/%s", path, node);
+    free(node);
+    cut(&f);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_ENOTHELD);
+    zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_RECONNECTED));
+    TU_ASSERT_INT(zklock_session_id(f.s), ==, id); /* the same session, alive */
+    CU_ASSERT(tu_wait_until(tu_gone, full, TU_WAIT_MS)); /* ... without our old node */
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    faulty_close(&f);
     tu_assert_clean(path);
 }
 
@@ -536,7 +580,8 @@ static void test_stale_node_after_local_expiry(void)
     twin = tu_connect_as(&id); /* the old session lives on, node and all */
     CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
-    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE); /* its lease ran out */
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_EXPIRED));
     zkproxy_restore(f.proxy);
     CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
@@ -632,8 +677,8 @@ static void test_adopted_local_expiry_and_readopt(void)
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     zkproxy_cut(proxy);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
-    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
-    CU_ASSERT(tu_saw_state(&a.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE); /* its lease ran out first */
+    CU_ASSERT(tu_wait_state(&a.ev, ZKLOCK_EXPIRED));
     TU_ASSERT_RC(zklock_acquire(l2, 0), ZSESSIONEXPIRED);
     tu_start_acquirer(&w, l2, 60000, true); /* waits for the new handle */
     /* The application gives up its handle and opens another. */
@@ -689,6 +734,7 @@ static void test_adopted_session_revived(void)
     twin = tu_connect_as(zoo_client_id(a.zh)); /* keeps the session alive */
     CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_state(&a.ev, ZKLOCK_EXPIRED)); /* and then expired, locally */
     zkproxy_restore(proxy); /* the application's handle takes its session back */
     CU_ASSERT(tu_wait_until(connected_after_expiry, &a.ev, TU_WAIT_MS));
     CU_ASSERT(tu_wait_until(tu_gone, full, TU_WAIT_MS));
@@ -763,6 +809,7 @@ static const tu_test_t fault_tests[] = {
     {"acquire_while_disconnected", test_acquire_while_disconnected},
     {"give_up_during_connection_loss", test_give_up_during_connection_loss},
     {"partition_expires_locally", test_partition_expires_locally},
+    {"lease_lost_session_lives", test_lease_lost_session_lives},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},

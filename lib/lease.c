@@ -1,0 +1,174 @@
+/*
+ * lease.c: how long a holder may believe it holds without hearing from the
+ * ensemble.
+ *
+ * The server a client talks to touches the session when a request arrives,
+ * and the leader expires a session a session timeout after the last touch
+ * it knows of. A request that went through the leader (a write, a sync) and
+ * was answered proves the session was touched no earlier than the moment it
+ * was sent. So, with `heard_at` the send time of the latest such request
+ * answered, no server can expire the session before heard_at + the
+ * negotiated timeout, and no other client can hold our lock before then.
+ * A holder's belief is bounded by that, less a margin (LEASE_MARGIN): when
+ * it passes with no fresher answer, every hold of the session is reported
+ * lost (ZKLOCK_LOST_UNSURE) before any other client can have taken it over.
+ * design.md ("Told first") has the argument and its limits.
+ *
+ * To keep heard_at fresh while the session holds or waits, a sync goes out
+ * every sixth of the session timeout; the engine's creates and deletes count
+ * too (zklock__lease_heard), and so does a reconnection of the same session
+ * (session.c: the server revalidated it with the leader).
+ */
+#include "engine.h"
+
+/* The margin: a twentieth of the session timeout, far more than clocks
+ * that run at nearly the same rate drift apart over one session timeout
+ * (NTP slews at most 0.05%), and enough for the session thread's timer and
+ * the delivery of on_lost. */
+#define LEASE_MARGIN_DIVISOR 20
+#define HEARTBEATS_PER_TIMEOUT 6
+
+struct zkl_heartbeat {
+    zklock_session_t *s;
+    unsigned gen;
+    struct timespec sent;
+};
+
+static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
+{
+    for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->phase == ZKL_HELD || (!held_only && c->phase == ZKL_QUEUING))
+            return true;
+    return false;
+}
+
+static int lease_ms(const zklock_session_t *s)
+{
+    return s->negotiated_ms - s->negotiated_ms / LEASE_MARGIN_DIVISOR;
+}
+
+bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until)
+{
+    if (!s->heard_known || s->negotiated_ms <= 0)
+        return false;
+    zklock__later(until, &s->heard_at, lease_ms(s));
+    return true;
+}
+
+/* Arms the belief timer at the end of the lease, if anyone holds. */
+static void arm_belief(zklock_session_t *s)
+{
+    struct timespec until;
+
+    if (anyone_in_queue(s, true) && zklock__lease_valid_until(s, &until))
+        zklock__timer_arm(s, &s->belief_timer, &until);
+}
+
+void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
+{
+    if (s->heard_known && zklock__earlier(sent, &s->heard_at))
+        return;
+    s->heard_at = *sent;
+    s->heard_known = true;
+    if (zklock__timer_armed(&s->belief_timer))
+        arm_belief(s); /* later now */
+}
+
+/* The lease ran out: every hold of the session ends, reported, and its node
+ * is deleted as soon as the session is heard from again (it may live). */
+static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+{
+    struct timespec until, now;
+    zkl_contender_t *c, *next;
+    bool late;
+
+    if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
+        zklock__timer_arm(s, t, &until); /* heard from meanwhile */
+        return;
+    }
+    /* Late by more than the margin: this process did not run (stopped,
+     * swapped out) while its lease ran out. Nothing could be told in time
+     * anyway; a probe then finds the real reason (the session most likely
+     * expired meanwhile). */
+    zklock__now(&now);
+    late = zklock__ms_between(&t->at, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
+    for (c = s->contenders; c; c = next) {
+        next = c->sess_next;
+        if (c->phase != ZKL_HELD)
+            continue;
+        zklock__stale_add(c);
+        if (late)
+            zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
+        else
+            zklock__lose(c, ZKLOCK_LOST_UNSURE);
+        zklock__settle(c);
+    }
+    zklock__stale_sweep(s); /* sent now if the connection is up after all */
+}
+
+/* ---- the heartbeat -------------------------------------------------------------- */
+
+static void heartbeat_done(int rc, const char *value, const void *data)
+{
+    struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
+    zklock_session_t *s = hb->s;
+
+    pthread_mutex_lock(&s->mu);
+    /* Any answer of the server's: "no connection" is the client's own. */
+    if (hb->gen == s->gen && !transient(rc) && !session_ending(rc))
+        zklock__lease_heard(s, &hb->sent);
+    if (s->heartbeat == hb)
+        s->heartbeat = NULL;
+    if (--s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    free(hb);
+}
+
+static void send_heartbeat(zklock_session_t *s)
+{
+    struct zkl_heartbeat *hb;
+
+    if (s->heartbeat || !zklock__connected(s) || !(hb = malloc(sizeof *hb)))
+        return;
+    hb->s = s;
+    hb->gen = s->gen;
+    zklock__now(&hb->sent);
+    /* A sync goes through the leader: a follower cut off from it cannot
+     * answer it, as it could a read. */
+    if (zoo_async(s->zh, "/", heartbeat_done, hb) != ZOK) {
+        free(hb);
+        return;
+    }
+    s->heartbeat = hb;
+    s->ops++;
+    s->stats.requests++;
+}
+
+static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
+{
+    if (!anyone_in_queue(s, false))
+        return; /* nobody to keep a lease for: the next contender restarts it */
+    send_heartbeat(s);
+    zklock__timer_arm_in(s, t, s->negotiated_ms / HEARTBEATS_PER_TIMEOUT);
+}
+
+/* The handle is closed: its last heartbeat will not be answered. */
+void zklock__lease_handle_closed(zklock_session_t *s)
+{
+    free(s->heartbeat);
+    s->heartbeat = NULL;
+}
+
+/* A contender queues or holds: keep the lease fresh, and bounded. */
+void zklock__lease_keep(zklock_session_t *s)
+{
+    s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
+    s->belief_timer.fire = belief_over;
+    if (s->negotiated_ms <= 0)
+        return;
+    if (!zklock__timer_armed(&s->heartbeat_timer))
+        zklock__timer_arm_in(s, &s->heartbeat_timer, s->negotiated_ms / HEARTBEATS_PER_TIMEOUT);
+    if (!zklock__timer_armed(&s->belief_timer))
+        arm_belief(s);
+}
