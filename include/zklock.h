@@ -541,7 +541,9 @@ ZKLOCK_API void zklock_free(zklock_t *l);
  * fence, cancel, on_lost); each side is reentrant per thread.
  *  - Downgrade: a thread holding the write side may take the read side at
  *    once; when it then releases the write side, no writer queued behind it
- *    gets in before its read hold ends.
+ *    gets in before its read hold ends. The read hold is made only beside
+ *    the write hold's live node (else the read side queues as a plain
+ *    reader), and is lost with it if the write hold is lost.
  *  - Upgrade is refused: a thread holding only the read side that asks for
  *    the write side gets ZKLOCK_EDEADLK at once.
  * On the wire: Curator's InterProcessReadWriteLock (_c_<uuid>-__READ__<seq>,

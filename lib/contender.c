@@ -155,6 +155,8 @@ void zklock__reap(zkl_contender_t *c)
     zklock__timer_cancel(l->s, &c->deadline_timer);
     zklock__timers_unreserve(l->s, 2);
     free(c->check_path);
+    free(c->heir_of);
+    free(c->heir_multi);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);
@@ -189,6 +191,8 @@ void zklock__requeue(zkl_contender_t *c)
     c->phase = ZKL_QUEUING;
     c->need_list = false;
     c->heir = false; /* its writer's place is gone too: queue as a reader */
+    free(c->heir_of);
+    c->heir_of = NULL;
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
@@ -219,10 +223,14 @@ static void report_lost(zkl_contender_t *c, int reason)
     queue_lost(c->l, reason);
 }
 
+static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
+
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
 {
+    bool unconfirmed = c->loss_unconfirmed;
+
     if (c->waiting) {
         zklock__requeue(c);
         return;
@@ -233,6 +241,34 @@ void zklock__lose(zkl_contender_t *c, int reason)
     if (reason)
         report_lost(c, reason);
     wake(c);
+    lose_heirs_of(c, reason, unconfirmed);
+}
+
+static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
+{
+    return a->by_handle ? b->by_handle : pthread_equal(a->owner, b->owner);
+}
+
+/* A downgrade heir holds by its writer's place, and by its token: when the
+ * writer's hold is lost, so is the heir's. */
+static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
+{
+    zklock_t *readers = w->l->sibling;
+    zkl_contender_t *c, *next;
+
+    if (!readers || w->l->shared)
+        return;
+    for (c = readers->contenders; c; c = next) {
+        next = c->lock_next;
+        if (!c->heir || c->phase != ZKL_HELD || !same_owner(c, w))
+            continue;
+        zklock__stale_add(c); /* its node goes: it holds by nothing now */
+        if (unconfirmed)
+            zklock__lose_unconfirmed(c, w->loss_fallback);
+        else
+            zklock__lose(c, reason);
+        zklock__stale_sweep(session_of(c));
+    }
 }
 
 /* A hold is over, and we do not know why yet: the session may have ended

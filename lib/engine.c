@@ -30,6 +30,7 @@ static void session_op_done(int rc, const void *data);
 static void parent_done(int rc, const char *value, const void *data);
 static void top_parent_done(int rc, const char *value, const void *data);
 static void loss_probe_done(int rc, const struct Stat *st, const void *data);
+static void heir_done(int rc, const void *data);
 
 char *zklock__child_path(const char *dir, const char *name)
 {
@@ -150,6 +151,38 @@ static void send_list(zkl_contender_t *c)
         zklock__op_refused(c, rc);
 }
 
+/* A downgrade heir holds by its writer's place: it is made only beside its
+ * writer's live node, the check and the create in one transaction. Had an
+ * operator deleted the writer's node (the writer not told yet: its own-node
+ * watch waits its delay), a writer elsewhere may hold: the heir must not. */
+struct zkl_heir_multi {
+    zoo_op_t ops[2];
+    zoo_op_result_t results[2];
+    char created[ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32];
+};
+
+static void send_heir_create(zkl_contender_t *c, const char *name)
+{
+    zklock_session_t *s = session_of(c);
+    struct zkl_heir_multi *m = c->heir_multi ? c->heir_multi : malloc(sizeof *m);
+    int rc;
+
+    if (!m) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    c->heir_multi = m;
+    memset(m, 0, sizeof *m);
+    zoo_check_op_init(&m->ops[0], c->heir_of, -1);
+    zoo_create_op_init(&m->ops[1], name, s->identity, (int)strlen(s->identity), c->l->acl,
+                       ZOO_EPHEMERAL, m->created, (int)sizeof m->created);
+    c->busy++;
+    zklock__op_begin(c);
+    rc = zoo_amulti(s->zh, 2, m->ops, m->results, heir_done, c);
+    if (rc != ZOK)
+        zklock__op_refused(c, rc);
+}
+
 /* The create and the listing go out back to back: ZooKeeper answers a
  * session's requests in order, so the listing already contains our node and
  * a free lock costs one round trip. A downgrade heir needs no listing, nor
@@ -159,28 +192,32 @@ static void send_create(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     char *name = new_node_name(c);
-    int mode = c->heir ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
     int rc;
 
     if (!name) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
+    if (c->heir) {
+        send_heir_create(c, name);
+        free(name);
+        return;
+    }
     c->parent_rc = 0; /* it speaks of this create's parents only */
-    c->fast = !c->heir && !c->need_parents && zklock__fast_take(c);
+    c->fast = !c->need_parents && zklock__fast_take(c);
     if (c->need_parents)
         send_parents(c);
     c->need_parents = false;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), c->l->acl, mode,
-                      create_done, c);
+    rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), c->l->acl,
+                      ZOO_EPHEMERAL_SEQUENTIAL, create_done, c);
     free(name);
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
         return;
     }
-    if (!c->heir && !c->fast)
+    if (!c->fast)
         send_list(c);
 }
 
@@ -380,6 +417,44 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
             zklock__failed(c, c->parent_rc); /* the lock path cannot be made */
         else
             c->need_parents = true; /* the listing fails too; step starts over */
+    } else if (transient(rc)) {
+        c->create_unknown = true;
+        zklock__failed(c, rc);
+    } else {
+        zklock__failed(c, rc);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+static void heir_done(int rc, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    struct zkl_heir_multi *m = c->heir_multi;
+    int check = m->results[0].err, create = m->results[1].err;
+
+    heard(c, rc);
+    c->busy--;
+    if (rc == ZOK) {
+        zklock__set_node(c, strdup(m->created));
+        if (!c->node) {
+            zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
+        } else {
+            c->seq = c->heir_seq;
+            created(c, false, 0); /* its token is its writer's */
+        }
+    } else if (check == ZNONODE) {
+        /* Its writer's node is gone (the writer learns it from its own
+         * watch): no place to inherit. Queue as a plain reader, wherever
+         * the lock path now is. */
+        zklock__requeue(c);
+    } else if (create == ZNODEEXISTS) {
+        /* An earlier create of ours whose reply was lost: ours only if our
+         * session owns it. */
+        zklock__set_node(c, new_node_name(c));
+        if (c->node)
+            zklock__send_owner_check(c);
+        else
+            zklock__give_up(c, ZKLOCK_ENOMEM);
     } else if (transient(rc)) {
         c->create_unknown = true;
         zklock__failed(c, rc);

@@ -190,6 +190,8 @@ struct zkl_contender {
     int64_t czxid;         /* fencing token */
     int32_t heir_seq;      /* downgrade heir: non-sequential, this sequence */
     int64_t heir_token;    /* ... and its writer's fencing token */
+    char *heir_of;         /* ... and its writer's node, checked as it is made */
+    struct zkl_heir_multi *heir_multi; /* that check and create in flight */
     bool heir;
 
     /* what the next step must do */
@@ -274,6 +276,7 @@ enum zkl_sstate {
 struct zkl_qwatch;
 struct zkl_stale;
 struct zkl_heartbeat;
+struct zkl_heir_multi;
 struct zkl_done;
 
 /* A blocked caller's record of its call's outcome (on its stack). */

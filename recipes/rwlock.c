@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct zklock_rwlock {
     zklock_t read;
@@ -40,6 +41,9 @@ static int rw_prepare(zklock_t *l, zkl_contender_t *c)
         return 0;
     if (!l->shared)
         return ZKLOCK_EDEADLK; /* read held, write asked: an upgrade */
+    c->heir_of = other->node ? strdup(other->node) : NULL;
+    if (!c->heir_of)
+        return ZKLOCK_ENOMEM;
     c->heir = true;
     c->heir_seq = other->seq;
     c->heir_token = other->czxid;

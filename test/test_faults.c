@@ -433,6 +433,33 @@ static void test_lease_lost_session_lives(void)
     tu_assert_clean(path);
 }
 
+/* A downgrade heir's create (a multi with its writer's check) loses its
+ * reply: the heir finds its node again, owned by its session, and holds by
+ * its writer's place. */
+static void test_lost_heir_reply(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-heir");
+    zklock_rwlock_t *rw = NULL;
+    int64_t wtoken, rtoken;
+
+    faulty_open(&f, 8000);
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, f.s, path, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_write(rw), &wtoken), ZKLOCK_OK);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rw), 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_read(rw), &rtoken), ZKLOCK_OK);
+    TU_ASSERT_INT(rtoken, ==, wtoken); /* an heir, not a plain reader */
+    TU_ASSERT_INT(tu_count(path), ==, 2); /* the writer's node and the heir: no duplicate */
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    zklock_rwlock_free(rw);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
 /* ---- someone else's hand ----------------------------------------------------------------- */
 
 static void test_waiter_node_deleted(void)
@@ -803,6 +830,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_create_reply", test_lost_create_reply},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
+    {"lost_heir_reply", test_lost_heir_reply},
     {"hold_through_connection_loss", test_hold_through_connection_loss},
     {"wait_through_connection_loss", test_wait_through_connection_loss},
     {"release_during_connection_loss", test_release_during_connection_loss},

@@ -249,6 +249,84 @@ static void test_downgrade_keeps_place_kazoo(void)
     downgrade_keeps_place(ZKLOCK_WIRE_KAZOO, "__rlock__");
 }
 
+/* The write node of session s on path (into buf). */
+static void writer_node(zklock_session_t *s, const char *path, char *buf, size_t len)
+{
+    char **kids, full[512];
+    struct Stat st;
+    int n;
+
+    kids = tu_children(path, &n);
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+        if (strstr(kids[i], "__WRIT__") && zoo_exists(tu_zk(), full, 0, &st) == ZOK &&
+            st.ephemeralOwner == zklock_session_id(s))
+            snprintf(buf, len, "%s", full);
+    }
+    tu_free_strings(kids);
+}
+
+/* An operator deletes a writer's node before the writer's own-node watch is
+ * armed, and a writer elsewhere takes the lock: the first writer's thread
+ * must not become a downgrade heir beside it (its writer's place is gone),
+ * and its write hold is reported lost. */
+static void test_no_heir_without_its_writer(void)
+{
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_opts_t handle_owned = {.owner = ZKLOCK_OWNER_HANDLE}; /* released from here */
+    zklock_session_t *s = tu_session(), *other = tu_session();
+    const char *path = tu_path("rw-no-heir");
+    zklock_rwlock_t *rw = new_rw(s, path, &lo), *rw2 = new_rw(other, path, &handle_owned);
+    struct tu_acquirer writer2;
+    char node[512];
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    tu_start_acquirer(&writer2, zklock_rwlock_write(rw2), 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    writer_node(s, path, node, sizeof node);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), node, -1), ZOK); /* an operator's hand */
+    TU_ASSERT_RC(tu_join_acquirer(&writer2), ZKLOCK_OK); /* the other writer holds */
+    /* The downgrade: refused as an heir (no live writer node), it queues as
+     * a plain reader behind the other writer. */
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rw), 0), ZKLOCK_EBUSY);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_DELETED);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw2)), ZKLOCK_OK);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(rw2);
+    zklock_session_close(s);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* The writer's node and the lock path itself are gone: the read side then
+ * queues again as a plain reader (making the path anew), and holds. */
+static void test_heir_when_the_path_is_gone(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("rw-heir-path");
+    zklock_rwlock_t *rw = new_rw(s, path, NULL);
+    char node[512];
+    int64_t wtoken, rtoken;
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_write(rw), &wtoken), ZKLOCK_OK);
+    writer_node(s, path, node, sizeof node);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), path, -1), ZOK);
+    TU_ASSERT_RC(zklock_acquire(zklock_rwlock_read(rw), 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_read(rw), &rtoken), ZKLOCK_OK);
+    TU_ASSERT_INT(rtoken, >, wtoken); /* its own node's: not an heir's */
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    zklock_release(zklock_rwlock_write(rw)); /* lost meanwhile, or not yet known */
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 static void test_upgrade_is_edeadlk(void)
 {
     zklock_session_t *s = tu_session();
@@ -499,6 +577,8 @@ static const tu_test_t rw_tests[] = {
     {"arrival_order_fairness", test_arrival_order_fairness},
     {"downgrade_keeps_place", test_downgrade_keeps_place},
     {"downgrade_keeps_place_kazoo", test_downgrade_keeps_place_kazoo},
+    {"no_heir_without_its_writer", test_no_heir_without_its_writer},
+    {"heir_when_the_path_is_gone", test_heir_when_the_path_is_gone},
     {"upgrade_is_edeadlk", test_upgrade_is_edeadlk},
     {"reentrancy_both_sides", test_reentrancy_both_sides},
     {"release_wakes_only_who_can_proceed", test_release_wakes_only_who_can_proceed},

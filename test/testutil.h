@@ -108,8 +108,9 @@ int tu_get(const char *path, char *buf, int len);
  * zookeeper_close(). */
 zhandle_t *tu_connect_as(const clientid_t *id);
 
-/* Forces s's ZooKeeper session to expire now: another handle with the same
- * session id and password connects and closes. */
+/* Forces s's ZooKeeper session to expire now (another handle with the same
+ * session id and password connects and closes) and waits until s has a new
+ * one. */
 void tu_expire(zklock_session_t *s);
 
 /* Polls cond(arg) every few milliseconds until it holds or ms pass. */

@@ -159,11 +159,12 @@ struct renewal {
     int64_t old_id;
 };
 
+/* A new session is up (its id is 0 while zklock sets it up). */
 static bool renewed(void *p)
 {
     struct renewal *r = p;
     int64_t id = zklock_session_id(r->s);
-    return id != r->old_id;
+    return id != r->old_id && id != 0;
 }
 
 /* The twin's close can lose a race: if the original client reconnects
