@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -113,6 +114,15 @@ void tool_check_path(const char *path)
                  "'%s' is not a lock path (absolute, no '.', '..', empty or trailing "
                  "components, not under /zookeeper)",
                  path);
+}
+
+char *tool_identity_text(const char *identity, const char *if_empty)
+{
+    char *text = *identity ? tool_text_for_terminal(identity, strlen(identity), TOOL_IDENTITY_SHOWN)
+                           : strdup(if_empty);
+    if (!text)
+        tool_die(EXIT_OSERR, "out of memory");
+    return text;
 }
 
 void tool_age(char *buf, size_t len, int64_t ms)

@@ -50,6 +50,13 @@ zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *op
 /* Dies with 65 if path is not a valid lock path. */
 void tool_check_path(const char *path);
 
+/* A lock node's identity (its data, which whoever created the node chose)
+ * as the tools show it in a table or a message: escaped as
+ * tool_text_for_terminal() says, cut at TOOL_IDENTITY_SHOWN characters;
+ * if_empty when it is empty. Dies if out of memory; the caller frees it. */
+#define TOOL_IDENTITY_SHOWN 80
+char *tool_identity_text(const char *identity, const char *if_empty);
+
 /* "1.5s", "3m07s", "2h05m": a short age. */
 void tool_age(char *buf, size_t len, int64_t ms);
 

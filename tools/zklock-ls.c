@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -38,7 +39,11 @@ static const char usage_text[] =
     "Columns: POS (place in the queue), STATE (holds or waits), MODE (mutex, read, write,\n"
     "kazoo-lock, kazoo-read), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
-    "the host address for Curator, the identifier for kazoo).\n"
+    "the host address for Curator, the identifier for kazoo; up to its first NUL byte).\n"
+    "Node data cannot forge the output: in the table, control characters and bytes that\n"
+    "are not UTF-8 are escaped (\\xNN, \\uXXXX, \\\\ for a backslash) and an identity longer\n"
+    "than 80 characters is cut (...); --json is always valid JSON, in ASCII, with bytes\n"
+    "that are not UTF-8 replaced by U+FFFD.\n"
     "\n"
     "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
     "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing.\n";
@@ -50,61 +55,93 @@ static pthread_mutex_t print_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- printing ------------------------------------------------------------------------ */
 
-static void json_string(FILE *f, const char *s)
+/* Adds key: value to o, taking the reference; dies if out of memory (a
+ * NULL value is jansson's out of memory). */
+static void set(json_t *o, const char *key, json_t *value)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    if (!value || json_object_set_new(o, key, value) != 0)
+        tool_die(EXIT_OSERR, "out of memory");
 }
 
+/* A string from ZooKeeper (a path, a node's name or data). */
+static json_t *json_text(const char *s)
+{
+    return tool_text_for_json(s, strlen(s));
+}
+
+static json_t *json_node(const zklock_node_t *n, size_t position, int64_t now)
+{
+    json_t *o = json_object();
+    char session[32];
+
+    if (!o)
+        tool_die(EXIT_OSERR, "out of memory");
+    snprintf(session, sizeof session, "0x%llx", (unsigned long long)n->session);
+    set(o, "position", json_integer((json_int_t)position));
+    set(o, "state", json_string(n->holds ? "holds" : "waits"));
+    set(o, "kind", json_string(n->kind));
+    set(o, "shared", json_boolean(n->shared));
+    set(o, "seq", json_integer(n->seq));
+    set(o, "age_ms", json_integer(now - n->ctime_ms));
+    set(o, "token", json_integer(n->token));
+    set(o, "session", json_string(session));
+    set(o, "identity", json_text(n->identity));
+    set(o, "name", json_text(n->name));
+    return o;
+}
+
+/* One line: jansson writes it, so that it is valid JSON whatever the nodes
+ * hold. */
 static void print_json(const zklock_queue_t *q, int64_t now)
 {
-    printf("{\"path\":");
-    json_string(stdout, q->path);
-    printf(",\"exists\":%s,\"ignored\":%zu,\"nodes\":[", q->exists ? "true" : "false", q->ignored);
-    for (size_t i = 0; i < q->count; i++) {
-        const zklock_node_t *n = &q->nodes[i];
-        printf("%s{\"position\":%zu,\"state\":\"%s\",\"kind\":\"%s\",\"shared\":%s,\"seq\":%d,"
-               "\"age_ms\":%lld,\"token\":%lld,\"session\":\"0x%llx\",\"identity\":",
-               i ? "," : "", i + 1, n->holds ? "holds" : "waits", n->kind,
-               n->shared ? "true" : "false", n->seq, (long long)(now - n->ctime_ms),
-               (long long)n->token, (unsigned long long)n->session);
-        json_string(stdout, n->identity);
-        printf(",\"name\":");
-        json_string(stdout, n->name);
-        printf("}");
-    }
-    printf("]}\n");
+    json_t *o = json_object(), *nodes = json_array();
+    char *line;
+
+    if (!o || !nodes)
+        tool_die(EXIT_OSERR, "out of memory");
+    set(o, "path", json_text(q->path));
+    set(o, "exists", json_boolean(q->exists));
+    set(o, "ignored", json_integer((json_int_t)q->ignored));
+    for (size_t i = 0; i < q->count; i++)
+        if (json_array_append_new(nodes, json_node(&q->nodes[i], i + 1, now)) != 0)
+            tool_die(EXIT_OSERR, "out of memory");
+    set(o, "nodes", nodes);
+    line = tool_json_line(o);
+    if (!line)
+        tool_die(EXIT_OSERR, "out of memory");
+    puts(line);
+    free(line);
+    json_decref(o);
 }
 
+/* The table: one row per lock node, whatever the nodes hold (escaped). */
 static void print_text(const zklock_queue_t *q, int64_t now)
 {
+    /* With -R the path comes from the server's node names. */
+    char *path = tool_text_for_terminal(q->path, strlen(q->path), 0);
     size_t holding = 0;
 
+    if (!path)
+        tool_die(EXIT_OSERR, "out of memory");
     for (size_t i = 0; i < q->count; i++)
         holding += q->nodes[i].holds;
     if (!q->exists)
-        printf("%s  (no such lock)\n", q->path);
+        printf("%s  (no such lock)\n", path);
     else if (q->count == 0)
-        printf("%s  (free)\n", q->path);
+        printf("%s  (free)\n", path);
     else
-        printf("%s  (%zu holding, %zu waiting)\n", q->path, holding, q->count - holding);
+        printf("%s  (%zu holding, %zu waiting)\n", path, holding, q->count - holding);
+    free(path);
     if (q->count > 0)
         printf("  %-4s %-6s %-10s %-11s %-7s %-12s %s\n", "POS", "STATE", "MODE", "SEQ", "AGE",
                "TOKEN", "IDENTITY");
     for (size_t i = 0; i < q->count; i++) {
         const zklock_node_t *n = &q->nodes[i];
-        char age[32];
+        char age[32], *identity = tool_identity_text(n->identity, "-");
         tool_age(age, sizeof age, now - n->ctime_ms);
         printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", i + 1, n->holds ? "holds" : "waits",
-               n->kind, n->seq, age, (long long)n->token, *n->identity ? n->identity : "-");
+               n->kind, n->seq, age, (long long)n->token, identity);
+        free(identity);
     }
     if (q->ignored)
         printf("  (%zu other child node%s ignored)\n", q->ignored, q->ignored == 1 ? "" : "s");

@@ -228,7 +228,7 @@ static char *describe(const zklock_queue_t *q, int64_t self)
 {
     size_t ahead = 0, me = q->count;
     const zklock_node_t *holder = NULL;
-    char *line = NULL;
+    char *line = NULL, *who;
 
     for (size_t i = 0; i < q->count; i++) {
         if (q->nodes[i].session == self && me == q->count)
@@ -240,11 +240,13 @@ static char *describe(const zklock_queue_t *q, int64_t self)
         return NULL; /* our node is not there (yet) */
     for (size_t i = 0; i < me; i++)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
-    if (holder && holder->session != self &&
-        asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
-                 q->path, me + 1, q->count, ahead, *holder->identity ? holder->identity : "?",
-                 holder->kind, (long long)holder->token) < 0)
+    if (!holder || holder->session == self)
+        return NULL;
+    who = tool_identity_text(holder->identity, "?");
+    if (asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
+                 q->path, me + 1, q->count, ahead, who, holder->kind, (long long)holder->token) < 0)
         line = NULL;
+    free(who);
     return line;
 }
 
@@ -424,10 +426,11 @@ static void say_busy(struct run *r)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
     if (holder) {
+        char *who = tool_identity_text(holder->identity, "?");
         tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
-        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why,
-                 *holder->identity ? holder->identity : "?", holder->kind, age,
-                 (long long)holder->token);
+        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why, who, holder->kind,
+                 age, (long long)holder->token);
+        free(who);
     } else {
         tool_say("%s %s", r->o->path, why);
     }
