@@ -43,6 +43,9 @@ static const char usage_text[] =
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    TOOL_ACL_HELP
+    "\n"
     "The uncontended and contended workloads take the same command lines, and print the\n"
     "same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of zklock's comparison\n"
     "harness, so that their figures can be set side by side; docs/performance.md in zklock's\n"
@@ -52,10 +55,13 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 success; 1 a check failed (an overlap, more than one wake-up per\n"
     "release); 64 bad usage; 65 invalid --prefix; 69 ZooKeeper unreachable, failing or\n"
-    "lost during the run; 70 a lock handle could not be made.\n";
+    "lost during the run; 70 a lock handle could not be made; 77 the server rejected the\n"
+    "credentials.\n";
 
 static const char *prefix = "/zklock-bench";
 static int warmup = 200;
+static struct tool_security sec;          /* --auth-file, --acl, --tls-* */
+static zklock_session_opts_t session_opts; /* what they give every session */
 static int run_over; /* set once the sessions are being closed: __atomic accesses */
 
 /* ---- measuring ------------------------------------------------------------------------- */
@@ -143,8 +149,15 @@ static void on_state(zklock_session_t *s, int state, void *ctx)
 
 static zklock_session_t *open_session(const char *hosts)
 {
-    zklock_session_opts_t so = {.on_state = on_state};
-    return tool_open(hosts, &so);
+    zklock_session_opts_t so = session_opts;
+    so.on_state = on_state;
+    return tool_open(hosts, &so, &sec);
+}
+
+/* Once a workload has opened its sessions: they have their own copies. */
+static void forget_secrets(void)
+{
+    tool_security_forget(&sec);
 }
 
 static void close_session(zklock_session_t *s)
@@ -162,6 +175,7 @@ static int uncontended(const char *hosts, long n)
     double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
     zklock_stats_t st0, st;
 
+    forget_secrets();
     for (int i = 0; i < warmup; i++) {
         must(zklock_acquire(l, -1), "acquire");
         must(zklock_release(l), "release");
@@ -235,6 +249,7 @@ static int contended(const char *hosts, long clients, double seconds)
         c[i].s = open_session(hosts);
         c[i].l = new_lock(c[i].s, name);
     }
+    forget_secrets();
     cpu0 = cpu_us();
     t0 = now_us();
     for (long i = 0; i < clients; i++) {
@@ -341,6 +356,7 @@ static int herd(const char *hosts, long waiters)
         s[i] = open_session(hosts);
         l[i] = new_lock(s[i], "herd");
     }
+    forget_secrets();
     path = zklock_path(l[0]);
     must(zklock_acquire(l[0], -1), "acquire"); /* session 0 holds first */
     for (long i = 0; i < waiters; i++) {
@@ -388,6 +404,7 @@ static int many(const char *hosts, long k)
     long rss0, rss_handles, rss_held;
     double t0, wall;
 
+    forget_secrets();
     rss0 = rss_kib();
     for (long i = 0; i < k; i++) {
         char name[64];
@@ -480,6 +497,7 @@ int main(int argc, char **argv)
     static const struct option longs[] = {
         {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,                  TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const struct workload *w;
@@ -492,11 +510,14 @@ int main(int argc, char **argv)
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
-        default: tool_bad_option(c, argv, "zklock-bench");
+        default:
+            if (!tool_security_option(&sec, c, optarg))
+                tool_bad_option(c, argv, "zklock-bench");
         }
     }
     w = workload_of(argc - optind, argv + optind);
     tool_check_path(prefix);
+    tool_security_load(&sec, &session_opts);
     tool_zk_log(false);
     return w->run(argv[optind], argv + optind + 2);
 }

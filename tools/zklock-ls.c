@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    "\n"
     "Columns: POS (place in the queue), STATE (holds or waits), MODE (mutex, read, write,\n"
     "kazoo-lock, kazoo-read), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
@@ -46,11 +48,13 @@ static const char usage_text[] =
     "that are not UTF-8 replaced by U+FFFD.\n"
     "\n"
     "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
-    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing.\n";
+    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing; 77 the server\n"
+    "rejected the credentials.\n";
 
 enum { EXIT_LIMIT = 1 }; /* -R looked at --limit nodes before the end */
 
 static bool json;
+static struct tool_security sec; /* --auth-file, --tls-* */
 static pthread_mutex_t print_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- printing ------------------------------------------------------------------------ */
@@ -322,6 +326,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -340,7 +345,9 @@ static int parse(int argc, char **argv, struct options *o)
         case 'V': printf("zklock-ls %s\n", zklock_version()); exit(0);
         /* -w was --watch once, and is --write in zklock: neither, to be clear */
         case 'w': usage_error("-w is not an option of zklock-ls; -f (--follow) prints a queue as it changes");
-        default: tool_bad_option(c, argv, "zklock-ls");
+        default:
+            if (!tool_security_option(&sec, c, optarg))
+                tool_bad_option(c, argv, "zklock-ls");
         }
     }
     if (o->follow && o->recursive)
@@ -388,9 +395,11 @@ int main(int argc, char **argv)
     zklock_session_t *s;
     int first = parse(argc, argv, &o), status = 0;
 
+    tool_security_load(&sec, &so);
     tool_zk_log(false);
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
-    s = tool_open(tool_servers(o.servers), &so);
+    s = tool_open(tool_servers(o.servers), &so, &sec);
+    tool_security_forget(&sec); /* the session has its own copy */
     if (o.follow)
         follow(s, argv + first, argc - first);
     for (int i = first; i < argc && status != EXIT_UNREACHABLE; i++) {

@@ -56,6 +56,9 @@ static const char usage_text[] =
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    TOOL_ACL_HELP
+    "\n"
     "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
     "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
@@ -68,8 +71,9 @@ static const char usage_text[] =
     "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silent\n"
     "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock\n"
     "path; 69 ZooKeeper unreachable or failing; 70 internal error; 71 system error; 75 the\n"
-    "lock was lost while COMMAND ran (even if it then ended by itself); 126 COMMAND cannot\n"
-    "run; 127 COMMAND not found; 128+N when signal N arrived before the lock was acquired.\n"
+    "lock was lost while COMMAND ran (even if it then ended by itself); 77 the server\n"
+    "rejected the credentials; 126 COMMAND cannot run; 127 COMMAND not found; 128+N when\n"
+    "signal N arrived before the lock was acquired.\n"
     "\n"
     "Examples:\n"
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
@@ -84,6 +88,7 @@ struct options {
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
     char **command;
+    struct tool_security sec;
 };
 
 /* ---- command line --------------------------------------------------------------- */
@@ -113,6 +118,8 @@ static void parse(int argc, char **argv, struct options *o)
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,
+        TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     int c, modes = 0;
@@ -140,7 +147,9 @@ static void parse(int argc, char **argv, struct options *o)
         case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
-        default: tool_bad_option(c, argv, "zklock");
+        default:
+            if (!tool_security_option(&o->sec, c, optarg))
+                tool_bad_option(c, argv, "zklock");
         }
     }
     if (modes > 1)
@@ -642,6 +651,7 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     tool_quiet = o.quiet;
     tool_check_path(o.path);
+    tool_security_load(&o.sec, &so); /* its usage errors before anything starts */
     tool_zk_log(o.verbose);
     memset(&r, 0, sizeof r);
     r.o = &o;
@@ -658,7 +668,8 @@ int main(int argc, char **argv)
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
     if (o.verbose)
         tool_say("connecting to %s", o.servers);
-    r.s = tool_open(o.servers, &so);
+    r.s = tool_open(o.servers, &so, &o.sec);
+    tool_security_forget(&o.sec); /* the session has its own copy */
     r.h.lock = make_lock(&r, &rw);
     r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
     r.h.answers = r.answers[1];
