@@ -32,6 +32,15 @@ static void vtell(int code, const char *fmt, va_list ap)
         say(fmt, ap);
 }
 
+/* What tool_die() says, without exiting. */
+static void tell(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tell(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vtell(code, fmt, ap);
+    va_end(ap);
+}
 
 void tool_say(const char *fmt, ...)
 {
@@ -512,4 +521,116 @@ zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *op
         tool_die(EXIT_UNREACHABLE, "cannot open a session at %s: %s", servers,
                  zklock_strerror(rc));
     return s;
+}
+
+/* Who the session is, for a refusal: a hint at what to change. */
+static const char *identity_hint(const struct tool_security *sec, char *buf, size_t len)
+{
+    if (!sec->auth_file)
+        return "this client gave no credentials: see --auth-file";
+    snprintf(buf, len, "as the identities in %s", sec->auth_file);
+    return buf;
+}
+
+/* The node whose ACL refused creating a lock node at path: path itself if
+ * it exists (creating a child needs CREATE there), else its deepest
+ * existing ancestor (creating the next level needs CREATE there). Found
+ * with zoo_exists, which no ACL restricts. NULL if unknown (no connection).
+ * The caller frees it. */
+static char *refusing_node(zklock_session_t *s, const char *path)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    char *node = strdup(path);
+
+    while (zh && node) {
+        struct Stat st;
+        char *slash;
+        int rc = zoo_exists(zh, node, 0, &st);
+        if (rc == ZOK)
+            return node;
+        if (rc != ZNONODE || strcmp(node, "/") == 0)
+            break;
+        slash = strrchr(node, '/');
+        slash[slash == node ? 1 : 0] = '\0'; /* "/a/b" -> "/a", "/a" -> "/" */
+    }
+    free(node);
+    return NULL;
+}
+
+int tool_acquire_failed(zklock_session_t *s, const char *path, int rc,
+                        const struct tool_security *sec)
+{
+    char hint[1024];
+
+    switch (rc) {
+    case ZNOAUTH: {
+        char *node = refusing_node(s, path);
+        tell(EXIT_NOPERM, "cannot take %s: not allowed by the ACL of %s%s (%s)", path,
+             node ? node : path, node ? "" : " or of one of its parents",
+             identity_hint(sec, hint, sizeof hint));
+        free(node);
+        return EXIT_NOPERM;
+    }
+    case ZAUTHFAILED:
+        if (sec->auth_file)
+            tell(EXIT_NOPERM, "cannot take %s: the server rejected the credentials in %s",
+                 path, sec->auth_file);
+        else
+            tell(EXIT_NOPERM, "cannot take %s: the server rejected this client's credentials",
+                 path);
+        return EXIT_NOPERM;
+    case ZINVALIDACL:
+        if (sec->acl == ZKLOCK_ACL_CREATOR)
+            tell(EXIT_USAGE, "cannot take %s: --acl creator needs --auth-file (the server "
+                 "found no identity for the creator ACL)", path);
+        else if (sec->acl_file)
+            tell(EXIT_USAGE, "cannot take %s: the server refused the ACL in %s as invalid",
+                 path, sec->acl_file);
+        else
+            tell(EXIT_USAGE, "cannot take %s: %s", path, zklock_strerror(rc));
+        return EXIT_USAGE;
+    case ZCONNECTIONLOSS:
+        tell(EXIT_UNREACHABLE, "no connection to ZooKeeper to try %s", path);
+        return EXIT_UNREACHABLE;
+    default:
+        tell(EXIT_UNREACHABLE, "cannot take %s: %s", path, zklock_strerror(rc));
+        return EXIT_UNREACHABLE;
+    }
+}
+
+/* Reading a queue lists the lock path (READ on it) and reads each lock
+ * node (READ on each): whose ACL refused? path, "one of its lock nodes",
+ * or NULL if unknown. */
+static const char *refusing_reader(zklock_session_t *s, const char *path)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    struct String_vector names = {0, NULL};
+    int rc = zh ? zoo_get_children(zh, path, 0, &names) : ZCONNECTIONLOSS;
+
+    deallocate_String_vector(&names);
+    if (rc == ZNOAUTH)
+        return path;
+    return rc == ZOK ? "one of its lock nodes" : NULL;
+}
+
+int tool_read_failed(zklock_session_t *s, const char *path, int rc,
+                     const struct tool_security *sec)
+{
+    /* zklock-ls -R reads paths made of the server's node names */
+    char hint[1024], *shown = tool_text_for_terminal(path, strlen(path), 0);
+    const char *who;
+
+    if (!shown)
+        tool_die(EXIT_OSERR, "out of memory");
+    if (rc != ZNOAUTH) {
+        tell(EXIT_UNREACHABLE, "%s: %s", shown, zklock_strerror(rc));
+        free(shown);
+        return EXIT_UNREACHABLE;
+    }
+    who = refusing_reader(s, path);
+    tell(EXIT_NOPERM, "%s: not allowed by the ACL of %s%s (reading needs READ; %s)", shown,
+         who && who != path ? who : shown, who ? "" : " or of its lock nodes",
+         identity_hint(sec, hint, sizeof hint));
+    free(shown);
+    return EXIT_NOPERM;
 }

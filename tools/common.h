@@ -124,6 +124,18 @@ void tool_security_forget(struct tool_security *sec);
 zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *opts,
                             const struct tool_security *sec);
 
+/* Says why taking the lock at path failed with rc (on the session s,
+ * still open) and returns the exit status for it: 77 for an ACL's refusal
+ * (naming the node whose ACL refused) or rejected credentials, 64 for an
+ * ACL the server found invalid, 69 otherwise. */
+int tool_acquire_failed(zklock_session_t *s, const char *path, int rc,
+                        const struct tool_security *sec);
+
+/* The same for a read of the queue at path (zklock-ls): 77 when an ACL
+ * refused, naming the node whose ACL it is, 69 otherwise. */
+int tool_read_failed(zklock_session_t *s, const char *path, int rc,
+                     const struct tool_security *sec);
+
 /* Dies with 65 if path is not a valid lock path. */
 void tool_check_path(const char *path);
 

@@ -55,8 +55,8 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 success; 1 a check failed (an overlap, more than one wake-up per\n"
     "release); 64 bad usage; 65 invalid --prefix; 69 ZooKeeper unreachable, failing or\n"
-    "lost during the run; 70 a lock handle could not be made; 77 the server rejected the\n"
-    "credentials.\n";
+    "lost during the run; 70 a lock handle could not be made; 77 not allowed by an ACL,\n"
+    "or the credentials were rejected.\n";
 
 static const char *prefix = "/zklock-bench";
 static int warmup = 200;
@@ -132,6 +132,15 @@ static void must(int rc, const char *what)
         tool_die(EXIT_UNREACHABLE, "%s: %s", what, zklock_strerror(rc));
 }
 
+/* An acquire that fails ends the run, saying why: an ACL's refusal names
+ * the node whose ACL refused. */
+static void must_acquire(zklock_session_t *s, zklock_t *l)
+{
+    int rc = zklock_acquire(l, -1);
+    if (rc)
+        exit(tool_acquire_failed(s, zklock_path(l), rc, &sec));
+}
+
 /* A connection lost mid-run makes the figures meaningless, and a waiter
  * would wait for a server that is gone for ever: stop at once. _exit, as
  * this is the session's callback thread and the others are still running. */
@@ -177,7 +186,7 @@ static int uncontended(const char *hosts, long n)
 
     forget_secrets();
     for (int i = 0; i < warmup; i++) {
-        must(zklock_acquire(l, -1), "acquire");
+        must_acquire(s, l);
         must(zklock_release(l), "release");
     }
     zklock_session_stats(s, &st0, sizeof st0);
@@ -185,7 +194,7 @@ static int uncontended(const char *hosts, long n)
     t0 = now_us();
     for (long i = 0; i < n; i++) {
         double start = now_us();
-        must(zklock_acquire(l, -1), "acquire");
+        must_acquire(s, l);
         must(zklock_release(l), "release");
         lat[i] = now_us() - start;
     }
@@ -226,7 +235,7 @@ static void *contend(void *arg)
     struct contender *c = arg;
 
     while (now_us() < c->stop_at) {
-        must(zklock_acquire(c->l, -1), "acquire");
+        must_acquire(c->s, c->l);
         /* the detector: nobody else may be inside */
         if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1)
             __atomic_add_fetch(&overlaps, 1, __ATOMIC_SEQ_CST);
@@ -296,6 +305,7 @@ struct herd {
 
 struct waiter {
     struct herd *h;
+    zklock_session_t *s;
     zklock_t *l;
     pthread_t t;
 };
@@ -305,7 +315,7 @@ static void *wait_in_line(void *arg)
     struct waiter *w = arg;
     struct herd *h = w->h;
 
-    must(zklock_acquire(w->l, -1), "acquire");
+    must_acquire(w->s, w->l);
     pthread_mutex_lock(&h->mu);
     h->handoff[h->handoffs++] = now_us() - h->released_at;
     h->released_at = now_us();
@@ -358,9 +368,10 @@ static int herd(const char *hosts, long waiters)
     }
     forget_secrets();
     path = zklock_path(l[0]);
-    must(zklock_acquire(l[0], -1), "acquire"); /* session 0 holds first */
+    must_acquire(s[0], l[0]); /* session 0 holds first */
     for (long i = 0; i < waiters; i++) {
-        w[i] = (struct waiter){&h, l[1 + i / WAITERS_PER_SESSION], 0};
+        long k = 1 + i / WAITERS_PER_SESSION;
+        w[i] = (struct waiter){&h, s[k], l[k], 0};
         pthread_create(&w[i].t, NULL, wait_in_line, &w[i]);
         if ((i + 1) % 100 == 0 || i + 1 == waiters)
             wait_queued(s[0], path, (size_t)i + 2); /* arrival order, in batches */
@@ -414,7 +425,7 @@ static int many(const char *hosts, long k)
     rss_handles = rss_kib();
     t0 = now_us();
     for (long i = 0; i < k; i++)
-        must(zklock_acquire(l[i], -1), "acquire");
+        must_acquire(s, l[i]);
     wall = (now_us() - t0) / 1e6;
     rss_held = rss_kib();
     printf("many: one session holds %ld locks, taken at %.0f/s; resident memory per lock: "

@@ -48,8 +48,8 @@ static const char usage_text[] =
     "that are not UTF-8 replaced by U+FFFD.\n"
     "\n"
     "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
-    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing; 77 the server\n"
-    "rejected the credentials.\n";
+    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing; 77 not allowed by\n"
+    "an ACL, or the credentials were rejected.\n";
 
 enum { EXIT_LIMIT = 1 }; /* -R looked at --limit nodes before the end */
 
@@ -188,6 +188,8 @@ static void *follow_thread(void *arg)
 
     for (;;) {
         int rc = read_and_print(v, &q);
+        if (rc == ZNOAUTH) /* asking again would not change the ACL */
+            exit(tool_read_failed(v->s, v->path, rc, &sec));
         if (rc != ZKLOCK_OK) {
             struct timespec pause = {0, 500 * 1000 * 1000};
             if (rc != said)
@@ -210,12 +212,27 @@ static void *follow_thread(void *arg)
  * nodes are ephemeral, so they have no children and are not descended
  * into. Each node looked at costs a queue read, and a listing of its
  * children when some are not lock nodes: at most `budget` nodes are looked
- * at, so that a huge subtree cannot keep us forever. */
+ * at, so that a huge subtree cannot keep us forever. A node whose ACL
+ * refuses to be read (another service's, on a shared ensemble) is said and
+ * skipped. */
 struct walk {
     zklock_session_t *s;
     long budget, looked;
-    int status; /* the exit status so far; the walk stops at the first failure */
+    int status;   /* the exit status so far; the walk stops at the first failure */
+    bool refused; /* an ACL refused a read: the exit status will say it */
 };
+
+/* Says why path could not be read; a refusal skips it, anything else
+ * stops the walk. */
+static void walk_failed(struct walk *w, const char *path, int rc)
+{
+    int code = tool_read_failed(w->s, path, rc, &sec);
+
+    if (code == EXIT_NOPERM)
+        w->refused = true;
+    else
+        w->status = code;
+}
 
 static bool is_root(const char *path)
 {
@@ -255,10 +272,8 @@ static void walk_children(struct walk *w, const char *path, const zklock_queue_t
     struct String_vector names = {0, NULL};
     int rc = list_children(w, path, &names);
 
-    if (rc != ZOK && rc != ZNONODE) { /* ZNONODE: it went away meanwhile */
-        tool_say("%s: %s", path, zklock_strerror(rc));
-        w->status = EXIT_UNREACHABLE;
-    }
+    if (rc != ZOK && rc != ZNONODE) /* ZNONODE: it went away meanwhile */
+        walk_failed(w, path, rc);
     for (int32_t i = 0; i < names.count && w->status == 0; i++) {
         char *child;
         if (is_lock_node(q, names.data[i]))
@@ -287,8 +302,7 @@ static void walk(struct walk *w, const char *path)
     if (rc == ZKLOCK_EINVAL)
         return; /* a node no lock path can name (too long): no lock there */
     if (rc != ZKLOCK_OK) {
-        tool_say("%s: %s", path, zklock_strerror(rc));
-        w->status = EXIT_UNREACHABLE;
+        walk_failed(w, path, rc);
         return;
     }
     if (q && q->count > 0)
@@ -367,10 +381,7 @@ static int show(zklock_session_t *s, const char *path)
     int rc = read_and_print(&v, &q);
 
     zklock_queue_free(q);
-    if (rc == ZKLOCK_OK)
-        return 0;
-    tool_say("%s: %s", path, zklock_strerror(rc));
-    return EXIT_UNREACHABLE;
+    return rc == ZKLOCK_OK ? 0 : tool_read_failed(s, path, rc, &sec);
 }
 
 static void follow(zklock_session_t *s, char **paths, int npaths)
@@ -404,9 +415,9 @@ int main(int argc, char **argv)
         follow(s, argv + first, argc - first);
     for (int i = first; i < argc && status != EXIT_UNREACHABLE; i++) {
         if (o.recursive) {
-            struct walk w = {s, o.limit, 0, 0};
+            struct walk w = {s, o.limit, 0, 0, false};
             walk(&w, argv[i]);
-            status = w.status ? w.status : status;
+            status = w.status ? w.status : w.refused ? EXIT_NOPERM : status;
         } else {
             int rc = show(s, argv[i]);
             status = rc ? rc : status;

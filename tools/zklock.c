@@ -71,9 +71,9 @@ static const char usage_text[] =
     "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silent\n"
     "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock\n"
     "path; 69 ZooKeeper unreachable or failing; 70 internal error; 71 system error; 75 the\n"
-    "lock was lost while COMMAND ran (even if it then ended by itself); 77 the server\n"
-    "rejected the credentials; 126 COMMAND cannot run; 127 COMMAND not found; 128+N when\n"
-    "signal N arrived before the lock was acquired.\n"
+    "lock was lost while COMMAND ran (even if it then ended by itself); 77 not allowed by\n"
+    "an ACL, or the credentials were rejected; 126 COMMAND cannot run; 127 COMMAND not\n"
+    "found; 128+N when signal N arrived before the lock was acquired.\n"
     "\n"
     "Examples:\n"
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
@@ -290,7 +290,14 @@ static void *monitor_thread(void *arg)
     char *said = NULL;
 
     while (!stopping(m)) {
-        if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
+        int rc = q ? ZKLOCK_OK : zklock_queue_read(m->s, m->path, &q);
+        if (rc == ZNOAUTH) {
+            /* for good: asking again would not change the ACL */
+            tool_say("cannot show the queue of %s: not allowed by its ACL (reading needs READ)",
+                     m->path);
+            break;
+        }
+        if (rc != ZKLOCK_OK) {
             struct timespec pause = {0, 200 * 1000 * 1000};
             nanosleep(&pause, NULL); /* not connected: look again shortly */
             continue;
@@ -470,13 +477,8 @@ static void on_answer(struct run *r)
         break;
     case ZKLOCK_ECANCELED:
         break; /* a signal came first; its code is set */
-    case ZCONNECTIONLOSS:
-        tool_say("no connection to ZooKeeper to try %s", r->o->path);
-        r->exit_code = EXIT_UNREACHABLE;
-        break;
     default:
-        tool_say("cannot take %s: %s", r->o->path, zklock_strerror(r->h.acquired_rc));
-        r->exit_code = EXIT_UNREACHABLE;
+        r->exit_code = tool_acquire_failed(r->s, r->o->path, r->h.acquired_rc, &r->o->sec);
     }
 }
 
