@@ -132,13 +132,17 @@ static void must(int rc, const char *what)
         tool_die(EXIT_UNREACHABLE, "%s: %s", what, zklock_strerror(rc));
 }
 
-/* An acquire that fails ends the run, saying why: an ACL's refusal names
- * the node whose ACL refused. */
+/* An acquire that fails ends the run at once, saying why (an ACL's
+ * refusal names the node whose ACL refused). _exit, as on_state does: the
+ * other threads are still running, on sessions nobody will close. */
 static void must_acquire(zklock_session_t *s, zklock_t *l)
 {
-    int rc = zklock_acquire(l, -1);
-    if (rc)
-        exit(tool_acquire_failed(s, zklock_path(l), rc, &sec));
+    int rc = zklock_acquire(l, -1), code;
+    if (rc == ZKLOCK_OK)
+        return;
+    code = tool_acquire_failed(s, zklock_path(l), rc, &sec);
+    fflush(stdout);
+    _exit(code);
 }
 
 /* A connection lost mid-run makes the figures meaningless, and a waiter
