@@ -7,7 +7,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Everything the build, the tests and the demo use, as Debian packages.
 ZKLOCK_PACKAGES="build-essential autoconf automake libtool pkg-config cmake
-  libzookeeper-mt-dev libcunit1-dev libuv1-dev zookeeper default-jre-headless
+  libzookeeper-mt-dev libjansson-dev libcunit1-dev libuv1-dev zookeeper default-jre-headless
   valgrind clang python3 procps
   default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo"
 

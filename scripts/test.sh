@@ -13,7 +13,8 @@
 #   asan       make check under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan       make check under ThreadSanitizer
 #   valgrind   make check-valgrind (memcheck, leaks are errors)
-#   fuzz       libFuzzer on lock paths and node names ($FUZZ_SECONDS, default 60)
+#   fuzz       libFuzzer on lock paths, node names and node data as the utilities
+#              print it ($FUZZ_SECONDS, default 60)
 #   distcheck  make distcheck
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -99,11 +100,12 @@ stage_fuzz() {
   clang -g -O1 -fsanitize=fuzzer,address,undefined -DZKL_LIBFUZZER -DTHREADED \
     -I"$B/plain" -I"$B/plain/include" -I"$ZKLOCK_TOP/include" \
     -o "$out/fuzz_names" "$ZKLOCK_TOP/test/fuzz_names.c" "$ZKLOCK_TOP/lib/node.c" \
-    "$ZKLOCK_TOP/lib/path.c" "$ZKLOCK_TOP/lib/error.c" -lzookeeper_mt ||
+    "$ZKLOCK_TOP/lib/path.c" "$ZKLOCK_TOP/lib/error.c" "$ZKLOCK_TOP/tools/escape.c" \
+    -lzookeeper_mt -ljansson ||
     { echo "FAIL: cannot build the fuzz target"; return 1; }
   (cd "$out" && ./fuzz_names -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
     -print_final_stats=1 corpus 2>&1 | tail -n 15) || { echo "FAIL: the fuzzer found a crash (see $out)"; return 1; }
-  echo "PASS: fuzzed lock paths and node names for ${FUZZ_SECONDS:-60} s"
+  echo "PASS: fuzzed lock paths, node names and node data for ${FUZZ_SECONDS:-60} s"
 }
 
 stage_distcheck() {

@@ -50,6 +50,9 @@ static const char usage_text[] =
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    TOOL_ACL_HELP
+    "\n"
     "The uncontended and contended workloads take the same command lines, and print the\n"
     "same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of zklock's comparison\n"
     "harness, so that their figures can be set side by side; docs/performance.md in zklock's\n"
@@ -59,10 +62,13 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 success; 1 a check failed (an overlap, more than one wake-up per\n"
     "release); 64 bad usage; 65 invalid --prefix; 69 ZooKeeper unreachable, failing or\n"
-    "lost during the run; 70 a lock handle could not be made.\n";
+    "lost during the run; 70 a lock handle could not be made; 77 not allowed by an ACL,\n"
+    "or the credentials were rejected.\n";
 
 static const char *prefix = "/zklock-bench";
 static int warmup = 200;
+static struct tool_security sec;          /* --auth-file, --acl, --tls-* */
+static zklock_session_opts_t session_opts; /* what they give every session */
 static int run_over; /* set once the sessions are being closed: __atomic accesses */
 
 /* ---- measuring ------------------------------------------------------------------------- */
@@ -146,6 +152,19 @@ static void must(int rc, const char *what)
         tool_die(EXIT_UNREACHABLE, "%s: %s", what, zklock_strerror(rc));
 }
 
+/* An acquire that fails ends the run at once, saying why (an ACL's
+ * refusal names the node whose ACL refused). _exit, as on_state does: the
+ * other threads are still running, on sessions nobody will close. */
+static void must_acquire(zklock_session_t *s, zklock_t *l)
+{
+    int rc = zklock_acquire(l, -1), code;
+    if (rc == ZKLOCK_OK)
+        return;
+    code = tool_acquire_failed(s, zklock_path(l), rc, &sec);
+    fflush(stdout);
+    _exit(code);
+}
+
 /* A connection lost mid-run makes the figures meaningless, and a waiter
  * would wait for a server that is gone for ever: stop at once. _exit, as
  * this is the session's callback thread and the others are still running. */
@@ -163,8 +182,15 @@ static void on_state(zklock_session_t *s, int state, void *ctx)
 
 static zklock_session_t *open_session(const char *hosts)
 {
-    zklock_session_opts_t so = {.on_state = on_state};
-    return tool_open(hosts, &so);
+    zklock_session_opts_t so = session_opts;
+    so.on_state = on_state;
+    return tool_open(hosts, &so, &sec);
+}
+
+/* Once a workload has opened its sessions: they have their own copies. */
+static void forget_secrets(void)
+{
+    tool_security_forget(&sec);
 }
 
 static void close_session(zklock_session_t *s)
@@ -182,8 +208,9 @@ static int uncontended(const char *hosts, long n)
     double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
     zklock_stats_t st0, st;
 
+    forget_secrets();
     for (int i = 0; i < warmup; i++) {
-        must(zklock_acquire(l, -1), "acquire");
+        must_acquire(s, l);
         must(zklock_release(l), "release");
     }
     zklock_session_stats(s, &st0, sizeof st0);
@@ -191,7 +218,7 @@ static int uncontended(const char *hosts, long n)
     t0 = now_us();
     for (long i = 0; i < n; i++) {
         double start = now_us();
-        must(zklock_acquire(l, -1), "acquire");
+        must_acquire(s, l);
         must(zklock_release(l), "release");
         lat[i] = now_us() - start;
     }
@@ -232,7 +259,7 @@ static void *contend(void *arg)
     struct contender *c = arg;
 
     while (now_us() < c->stop_at) {
-        must(zklock_acquire(c->l, -1), "acquire");
+        must_acquire(c->s, c->l);
         /* the detector: nobody else may be inside */
         if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1)
             __atomic_add_fetch(&overlaps, 1, __ATOMIC_SEQ_CST);
@@ -255,6 +282,7 @@ static int contended(const char *hosts, long clients, double seconds)
         c[i].s = open_session(hosts);
         c[i].l = new_lock(c[i].s, name);
     }
+    forget_secrets();
     cpu0 = cpu_us();
     t0 = now_us();
     for (long i = 0; i < clients; i++) {
@@ -301,6 +329,7 @@ struct herd {
 
 struct waiter {
     struct herd *h;
+    zklock_session_t *s;
     zklock_t *l;
     pthread_t t;
 };
@@ -310,7 +339,7 @@ static void *wait_in_line(void *arg)
     struct waiter *w = arg;
     struct herd *h = w->h;
 
-    must(zklock_acquire(w->l, -1), "acquire");
+    must_acquire(w->s, w->l);
     pthread_mutex_lock(&h->mu);
     h->handoff[h->handoffs++] = now_us() - h->released_at;
     h->released_at = now_us();
@@ -361,10 +390,12 @@ static int herd(const char *hosts, long waiters)
         s[i] = open_session(hosts);
         l[i] = new_lock(s[i], "herd");
     }
+    forget_secrets();
     path = zklock_path(l[0]);
-    must(zklock_acquire(l[0], -1), "acquire"); /* session 0 holds first */
+    must_acquire(s[0], l[0]); /* session 0 holds first */
     for (long i = 0; i < waiters; i++) {
-        w[i] = (struct waiter){&h, l[1 + i / WAITERS_PER_SESSION], 0};
+        long k = 1 + i / WAITERS_PER_SESSION;
+        w[i] = (struct waiter){&h, s[k], l[k], 0};
         pthread_create(&w[i].t, NULL, wait_in_line, &w[i]);
         if ((i + 1) % 100 == 0 || i + 1 == waiters)
             wait_queued(s[0], path, (size_t)i + 2); /* arrival order, in batches */
@@ -408,6 +439,7 @@ static int many(const char *hosts, long k)
     long rss0, rss_handles, rss_held;
     double t0, wall;
 
+    forget_secrets();
     rss0 = rss_kib();
     for (long i = 0; i < k; i++) {
         char name[64];
@@ -417,7 +449,7 @@ static int many(const char *hosts, long k)
     rss_handles = rss_kib();
     t0 = now_us();
     for (long i = 0; i < k; i++)
-        must(zklock_acquire(l[i], -1), "acquire");
+        must_acquire(s, l[i]);
     wall = (now_us() - t0) / 1e6;
     rss_held = rss_kib();
     printf("many: one session holds %ld locks, taken at %.0f/s; resident memory per lock: "
@@ -618,6 +650,7 @@ int main(int argc, char **argv)
     static const struct option longs[] = {
         {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,                  TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const struct workload *w;
@@ -630,11 +663,14 @@ int main(int argc, char **argv)
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
-        default: tool_bad_option(c, argv, "zklock-bench");
+        default:
+            if (!tool_security_option(&sec, c, optarg))
+                tool_bad_option(c, argv, "zklock-bench");
         }
     }
     w = workload_of(argc - optind, argv + optind);
     tool_check_path(prefix);
+    tool_security_load(&sec, &session_opts);
     tool_zk_log(false);
     return w->run(argv[optind], argv + optind + 2);
 }

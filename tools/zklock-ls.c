@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,76 +36,116 @@ static const char usage_text[] =
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    "\n"
     "Columns: POS (place in the queue), STATE (holds or waits), MODE (mutex, read, write,\n"
     "kazoo-lock, kazoo-read), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
-    "the host address for Curator, the identifier for kazoo).\n"
+    "the host address for Curator, the identifier for kazoo; up to its first NUL byte).\n"
+    "Node data cannot forge the output: in the table, control characters and bytes that\n"
+    "are not UTF-8 are escaped (\\xNN, \\uXXXX, \\\\ for a backslash) and an identity longer\n"
+    "than 80 characters is cut (...); --json is always valid JSON, in ASCII, with bytes\n"
+    "that are not UTF-8 replaced by U+FFFD.\n"
     "\n"
     "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
-    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing.\n";
+    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing; 77 not allowed by\n"
+    "an ACL, or the credentials were rejected.\n";
 
 enum { EXIT_LIMIT = 1 }; /* -R looked at --limit nodes before the end */
 
 static bool json;
+static struct tool_security sec; /* --auth-file, --tls-* */
 static pthread_mutex_t print_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- printing ------------------------------------------------------------------------ */
 
-static void json_string(FILE *f, const char *s)
+/* Adds key: value to o, taking the reference; dies if out of memory (a
+ * NULL value is jansson's out of memory). */
+static void set(json_t *o, const char *key, json_t *value)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    if (!value || json_object_set_new(o, key, value) != 0)
+        tool_die(EXIT_OSERR, "out of memory");
 }
 
+/* A string from ZooKeeper (a path, a node's name or data). */
+static json_t *json_text(const char *s)
+{
+    return tool_text_for_json(s, strlen(s));
+}
+
+static json_t *json_node(const zklock_node_t *n, size_t position, int64_t now)
+{
+    json_t *o = json_object();
+    char session[32];
+
+    if (!o)
+        tool_die(EXIT_OSERR, "out of memory");
+    snprintf(session, sizeof session, "0x%llx", (unsigned long long)n->session);
+    set(o, "position", json_integer((json_int_t)position));
+    set(o, "state", json_string(n->holds ? "holds" : "waits"));
+    set(o, "kind", json_string(n->kind));
+    set(o, "shared", json_boolean(n->shared));
+    set(o, "seq", json_integer(n->seq));
+    set(o, "age_ms", json_integer(now - n->ctime_ms));
+    set(o, "token", json_integer(n->token));
+    set(o, "session", json_string(session));
+    set(o, "identity", json_text(n->identity));
+    set(o, "name", json_text(n->name));
+    return o;
+}
+
+/* One line: jansson writes it, so that it is valid JSON whatever the nodes
+ * hold. */
 static void print_json(const zklock_queue_t *q, int64_t now)
 {
-    printf("{\"path\":");
-    json_string(stdout, q->path);
-    printf(",\"exists\":%s,\"ignored\":%zu,\"nodes\":[", q->exists ? "true" : "false", q->ignored);
-    for (size_t i = 0; i < q->count; i++) {
-        const zklock_node_t *n = &q->nodes[i];
-        printf("%s{\"position\":%zu,\"state\":\"%s\",\"kind\":\"%s\",\"shared\":%s,\"seq\":%d,"
-               "\"age_ms\":%lld,\"token\":%lld,\"session\":\"0x%llx\",\"identity\":",
-               i ? "," : "", i + 1, n->holds ? "holds" : "waits", n->kind,
-               n->shared ? "true" : "false", n->seq, (long long)(now - n->ctime_ms),
-               (long long)n->token, (unsigned long long)n->session);
-        json_string(stdout, n->identity);
-        printf(",\"name\":");
-        json_string(stdout, n->name);
-        printf("}");
-    }
-    printf("]}\n");
+    json_t *o = json_object(), *nodes = json_array();
+    char *line;
+
+    if (!o || !nodes)
+        tool_die(EXIT_OSERR, "out of memory");
+    set(o, "path", json_text(q->path));
+    set(o, "exists", json_boolean(q->exists));
+    set(o, "ignored", json_integer((json_int_t)q->ignored));
+    for (size_t i = 0; i < q->count; i++)
+        if (json_array_append_new(nodes, json_node(&q->nodes[i], i + 1, now)) != 0)
+            tool_die(EXIT_OSERR, "out of memory");
+    set(o, "nodes", nodes);
+    line = tool_json_line(o);
+    if (!line)
+        tool_die(EXIT_OSERR, "out of memory");
+    puts(line);
+    free(line);
+    json_decref(o);
 }
 
+/* The table: one row per lock node, whatever the nodes hold (escaped). */
 static void print_text(const zklock_queue_t *q, int64_t now)
 {
+    /* With -R the path comes from the server's node names. */
+    char *path = tool_text_for_terminal(q->path, strlen(q->path), 0);
     size_t holding = 0;
 
+    if (!path)
+        tool_die(EXIT_OSERR, "out of memory");
     for (size_t i = 0; i < q->count; i++)
         holding += q->nodes[i].holds;
     if (!q->exists)
-        printf("%s  (no such lock)\n", q->path);
+        printf("%s  (no such lock)\n", path);
     else if (q->count == 0)
-        printf("%s  (free)\n", q->path);
+        printf("%s  (free)\n", path);
     else
-        printf("%s  (%zu holding, %zu waiting)\n", q->path, holding, q->count - holding);
+        printf("%s  (%zu holding, %zu waiting)\n", path, holding, q->count - holding);
+    free(path);
     if (q->count > 0)
         printf("  %-4s %-6s %-10s %-11s %-7s %-12s %s\n", "POS", "STATE", "MODE", "SEQ", "AGE",
                "TOKEN", "IDENTITY");
     for (size_t i = 0; i < q->count; i++) {
         const zklock_node_t *n = &q->nodes[i];
-        char age[32];
+        char age[32], *identity = tool_identity_text(n->identity, "-");
         tool_age(age, sizeof age, now - n->ctime_ms);
         printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", i + 1, n->holds ? "holds" : "waits",
-               n->kind, n->seq, age, (long long)n->token, *n->identity ? n->identity : "-");
+               n->kind, n->seq, age, (long long)n->token, identity);
+        free(identity);
     }
     if (q->ignored)
         printf("  (%zu other child node%s ignored)\n", q->ignored, q->ignored == 1 ? "" : "s");
@@ -147,6 +188,8 @@ static void *follow_thread(void *arg)
 
     for (;;) {
         int rc = read_and_print(v, &q);
+        if (rc == ZNOAUTH) /* asking again would not change the ACL */
+            exit(tool_read_failed(v->s, v->path, rc, &sec));
         if (rc != ZKLOCK_OK) {
             struct timespec pause = {0, 500 * 1000 * 1000};
             if (rc != said)
@@ -169,12 +212,27 @@ static void *follow_thread(void *arg)
  * nodes are ephemeral, so they have no children and are not descended
  * into. Each node looked at costs a queue read, and a listing of its
  * children when some are not lock nodes: at most `budget` nodes are looked
- * at, so that a huge subtree cannot keep us forever. */
+ * at, so that a huge subtree cannot keep us forever. A node whose ACL
+ * refuses to be read (another service's, on a shared ensemble) is said and
+ * skipped. */
 struct walk {
     zklock_session_t *s;
     long budget, looked;
-    int status; /* the exit status so far; the walk stops at the first failure */
+    int status;   /* the exit status so far; the walk stops at the first failure */
+    bool refused; /* an ACL refused a read: the exit status will say it */
 };
+
+/* Says why path could not be read; a refusal skips it, anything else
+ * stops the walk. */
+static void walk_failed(struct walk *w, const char *path, int rc)
+{
+    int code = tool_read_failed(w->s, path, rc, &sec);
+
+    if (code == EXIT_NOPERM)
+        w->refused = true;
+    else
+        w->status = code;
+}
 
 static bool is_root(const char *path)
 {
@@ -214,10 +272,8 @@ static void walk_children(struct walk *w, const char *path, const zklock_queue_t
     struct String_vector names = {0, NULL};
     int rc = list_children(w, path, &names);
 
-    if (rc != ZOK && rc != ZNONODE) { /* ZNONODE: it went away meanwhile */
-        tool_say("%s: %s", path, zklock_strerror(rc));
-        w->status = EXIT_UNREACHABLE;
-    }
+    if (rc != ZOK && rc != ZNONODE) /* ZNONODE: it went away meanwhile */
+        walk_failed(w, path, rc);
     for (int32_t i = 0; i < names.count && w->status == 0; i++) {
         char *child;
         if (is_lock_node(q, names.data[i]))
@@ -246,8 +302,7 @@ static void walk(struct walk *w, const char *path)
     if (rc == ZKLOCK_EINVAL)
         return; /* a node no lock path can name (too long): no lock there */
     if (rc != ZKLOCK_OK) {
-        tool_say("%s: %s", path, zklock_strerror(rc));
-        w->status = EXIT_UNREACHABLE;
+        walk_failed(w, path, rc);
         return;
     }
     if (q && q->count > 0)
@@ -285,6 +340,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -303,7 +359,9 @@ static int parse(int argc, char **argv, struct options *o)
         case 'V': printf("zklock-ls %s\n", zklock_version()); exit(0);
         /* -w was --watch once, and is --write in zklock: neither, to be clear */
         case 'w': usage_error("-w is not an option of zklock-ls; -f (--follow) prints a queue as it changes");
-        default: tool_bad_option(c, argv, "zklock-ls");
+        default:
+            if (!tool_security_option(&sec, c, optarg))
+                tool_bad_option(c, argv, "zklock-ls");
         }
     }
     if (o->follow && o->recursive)
@@ -323,10 +381,7 @@ static int show(zklock_session_t *s, const char *path)
     int rc = read_and_print(&v, &q);
 
     zklock_queue_free(q);
-    if (rc == ZKLOCK_OK)
-        return 0;
-    tool_say("%s: %s", path, zklock_strerror(rc));
-    return EXIT_UNREACHABLE;
+    return rc == ZKLOCK_OK ? 0 : tool_read_failed(s, path, rc, &sec);
 }
 
 static void follow(zklock_session_t *s, char **paths, int npaths)
@@ -351,16 +406,18 @@ int main(int argc, char **argv)
     zklock_session_t *s;
     int first = parse(argc, argv, &o), status = 0;
 
+    tool_security_load(&sec, &so);
     tool_zk_log(false);
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
-    s = tool_open(tool_servers(o.servers), &so);
+    s = tool_open(tool_servers(o.servers), &so, &sec);
+    tool_security_forget(&sec); /* the session has its own copy */
     if (o.follow)
         follow(s, argv + first, argc - first);
     for (int i = first; i < argc && status != EXIT_UNREACHABLE; i++) {
         if (o.recursive) {
-            struct walk w = {s, o.limit, 0, 0};
+            struct walk w = {s, o.limit, 0, 0, false};
             walk(&w, argv[i]);
-            status = w.status ? w.status : status;
+            status = w.status ? w.status : w.refused ? EXIT_NOPERM : status;
         } else {
             int rc = show(s, argv[i]);
             status = rc ? rc : status;

@@ -56,6 +56,9 @@ static const char usage_text[] =
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
     "\n"
+    TOOL_CREDENTIAL_HELP
+    TOOL_ACL_HELP
+    "\n"
     "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
     "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
@@ -68,8 +71,9 @@ static const char usage_text[] =
     "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silent\n"
     "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock\n"
     "path; 69 ZooKeeper unreachable or failing; 70 internal error; 71 system error; 75 the\n"
-    "lock was lost while COMMAND ran (even if it then ended by itself); 126 COMMAND cannot\n"
-    "run; 127 COMMAND not found; 128+N when signal N arrived before the lock was acquired.\n"
+    "lock was lost while COMMAND ran (even if it then ended by itself); 77 not allowed by\n"
+    "an ACL, or the credentials were rejected; 126 COMMAND cannot run; 127 COMMAND not\n"
+    "found; 128+N when signal N arrived before the lock was acquired.\n"
     "\n"
     "Examples:\n"
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
@@ -84,6 +88,7 @@ struct options {
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
     char **command;
+    struct tool_security sec;
 };
 
 /* ---- command line --------------------------------------------------------------- */
@@ -113,6 +118,8 @@ static void parse(int argc, char **argv, struct options *o)
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,
+        TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     int c, modes = 0;
@@ -140,7 +147,9 @@ static void parse(int argc, char **argv, struct options *o)
         case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
-        default: tool_bad_option(c, argv, "zklock");
+        default:
+            if (!tool_security_option(&o->sec, c, optarg))
+                tool_bad_option(c, argv, "zklock");
         }
     }
     if (modes > 1)
@@ -228,7 +237,7 @@ static char *describe(const zklock_queue_t *q, int64_t self)
 {
     size_t ahead = 0, me = q->count;
     const zklock_node_t *holder = NULL;
-    char *line = NULL;
+    char *line = NULL, *who;
 
     for (size_t i = 0; i < q->count; i++) {
         if (q->nodes[i].session == self && me == q->count)
@@ -240,11 +249,13 @@ static char *describe(const zklock_queue_t *q, int64_t self)
         return NULL; /* our node is not there (yet) */
     for (size_t i = 0; i < me; i++)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
-    if (holder && holder->session != self &&
-        asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
-                 q->path, me + 1, q->count, ahead, *holder->identity ? holder->identity : "?",
-                 holder->kind, (long long)holder->token) < 0)
+    if (!holder || holder->session == self)
+        return NULL;
+    who = tool_identity_text(holder->identity, "?");
+    if (asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
+                 q->path, me + 1, q->count, ahead, who, holder->kind, (long long)holder->token) < 0)
         line = NULL;
+    free(who);
     return line;
 }
 
@@ -279,7 +290,14 @@ static void *monitor_thread(void *arg)
     char *said = NULL;
 
     while (!stopping(m)) {
-        if (!q && zklock_queue_read(m->s, m->path, &q) != ZKLOCK_OK) {
+        int rc = q ? ZKLOCK_OK : zklock_queue_read(m->s, m->path, &q);
+        if (rc == ZNOAUTH) {
+            /* for good: asking again would not change the ACL */
+            tool_say("cannot show the queue of %s: not allowed by its ACL (reading needs READ)",
+                     m->path);
+            break;
+        }
+        if (rc != ZKLOCK_OK) {
             struct timespec pause = {0, 200 * 1000 * 1000};
             nanosleep(&pause, NULL); /* not connected: look again shortly */
             continue;
@@ -424,10 +442,11 @@ static void say_busy(struct run *r)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
     if (holder) {
+        char *who = tool_identity_text(holder->identity, "?");
         tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
-        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why,
-                 *holder->identity ? holder->identity : "?", holder->kind, age,
-                 (long long)holder->token);
+        tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why, who, holder->kind,
+                 age, (long long)holder->token);
+        free(who);
     } else {
         tool_say("%s %s", r->o->path, why);
     }
@@ -458,13 +477,8 @@ static void on_answer(struct run *r)
         break;
     case ZKLOCK_ECANCELED:
         break; /* a signal came first; its code is set */
-    case ZCONNECTIONLOSS:
-        tool_say("no connection to ZooKeeper to try %s", r->o->path);
-        r->exit_code = EXIT_UNREACHABLE;
-        break;
     default:
-        tool_say("cannot take %s: %s", r->o->path, zklock_strerror(r->h.acquired_rc));
-        r->exit_code = EXIT_UNREACHABLE;
+        r->exit_code = tool_acquire_failed(r->s, r->o->path, r->h.acquired_rc, &r->o->sec);
     }
 }
 
@@ -639,6 +653,7 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     tool_quiet = o.quiet;
     tool_check_path(o.path);
+    tool_security_load(&o.sec, &so); /* its usage errors before anything starts */
     tool_zk_log(o.verbose);
     memset(&r, 0, sizeof r);
     r.o = &o;
@@ -655,7 +670,8 @@ int main(int argc, char **argv)
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
     if (o.verbose)
         tool_say("connecting to %s", o.servers);
-    r.s = tool_open(o.servers, &so);
+    r.s = tool_open(o.servers, &so, &o.sec);
+    tool_security_forget(&o.sec); /* the session has its own copy */
     r.h.lock = make_lock(&r, &rw);
     r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
     r.h.answers = r.answers[1];
