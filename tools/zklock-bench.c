@@ -517,14 +517,18 @@ static void run_batch(zklock_session_t *s, struct batch *b, const char *what)
 
 static int async_many(const char *hosts, long k)
 {
-    zklock_session_opts_t so = {.on_state = on_state, .dispatch = ZKLOCK_DISPATCH_POLL};
+    zklock_session_opts_t so = session_opts;
     zklock_opts_t lo = {.owner = ZKLOCK_OWNER_HANDLE};
-    zklock_session_t *s = tool_open(hosts, &so);
+    zklock_session_t *s;
     zklock_t **l = calloc((size_t)k, sizeof *l);
     struct batch b = {k, 0, 0};
     long rss0, rss_started, rss_held, heap0, heap_held;
     int threads0, threads_peak;
     double t0, wall_async, blocking_rate;
+
+    so.on_state = on_state;
+    so.dispatch = ZKLOCK_DISPATCH_POLL;
+    s = tool_open(hosts, &so, &sec);
 
     /* The blocking baseline: the same number of locks, one after another. */
     for (long i = 0; i < k; i++) {
