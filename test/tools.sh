@@ -374,8 +374,27 @@ else
   fail "a ZooKeeper server of the test's own"
 fi
 
+# ---- --on-suspend stop: the command waits while the connection is lost -------------------------
+state_of() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; } # R, S, T (stopped), ...
+stopped() { [ "$(state_of "$1")" = T ]; }
+running() { [ -n "$(state_of "$1")" ] && [ "$(state_of "$1")" != T ]; }
+rm -f "$T/ready"
+"$ZKLOCK" --session-timeout 6000 --on-suspend stop $P/susp \
+  sh -c "echo \$\$ > $T/ready; while :; do sleep 0.05; done" 2>"$T/susp-err" & zs=$!
+check "--on-suspend: command running" wait_for 20 started "$T/ready"
+cmd=$(cat "$T/ready")
+# Deliberate fault: the server freezes; the client notices in 2/3 of the timeout.
+"$ZKLOCK_TEST_HARNESS" pause "$ZKLOCK_TEST_ZKDIR" 1
+check "...stopped (SIGSTOP) while the connection is lost" wait_for 20 stopped "$cmd"
+"$ZKLOCK_TEST_HARNESS" resume "$ZKLOCK_TEST_ZKDIR" 1
+check "...continued (SIGCONT) when the session is back" wait_for 20 running "$cmd"
+check "...which still holds the lock" queued $P/susp 1
+check "...and says so" grep -q "still holds: continuing" "$T/susp-err"
+kill -TERM $zs; wait $zs
+expect_status 64 "--on-suspend takes stop or continue" "$ZKLOCK" --on-suspend pause $P/susp true
+
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

@@ -50,6 +50,9 @@ static const char usage_text[] =
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
     "      --kill-after SECONDS     if the lock is lost, SIGKILL what is left of COMMAND's\n"
     "                               process group this long after SIGTERM (default 10)\n"
+    "      --on-suspend stop|continue  while the connection to ZooKeeper is lost, stop\n"
+    "                               COMMAND's group (SIGSTOP) and continue it (SIGCONT) when\n"
+    "                               the session is back; default: continue (let it run)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
     "                               who holds a busy lock; and the ZooKeeper client's warnings\n"
     "  -q, --quiet                  print nothing but usage errors (the exit status tells)\n"
@@ -63,8 +66,9 @@ static const char usage_text[] =
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
     "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
     "to zklock are passed on to that group. If the lock is lost while it runs (the session\n"
-    "expired or the node was deleted), the group gets SIGTERM, then SIGKILL after\n"
-    "--kill-after: what COMMAND started is stopped too. On a terminal, COMMAND gets the\n"
+    "expired, the node was deleted, or ZooKeeper was not heard from for nearly a session\n"
+    "timeout: then before any other client can take the lock), the group gets SIGTERM,\n"
+    "then SIGKILL after --kill-after: what COMMAND started is stopped too. On a terminal, COMMAND gets the\n"
     "terminal while zklock is in the foreground: Ctrl-C reaches it once, Ctrl-Z stops it and\n"
     "zklock, fg and bg continue both.\n"
     "\n"
@@ -87,6 +91,7 @@ struct options {
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
+    bool stop_on_suspend; /* --on-suspend stop */
     char **command;
     struct tool_security sec;
 };
@@ -100,7 +105,7 @@ static void usage_error(const char *msg)
 
 static void parse(int argc, char **argv, struct options *o)
 {
-    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO };
+    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND };
     static const struct option longs[] = {
         {"servers", required_argument, NULL, 's'},
         {"exclusive", no_argument, NULL, 'x'},
@@ -114,6 +119,7 @@ static void parse(int argc, char **argv, struct options *o)
         {"session-timeout", required_argument, NULL, OPT_SESSION},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
         {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+        {"on-suspend", required_argument, NULL, OPT_ON_SUSPEND},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -143,6 +149,11 @@ static void parse(int argc, char **argv, struct options *o)
             break;
         case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
         case OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", optarg); break;
+        case OPT_ON_SUSPEND:
+            if (strcmp(optarg, "stop") != 0 && strcmp(optarg, "continue") != 0)
+                usage_error("--on-suspend takes stop or continue");
+            o->stop_on_suspend = strcmp(optarg, "stop") == 0;
+            break;
         case 'v': o->verbose = true; break;
         case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
@@ -371,6 +382,8 @@ struct run {
     bool released;   /* ... and did (or found the lock lost) */
     bool lost_lock;  /* on_lost came */
     bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
+    bool suspended;  /* --on-suspend stop: we stopped the job for a lost connection */
+    int states[2];   /* on_state's pipe: the session's states, for --on-suspend */
     bool killed;
     int64_t kill_at_ms, started_ms;
 };
@@ -387,6 +400,13 @@ static void on_lost(zklock_t *l, int reason, void *ctx)
     struct run *r = ctx;
     (void)l;
     report(r->lost[1], &reason, sizeof reason);
+}
+
+static void on_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct run *r = ctx;
+    (void)s;
+    report(r->states[1], &state, sizeof state);
 }
 
 static void release(struct run *r)
@@ -529,6 +549,9 @@ static const char *loss_reason(int reason)
     switch (reason) {
     case ZKLOCK_LOST_EXPIRED: return "the ZooKeeper session expired";
     case ZKLOCK_LOST_DELETED: return "its lock node was deleted";
+    case ZKLOCK_LOST_UNSURE:
+        return "no word from ZooKeeper for nearly a session timeout: it may expire the "
+               "session, and another client take the lock";
     default: return zklock_strerror(reason); /* a reason newer than this program */
     }
 }
@@ -550,6 +573,28 @@ static void on_lost_lock(struct run *r)
     job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
     r->stopping = true;
     r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+}
+
+/* --on-suspend stop: while the connection is lost, the job waits (the hold
+ * may be lost: if the lease runs out, on_lost stops the job for good). */
+static void on_session_state(struct run *r)
+{
+    int state;
+
+    if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
+        return;
+    if (!r->o->stop_on_suspend || !r->started || r->lost_lock || job_empty(&r->job))
+        return;
+    if (state == ZKLOCK_SUSPENDED && !r->suspended) {
+        tool_say("connection to ZooKeeper lost: stopping %s until it is back",
+                 r->o->command[0]);
+        job_signal(&r->job, SIGSTOP);
+        r->suspended = true;
+    } else if (state == ZKLOCK_RECONNECTED && r->suspended) {
+        tool_say("connection back, %s still holds: continuing %s", r->o->path, r->o->command[0]);
+        job_signal(&r->job, SIGCONT);
+        r->suspended = false;
+    }
 }
 
 /* After a loss, the whole job must be gone before we exit: SIGKILL for
@@ -584,8 +629,9 @@ static bool finished(const struct run *r)
 static void loop(struct run *r)
 {
     while (!finished(r)) {
-        struct pollfd fds[3] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0}, {r->lost[0], POLLIN, 0}};
-        int n = poll(fds, 3, poll_timeout(r));
+        struct pollfd fds[4] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0},
+                                {r->lost[0], POLLIN, 0}, {r->states[0], POLLIN, 0}};
+        int n = poll(fds, 4, poll_timeout(r));
 
         if (n < 0 && errno != EINTR)
             tool_die(EXIT_OSERR, "poll: %s", strerror(errno));
@@ -593,6 +639,8 @@ static void loop(struct run *r)
             on_signal(r);
         if (n > 0 && fds[2].revents)
             on_lost_lock(r);
+        if (n > 0 && fds[3].revents)
+            on_session_state(r);
         if (n > 0 && fds[1].revents)
             on_answer(r);
         kill_if_due(r);
@@ -662,12 +710,15 @@ int main(int argc, char **argv)
     job_init(&r.job);
     block_signals(&set);
     r.sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0)
+    if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0 ||
+        pipe2(r.states, O_CLOEXEC) != 0)
         tool_die(EXIT_OSERR, "cannot set up: %s", strerror(errno));
 
     so.timeout_ms = o.session_ms;
     so.identity = o.identity;
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
+    so.on_state = on_state;
+    so.ctx = &r;
     if (o.verbose)
         tool_say("connecting to %s", o.servers);
     r.s = tool_open(o.servers, &so, &o.sec);
