@@ -9,10 +9,15 @@
 
 /* ---- a session whose callbacks run in our dispatch ---------------------------------- */
 
+static zklock_session_t *poll_session_timeout(int timeout_ms)
+{
+    zklock_session_opts_t o = {.timeout_ms = timeout_ms, .dispatch = ZKLOCK_DISPATCH_POLL};
+    return tu_session_opts(&o);
+}
+
 static zklock_session_t *poll_session(void)
 {
-    zklock_session_opts_t o = {.timeout_ms = 6000, .dispatch = ZKLOCK_DISPATCH_POLL};
-    return tu_session_opts(&o);
+    return poll_session_timeout(6000);
 }
 
 static zklock_t *handle_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *base)
@@ -438,7 +443,10 @@ static bool tally_done(void *t)
 static void test_ten_thousand_locks(void)
 {
     enum { LOCKS = 10000 };
-    zklock_session_t *s = poll_session();
+    /* A long session timeout: 20,000 requests queue up in the client at
+     * once, and a lease counts from when a request was queued (a slow,
+     * sanitized build takes seconds to drain them). */
+    zklock_session_t *s = poll_session_timeout(60000);
     zklock_t **l = calloc(LOCKS, sizeof *l);
     char prefix[256], path[300];
     struct tally t = {LOCKS, 0};
@@ -490,7 +498,7 @@ static void take_turn(zklock_t *l, int rc, void *ctx)
 static void test_thousand_waiters(void)
 {
     enum { WAITERS = 1000 };
-    zklock_session_t *s = poll_session(), *h = tu_session();
+    zklock_session_t *s = poll_session_timeout(60000), *h = tu_session();
     const char *path = tu_path("thousand");
     zklock_t *holder = tu_mutex(h, path, NULL);
     struct turn tn = {{WAITERS, 0}, 0, 0, calloc(WAITERS, sizeof(zklock_t *))};
