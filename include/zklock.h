@@ -86,7 +86,9 @@ extern "C" {
     X(EOWNER, -1013, "a callback's thread cannot own a lock: use a "          \
                      "handle-owned lock (ZKLOCK_OWNER_HANDLE)")               \
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
-                      "the session may have expired, so the lock may be taken")
+                      "the session may have expired, so the lock may be taken") \
+    X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
+                        "leases than asked for (kazoo's check)")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -569,14 +571,43 @@ ZKLOCK_API zklock_t *zklock_rwlock_write(zklock_rwlock_t *rw);
 ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
 
 /* ------------------------------------------------------------------------
+ * Counting semaphore
+ *
+ * At most max_leases holders at once, anywhere. A lease is an ordinary
+ * zklock_t: one per thread (or per handle, ZKLOCK_OWNER_HANDLE), reentrant
+ * (a thread holding it gets it again at once, with a hold count);
+ * zklock_acquire, zklock_release, their asynchronous forms, hold_count,
+ * fence (the lease node's creation zxid), valid_until, check_op, cancel,
+ * on_lost and zklock_free behave as for the mutex. To hold two leases, use
+ * two handles. Waiters are served in arrival order, and a release wakes one
+ * of them. A holder whose session expires loses its lease (on_lost) and the
+ * server frees it; a timed-out, canceled or refused acquisition leaves no
+ * node behind.
+ * On the wire: Curator's InterProcessSemaphoreV2 (<path>/leases/
+ * _c_<uuid>-lease-<seq>, taken under the InterProcessMutex <path>/locks), or
+ * kazoo's Semaphore with ZKLOCK_WIRE_KAZOO (<path>/<uuid hex>, under the
+ * kazoo Lock <path>-__lock__; <path>'s data holds max_leases). Every party
+ * on one path must use the same max_leases: kazoo's layout checks it,
+ * Curator's has nowhere to keep it.
+ */
+#define ZKLOCK_SEMAPHORE_MAX 65535
+
+/* Errors as zklock_mutex_new(), and ZKLOCK_EINVAL for max_leases outside
+ * 1..ZKLOCK_SEMAPHORE_MAX. With ZKLOCK_WIRE_KAZOO, an acquisition fails with
+ * ZKLOCK_EMISMATCH if the path says another number of leases. */
+ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path,
+                                    int max_leases, const zklock_opts_t *opts);
+
+/* ------------------------------------------------------------------------
  * Inspecting a lock: who holds it, who waits (any recipe, any client)
  */
 
 /* One lock node of a queue. Strings are borrowed from the queue. */
 typedef struct zklock_node {
     const char *name;     /* the child's name */
-    const char *kind;     /* "mutex", "read", "write" (Curator's names),
-                             "kazoo-lock", "kazoo-read" (kazoo's) */
+    const char *kind;     /* "mutex", "read", "write", "lease" (Curator's
+                             names), "kazoo-lock", "kazoo-read",
+                             "kazoo-lease" (kazoo's) */
     int shared;           /* 1 for readers */
     int holds;            /* 1 if it holds the lock now, 0 if it waits */
     int32_t seq;          /* the server's sequence number */
@@ -613,6 +644,20 @@ ZKLOCK_API int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *sinc
 
 /* Frees a queue from zklock_queue_read(). q may be NULL. */
 ZKLOCK_API void zklock_queue_free(zklock_queue_t *q);
+
+/* Reads a semaphore's leases and the contenders waiting for one, as
+ * zklock_queue_read() does (same errors; the caller frees both). *leases:
+ * a node per lease (kind "lease" or "kazoo-lease"), with holds = 1 for the
+ * first max_leases of them: a newer one is a contender that made its node
+ * and waits for a lease to free (Curator's order; there is at most one such
+ * contender at a time); count the nodes that hold to know how many leases
+ * are taken. *waiting: the semaphore's acquisition lock's queue (kind
+ * "mutex" or "kazoo-lock"): its first node belongs to the contender taking
+ * a lease now, every other to a contender waiting its turn. Either out may be
+ * NULL (not both); sem must come from zklock_semaphore_new() (else
+ * ZKLOCK_EINVAL). Blocks for up to four round trips. */
+ZKLOCK_API int zklock_semaphore_read(zklock_t *sem, zklock_queue_t **leases,
+                                     zklock_queue_t **waiting);
 
 #ifdef __cplusplus
 }

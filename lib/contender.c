@@ -144,12 +144,15 @@ void zklock__reap(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
-    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0)
+    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0 ||
+        c->queue_watches > 0)
         return;
     if (c->loss_unconfirmed || c->waiting || c->releasing)
         return; /* on_lost, or a call's outcome, is still owed */
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
         return;
+    if (zklock__sub_pending(c))
+        return; /* its sub's end frees it */
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
     zklock__timer_cancel(l->s, &c->deadline_timer);
@@ -162,6 +165,31 @@ void zklock__reap(zkl_contender_t *c)
     pthread_cond_destroy(&c->cond);
     free(c);
     zklock__lock_unref(l);
+}
+
+/* ---- sub-acquisitions ----------------------------------------------------- */
+
+void zklock__disown(zkl_contender_t *c)
+{
+    zkl_contender_t *m = c->sub;
+
+    c->sub = NULL;
+    m->parent = NULL;
+    m->internal = NULL;
+    m->attached = false;
+}
+
+bool zklock__sub_pending(zkl_contender_t *c)
+{
+    zkl_contender_t *m = c->sub;
+
+    if (!m)
+        return false;
+    if (m->phase != ZKL_LOST && m->phase != ZKL_GONE)
+        return true;
+    zklock__disown(c);
+    zklock__reap(m);
+    return false;
 }
 
 void zklock__detach(zkl_contender_t *c)
@@ -218,6 +246,8 @@ void zklock__become_holder(zkl_contender_t *c)
 /* Tells the owner, through on_lost, that a hold it had is over. */
 static void report_lost(zkl_contender_t *c, int reason)
 {
+    if (c->l->internal)
+        return; /* a recipe's own hold: its recipe deals with the loss */
     c->lost_reason = reason;
     session_of(c)->stats.lost++;
     queue_lost(c->l, reason);
@@ -238,6 +268,8 @@ void zklock__lose(zkl_contender_t *c, int reason)
     zklock__set_node(c, NULL);
     c->phase = ZKL_LOST;
     c->holds = 0;
+    if (c->l->recipe->ending)
+        c->l->recipe->ending(c);
     if (reason)
         report_lost(c, reason);
     wake(c);
@@ -303,6 +335,8 @@ void zklock__give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
     c->phase = ZKL_LEAVING;
+    if (c->l->recipe->ending)
+        c->l->recipe->ending(c);
     zklock__step(c);
 }
 

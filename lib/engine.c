@@ -99,7 +99,7 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
 static void send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
-    char *p = strdup(c->l->path);
+    char *p = strdup(c->l->queue);
     bool top = true;
 
     if (!p)
@@ -125,7 +125,7 @@ static void send_parents(zkl_contender_t *c)
 
 static char *new_node_name(zkl_contender_t *c)
 {
-    const char *dir = c->l->path, *tag = zklock__tag_text(c->l->tag);
+    const char *dir = c->l->queue, *tag = c->l->tag_text;
     size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
     char *name = malloc(len);
 
@@ -146,7 +146,10 @@ static void send_list(zkl_contender_t *c)
     c->need_list = false;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aget_children2(s->zh, c->l->path, 0, list_done, c);
+    if (c->queue_watch)
+        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, list_done, c);
+    else
+        rc = zoo_aget_children2(s->zh, c->l->queue, 0, list_done, c);
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -211,7 +214,7 @@ static void send_create(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), c->l->acl,
-                      ZOO_EPHEMERAL_SEQUENTIAL, create_done, c);
+                      c->l->unnumbered ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL, create_done, c);
     free(name);
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
@@ -230,7 +233,7 @@ static void send_recovery(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_async(s->zh, c->l->path, sync_done, c);
+    rc = zoo_async(s->zh, c->l->queue, sync_done, c);
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
         return;
@@ -287,7 +290,7 @@ static void send_loss_probe(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aexists(s->zh, c->l->path, 0, loss_probe_done, c);
+    rc = zoo_aexists(s->zh, c->l->queue, 0, loss_probe_done, c);
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -300,7 +303,8 @@ static void step_leaving(zkl_contender_t *c)
     if (c->busy)
         return; /* the chain in flight decides what is there to delete */
     if (!c->node && !c->create_unknown) {
-        zklock__finish(c);
+        if (!zklock__sub_pending(c))
+            zklock__finish(c); /* else: its sub's end settles it */
         return;
     }
     if (!zklock__connected(s) || c->backoff)
@@ -329,6 +333,8 @@ void zklock__step(zkl_contender_t *c)
         return;
     if (c->create_unknown)
         send_recovery(c);
+    else if (!c->node && c->l->recipe->may_create && !c->l->recipe->may_create(c))
+        return; /* the recipe steps it again when it may */
     else if (!c->node)
         send_create(c);
     else if (c->need_list)
@@ -342,6 +348,13 @@ void zklock__settle(zkl_contender_t *c)
 {
     zklock__step(c);
     zklock__reap(c);
+}
+
+void zklock__event_end(zkl_contender_t *c, zkl_contender_t *up)
+{
+    zklock__settle(c);
+    if (up)
+        zklock__settle(up);
 }
 
 /* A request failed: retry when the connection is back, or give up. */
@@ -501,9 +514,11 @@ static void list_done(int rc, const struct String_vector *names, const struct St
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
+    if (rc == ZOK && c->queue_watch)
+        zklock__queue_watch_set(c);
     if (rc == ZOK) {
         if (c->node || c->create_unknown)
-            zklock__judge(c, names, st);
+            (c->l->recipe->judge ? c->l->recipe->judge : zklock__judge)(c, names, st);
     } else if (rc == ZNONODE) {
         /* No lock path: nothing of ours can be under it. A downgrade heir
          * never makes the path: its writer's place is gone with it. */
@@ -704,7 +719,7 @@ static void engine_handle_closed(zklock_session_t *s)
     for (; c; c = next) {
         next = c->sess_next;
         c->ops = 0;
-        c->pred_watches = c->own_watches = 0;
+        c->pred_watches = c->own_watches = c->queue_watches = 0;
         zklock__watch_over(c);
         zklock__reap(c);
     }

@@ -59,6 +59,15 @@ void zklock__finish(zkl_contender_t *c);
 /* Starts over with a new node name (the old one is gone or was never ours). */
 void zklock__requeue(zkl_contender_t *c);
 void zklock__become_holder(zkl_contender_t *c);
+/* Sub-acquisitions (c->sub, a contender of another handle owned by c). The
+ * rule that keeps their lifetimes simple: nothing done for a sub's own event
+ * steps or frees its parent, except after disowning it; the event's end
+ * (zklock__event_end) settles the parent. */
+/* Has c a sub with something left on the server? One without is let go
+ * (and freed: never call this with the sub in use up the stack). */
+bool zklock__sub_pending(zkl_contender_t *c);
+/* c lets go of its sub (the caller frees it, or its next event does). */
+void zklock__disown(zkl_contender_t *c);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
 /* ... and we do not know why: a probe asks (fallback: if the session lives). */
@@ -75,6 +84,11 @@ void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not sen
 void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
 void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
 void zklock__settle(zkl_contender_t *c);             /* step, and free if finished */
+/* The end of an event of c's (an answer, a watch): c settles, and so does
+ * `up`, its parent when the event began, which c's news may have changed (a
+ * sub's events never step or free its parent before: the parent may be
+ * in use up the stack; here nothing of either is). */
+void zklock__event_end(zkl_contender_t *c, zkl_contender_t *up);
 /* After a lost create reply: is the node we found ours (its owner our session)? */
 void zklock__send_owner_check(zkl_contender_t *c);
 /* Deletes a duplicate of our own node, found in a listing, without waiting. */
@@ -82,19 +96,21 @@ void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char 
 
 /* Every completion and watcher runs through this: lock, drop stale
  * answers, handle, step, maybe free. */
-#define ZKL_COMPLETION_BEGIN(c)                  \
-    zkl_contender_t *c = (zkl_contender_t *)data; \
-    zklock_session_t *s = session_of(c);          \
-    pthread_mutex_lock(&s->mu);                   \
-    if (!zklock__op_end(c)) {                         \
-        zklock__reap(c);                              \
-        pthread_mutex_unlock(&s->mu);             \
-        return;                                   \
-    }                                             \
-    zklock__learn_completion_thread(s);               \
+#define ZKL_COMPLETION_BEGIN(c)                        \
+    zkl_contender_t *c = (zkl_contender_t *)data;       \
+    zklock_session_t *s = session_of(c);                \
+    zkl_contender_t *up_;                               \
+    pthread_mutex_lock(&s->mu);                         \
+    up_ = c->parent;                                    \
+    if (!zklock__op_end(c)) {                           \
+        zklock__event_end(c, up_);                      \
+        pthread_mutex_unlock(&s->mu);                   \
+        return;                                         \
+    }                                                   \
+    zklock__learn_completion_thread(s);                 \
     zklock__back_off(c, rc)
-#define ZKL_COMPLETION_END(c) \
-    zklock__settle(c);            \
+#define ZKL_COMPLETION_END(c)    \
+    zklock__event_end(c, up_); \
     pthread_mutex_unlock(&s->mu)
 
 /* ---- judge.c: what a listing means for us ---------------------------------- */
@@ -144,8 +160,14 @@ void zklock__watch_over(zkl_contender_t *c);
 void zklock__arm_own_watch(zkl_contender_t *c);
 /* Takes our own node's watch back (its path is about to be forgotten). */
 void zklock__unwatch_own(zkl_contender_t *c);
-/* Takes back both watches (an adopted handle's close or expiry). */
+/* Takes back every watch of c (an adopted handle's close or expiry). */
 void zklock__unwatch_both(zkl_contender_t *c);
+/* The watch on the whole queue (c->queue_watch): a listing set it; its
+ * event makes c list again; taken back (and no longer wanted) once c no
+ * longer waits. */
+void zklock__queue_watch_set(zkl_contender_t *c);
+void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+void zklock__unwatch_queue(zkl_contender_t *c);
 /* The session thread's timer: the own-node watch's delay is over. */
 void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s);
 

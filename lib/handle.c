@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A plain mutex changes nothing in the engine's rules. */
+static const struct zkl_recipe no_recipe;
+
 int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   const zklock_opts_t *opts, enum zkl_tag curator_tag,
                   enum zkl_tag kazoo_tag)
@@ -17,8 +20,12 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         return ZKLOCK_EINVAL;
     if (opts)
         l->opts = *opts;
+    if (l->opts.owner != ZKLOCK_OWNER_THREAD && l->opts.owner != ZKLOCK_OWNER_HANDLE)
+        return ZKLOCK_EINVAL;
     l->s = s;
+    l->recipe = &no_recipe;
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
+    l->tag_text = zklock__tag_text(l->tag);
     l->shared = zklock__tag_shared(l->tag);
     l->refs = 1;
     /* Most locks take the session's ACL: shared, not copied (a handle is
@@ -36,6 +43,7 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         zklock__acl_free(&l->own_acl);
         return ZKLOCK_ENOMEM;
     }
+    l->queue = l->path;
     pthread_mutex_lock(&s->mu);
     if (s->closing || s->state == ZKL_S_CLOSED)
         rc = ZKLOCK_ECLOSED;
@@ -50,12 +58,30 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     return rc;
 }
 
+int zklock__lock_queue_in(zklock_t *l, const char *queue)
+{
+    char *q = strdup(queue);
+
+    if (!q)
+        return ZKLOCK_ENOMEM;
+    l->queue = q;
+    return 0;
+}
+
+static void free_paths(zklock_t *l)
+{
+    if (l->queue != l->path)
+        free(l->queue);
+    free(l->path);
+    l->queue = l->path = NULL;
+}
+
 void zklock__lock_fini(zklock_t *l)
 {
     pthread_mutex_lock(&l->s->mu);
     l->s->nlocks--;
     pthread_mutex_unlock(&l->s->mu);
-    free(l->path);
+    free_paths(l);
     zklock__acl_free(&l->own_acl);
 }
 
@@ -65,11 +91,10 @@ void zklock__lock_unref(zklock_t *l)
     if (--l->refs > 0)
         return;
     l->s->nlocks--;
-    free(l->path);
-    l->path = NULL;
+    free_paths(l);
     zklock__acl_free(&l->own_acl);
-    if (l->destroy)
-        l->destroy(l);
+    if (l->recipe->destroy)
+        l->recipe->destroy(l);
     else
         free(l);
 }

@@ -43,7 +43,8 @@ static const char *kind_of(enum zkl_tag tag)
     static const char *const kinds[ZKL_TAG_COUNT] = {
         [ZKL_TAG_LOCK] = "mutex",       [ZKL_TAG_WRIT] = "write",
         [ZKL_TAG_READ] = "read",        [ZKL_TAG_KLOCK] = "kazoo-lock",
-        [ZKL_TAG_KRLOCK] = "kazoo-read",
+        [ZKL_TAG_KRLOCK] = "kazoo-read", [ZKL_TAG_LEASE] = "lease",
+        [ZKL_TAG_KLEASE] = "kazoo-lease",
     };
     return kinds[tag];
 }
@@ -283,6 +284,17 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
     b->q.ignored = (size_t)r->nnames - r->n;
     *out = &b->q;
     return 0;
+}
+
+void zklock__queue_cap_holders(zklock_queue_t *q, int max)
+{
+    zklock_node_t *nodes = (zklock_node_t *)q->nodes; /* ours: built above */
+    int held = 0;
+
+    for (size_t i = 0; i < q->count; i++) {
+        nodes[i].holds = held < max;
+        held += nodes[i].holds;
+    }
 }
 
 /* ---- the calls ----------------------------------------------------------------- */

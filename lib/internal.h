@@ -106,6 +106,9 @@ enum zkl_tag {
     ZKL_TAG_READ,   /* Curator read lock:         "__READ__"  (shared)    */
     ZKL_TAG_KLOCK,  /* kazoo Lock / WriteLock:    "__lock__"  (exclusive) */
     ZKL_TAG_KRLOCK, /* kazoo ReadLock:            "__rlock__" (shared)    */
+    ZKL_TAG_LEASE,  /* Curator semaphore lease:   "lease-"    (leases share) */
+    ZKL_TAG_KLEASE, /* kazoo Semaphore lease:     no tag, no sequence: the
+                       name is a 32-digit hex uuid (leases share) */
     ZKL_TAG_COUNT
 };
 
@@ -218,6 +221,19 @@ struct zkl_contender {
     bool watch_wanted;     /* we still care about `watched` */
     bool watch_pending;    /* the request setting the watch is in flight */
     int pred_watches;      /* registrations of pred_watcher for us (0 or 1) */
+    bool queue_watch;      /* its listings also watch the whole queue (a
+                              semaphore's head, waiting for a lease) */
+    int queue_watches;     /* ... registrations of queue_watcher (0 or 1) */
+    /* A recipe's sub-acquisition (a semaphore's acquisition mutex): a
+     * contender of another handle whose owner is not a thread nor a handle
+     * but this contender (its parent), told through `internal` when a call
+     * on it is decided. A parent is neither finished nor freed while it has
+     * a sub: what it started on the server is gone before it is. */
+    zkl_contender_t *sub, *parent;
+    void (*internal)(zkl_contender_t *c, int rc);
+    bool let_go;           /* (a sub) its parent no longer wants it */
+    int recipe_state;      /* a recipe's own word about c (the semaphore's
+                              last look at its leases) */
     /* The watch on our own node: tells a waiter its place is gone and a
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
@@ -234,9 +250,32 @@ struct zkl_contender {
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
 };
 
+/* What a recipe changes in the engine's rules (the files in recipes/). Any hook may
+ * be NULL: the default rule (the mutex's). Called with s->mu held. */
+struct zkl_recipe {
+    /* Before queuing: may refuse (ZKLOCK_EDEADLK) or make c a downgrade heir. */
+    int (*prepare)(zklock_t *l, zkl_contender_t *c);
+    /* May c create its node now? If not, the recipe steps c when it may. */
+    bool (*may_create)(zkl_contender_t *c);
+    /* What a listing of the queue means for c, instead of the default rule
+     * (the listing also set a watch on the queue if c->queue_watch). */
+    void (*judge)(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir);
+    /* c gives up, or its hold ends: end what the recipe started for it. */
+    void (*ending)(zkl_contender_t *c);
+    /* Frees the memory of l once nothing refers to it. */
+    void (*destroy)(zklock_t *l);
+};
+
 struct zklock {
     zklock_session_t *s;
-    char *path;
+    char *path;            /* the lock path the user gave */
+    char *queue;           /* where its contenders queue: path, or (semaphore)
+                              a child of it; owned if it is not path */
+    bool unnumbered;       /* its nodes are not sequential (kazoo's leases) */
+    const char *tag_text;  /* in its nodes' names: zklock__tag_text(tag), or
+                              a recipe's */
+    bool internal;         /* is a recipe's own handle: nobody hears of its losses */
+    const struct zkl_recipe *recipe;
     zklock_opts_t opts;
     enum zkl_tag tag;      /* the tag of the nodes this handle creates */
     bool shared;           /* zklock__tag_shared(tag) */
@@ -256,12 +295,6 @@ struct zklock {
     int32_t alone_seq;     /* that node's sequence number */
     int64_t alone_zxid;    /* ... and the zxid of its creation */
     unsigned alone_gen;    /* the session generation it was learnt in */
-    /* Recipe hooks (NULL for a plain mutex):
-     * prepare: before queuing; may refuse (ZKLOCK_EDEADLK) or turn the
-     *          new contender into a downgrade heir.
-     * destroy: frees the memory of l once nothing refers to it. */
-    int (*prepare)(zklock_t *l, zkl_contender_t *c);
-    void (*destroy)(zklock_t *l);
 };
 
 /* States of a session (s->state). */
@@ -447,6 +480,10 @@ void zklock__acl_free(struct ACL_vector *v);
 int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   const zklock_opts_t *opts, enum zkl_tag curator_tag,
                   enum zkl_tag kazoo_tag);
+/* A semaphore's leases: the first max (in queue order) hold, the rest wait. */
+void zklock__queue_cap_holders(zklock_queue_t *q, int max);
+/* Makes l's contenders queue in `queue` (copied), not in its path. */
+int zklock__lock_queue_in(zklock_t *l, const char *queue);
 /* Undoes zklock__lock_init for a handle that was never used. */
 void zklock__lock_fini(zklock_t *l);
 /* With s->mu held; the last reference frees the handle. */

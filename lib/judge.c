@@ -26,13 +26,13 @@ static int read_queue(zkl_contender_t *c, const struct String_vector *names,
         return -1;
     for (int i = 0; i < names->count; i++) {
         struct zkl_entry *e = &(*q)[n];
-        if (zklock__parse_name(names->data[i], e) != 0)
-            continue; /* unrelated children do not take part */
+        if (zklock__parse_name(names->data[i], e) != 0 || e->tag == ZKL_TAG_KLEASE)
+            continue; /* unrelated children (a uuid alone is no lock node) */
         /* Strays of ours never block us: duplicates a lost reply made, and
          * nodes of a session we gave up that the server has not removed. */
         e->mine = (strncmp(e->name, c->prefix, plen) == 0 &&
                    !(own && strcmp(e->name, own) == 0)) ||
-                  zklock__stale_match(session_of(c), c->l->path, e->name);
+                  zklock__stale_match(session_of(c), c->l->queue, e->name);
         n++;
     }
     zklock__sort(*q, (size_t)n, c->node ? c->seq : 0);
@@ -66,7 +66,7 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
     for (int i = 0; i < n; i++) {
         if (!q[i].mine || strncmp(q[i].name, c->prefix, strlen(c->prefix)) != 0)
             continue; /* not this contender's (a stale node of ours) */
-        zklock__set_node(c, zklock__child_path(c->l->path, q[i].name));
+        zklock__set_node(c, zklock__child_path(c->l->queue, q[i].name));
         c->seq = q[i].seq;
         if (c->node)
             zklock__send_owner_check(c); /* ours only if our session owns it */
@@ -98,7 +98,7 @@ void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const 
     }
     for (int i = 0; i < n; i++)
         if (q[i].mine)
-            zklock__send_stray_delete(s, c->l->path, q[i].name);
+            zklock__send_stray_delete(s, c->l->queue, q[i].name);
     if (c->phase != ZKL_QUEUING) {
         free(q);
         return;

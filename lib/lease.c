@@ -79,7 +79,7 @@ void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
 static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until, now;
-    zkl_contender_t *c, *next;
+    zkl_contender_t *c, *next, *up;
     bool late;
 
     if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
@@ -96,12 +96,13 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         next = c->sess_next;
         if (c->phase != ZKL_HELD)
             continue;
+        up = c->parent; /* queuing: not freed here, nor by this loop */
         zklock__stale_add(c);
         if (late)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
         else
             zklock__lose(c, ZKLOCK_LOST_UNSURE);
-        zklock__settle(c);
+        zklock__event_end(c, up);
     }
     zklock__stale_sweep(s); /* sent now if the connection is up after all */
 }

@@ -114,7 +114,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
-    if (l->prepare && (rc = l->prepare(l, c)) != 0) {
+    if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
         c->phase = ZKL_GONE;
         zklock__detach(c);
         return answer(done, rc);

@@ -28,6 +28,8 @@ static const struct {
     [ZKL_TAG_READ] = {"__READ__", true},
     [ZKL_TAG_KLOCK] = {"__lock__", false},
     [ZKL_TAG_KRLOCK] = {"__rlock__", true},
+    [ZKL_TAG_LEASE] = {"lease-", true},
+    [ZKL_TAG_KLEASE] = {"", true},
 };
 
 const char *zklock__tag_text(enum zkl_tag tag)
@@ -47,7 +49,7 @@ static int tag_ending(const char *name, size_t len)
 {
     for (int t = 0; t < ZKL_TAG_COUNT; t++) {
         size_t tl = strlen(tags[t].text);
-        if (len >= tl && memcmp(name + len - tl, tags[t].text, tl) == 0)
+        if (tl > 0 && len >= tl && memcmp(name + len - tl, tags[t].text, tl) == 0)
             return t;
     }
     return -1;
@@ -91,6 +93,17 @@ static int accept_entry(const char *name, size_t at, bool neg, size_t ndig,
     return 0;
 }
 
+/* kazoo's lease: uuid4().hex, and nothing else. */
+static bool kazoo_lease(const char *name, size_t len)
+{
+    if (len != 32)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return true;
+}
+
 int zklock__parse_name(const char *name, struct zkl_entry *e)
 {
     size_t len, ndig = 0;
@@ -98,6 +111,10 @@ int zklock__parse_name(const char *name, struct zkl_entry *e)
     if (name == NULL)
         return -1;
     len = strlen(name);
+    if (kazoo_lease(name, len)) {
+        *e = (struct zkl_entry){.name = name, .tag = ZKL_TAG_KLEASE};
+        return 0;
+    }
     while (ndig < len && name[len - 1 - ndig] >= '0' && name[len - 1 - ndig] <= '9')
         ndig++;
     /* "%010d" of a non-negative number: exactly ten digits after the tag. */

@@ -156,7 +156,12 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
 
-    if (c->done) {
+    if (c->internal) {
+        void (*internal)(zkl_contender_t *, int) = c->internal;
+        if (!holds)
+            c->internal = NULL; /* nothing more to tell its owner */
+        internal(c, rc);
+    } else if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;
         if (!holds)

@@ -82,7 +82,7 @@ void zklock__stale_add(zkl_contender_t *c)
 
     if (!c->node && !unknown)
         return;
-    stale_new(session_of(c), c->l->path, c->prefix, unknown ? NULL : c->node);
+    stale_new(session_of(c), c->l->queue, c->prefix, unknown ? NULL : c->node);
 }
 
 bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char *name)

@@ -49,7 +49,7 @@ static void send_watch(zkl_contender_t *c)
  * and blocks exclusive contenders: behind a writer they list again. */
 void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
 {
-    char *watched = zklock__child_path(c->l->path, blocker->name);
+    char *watched = zklock__child_path(c->l->queue, blocker->name);
 
     if (!watched) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
@@ -139,13 +139,14 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx;
+    zkl_contender_t *c = ctx, *up;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
+    up = c->parent;
     if (watch_event(c, zh, &c->pred_watches, path, c->watched) && c->watch_wanted &&
         c->phase == ZKL_QUEUING && !c->busy) {
         if (type == ZOO_CHANGED_EVENT) {
@@ -160,7 +161,7 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
         if (wanted)
             c->need_list = true; /* look again once the chain in flight is done */
     }
-    zklock__settle(c);
+    zklock__event_end(c, up);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -208,13 +209,14 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
 
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx;
+    zkl_contender_t *c = ctx, *up;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
+    up = c->parent;
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
@@ -222,7 +224,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
             zklock__requeue(c); /* someone deleted our place in the queue */
     }
     /* a data change: step() arms the watch again */
-    zklock__settle(c);
+    zklock__event_end(c, up);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -253,4 +255,53 @@ void zklock__unwatch_both(zkl_contender_t *c)
 {
     take_back(c, c->node, own_watcher, &c->own_watches);
     take_back(c, c->watched, pred_watcher, &c->pred_watches);
+    zklock__unwatch_queue(c);
+}
+
+/* ---- the whole queue (c->queue_watch: a semaphore's leases) ------------------- */
+
+/* A listing with a watch answered: the watch is registered (once: the
+ * client does not register the same watcher twice on a path). */
+void zklock__queue_watch_set(zkl_contender_t *c)
+{
+    if (c->queue_watches == 0) {
+        c->queue_watches = 1;
+        session_of(c)->watches++;
+    }
+}
+
+void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    zkl_contender_t *c = ctx, *up;
+    zklock_session_t *s;
+
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    s = session_of(c);
+    pthread_mutex_lock(&s->mu);
+    up = c->parent;
+    s->stats.watch_events++;
+    if (c->queue_watches > 0) {
+        c->queue_watches--;
+        zklock__watch_gone(s);
+    }
+    if (c->gen == s->gen && zh == s->zh && c->phase == ZKL_QUEUING) {
+        s->stats.wakeups++;
+        c->need_list = true; /* the queue changed: look again (the recipe, if c has no node) */
+    }
+    zklock__event_end(c, up);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void zklock__unwatch_queue(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    c->queue_watch = false;
+    if (c->queue_watches > 0 && s->zh &&
+        zoo_remove_watches(s->zh, c->l->queue, ZWATCHTYPE_CHILD, zklock__queue_watcher, c, 1) ==
+            ZOK) {
+        c->queue_watches = 0;
+        zklock__watch_gone(s);
+    }
 }

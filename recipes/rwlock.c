@@ -58,12 +58,16 @@ static void rw_view_gone(zklock_t *view)
         free(rw);
 }
 
+static const struct zkl_recipe rw_recipe = {
+    .prepare = rw_prepare,
+    .destroy = rw_view_gone,
+};
+
 static void init_view(zklock_t *view, zklock_t *sibling)
 {
     view->sibling = sibling;
     view->borrowed = true;
-    view->prepare = rw_prepare;
-    view->destroy = rw_view_gone;
+    view->recipe = &rw_recipe;
 }
 
 int zklock_rwlock_new(zklock_rwlock_t **out, zklock_session_t *s, const char *path,

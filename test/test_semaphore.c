@@ -1,0 +1,503 @@
+/* test_semaphore.c: the counting semaphore against a real ZooKeeper. */
+#include "testutil.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "detector.h"
+
+static zklock_t *new_sem(zklock_session_t *s, const char *path, int max, const zklock_opts_t *o)
+{
+    zklock_t *l = NULL;
+    TU_REQUIRE_RC(zklock_semaphore_new(&l, s, path, max, o), ZKLOCK_OK);
+    return l;
+}
+
+/* "<path>/<child>", in one of a few static buffers. */
+static const char *sub(const char *path, const char *child)
+{
+    static char buf[4][512];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", path, child);
+    return b;
+}
+
+/* A lease any thread may release: taken by an acquirer thread, released by the test. */
+static const zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+
+static int children_matching(const char *path, const char *pattern)
+{
+    regex_t re;
+    char **kids;
+    int n, matched = 0;
+
+    regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
+    kids = tu_children(path, &n);
+    for (int i = 0; i < n; i++)
+        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
+    tu_free_strings(kids);
+    regfree(&re);
+    return matched;
+}
+
+#define UUID "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
+
+/* ---- the wire ------------------------------------------------------------------------------ */
+
+static void test_curator_layout(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("sem-names");
+    zklock_t *a = new_sem(s, path, 2, NULL);
+
+    TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
+    TU_ASSERT_INT(children_matching(sub(path, "leases"), "^" UUID "lease-[0-9]{10}$"), ==, 1);
+    /* The acquisition mutex is let go once the lease is held. */
+    CU_ASSERT(tu_wait_children(sub(path, "locks"), 0));
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
+    zklock_free(a);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+static void test_kazoo_layout(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("sem-kazoo");
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    zklock_t *a = new_sem(s, path, 3, &o), *other = new_sem(s, path, 4, &o);
+    char data[16] = "";
+    char lockdir[512];
+
+    TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
+    TU_ASSERT_INT(children_matching(path, "^[0-9a-f]{32}$"), ==, 1);
+    TU_ASSERT_INT(tu_get(path, data, sizeof data), ==, 1);
+    CU_ASSERT_STRING_EQUAL(data, "3"); /* kazoo keeps max_leases there */
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    CU_ASSERT(tu_wait_children(lockdir, 0));
+    /* A party that asks for another number is refused, and leaves nothing. */
+    TU_ASSERT_RC(zklock_acquire(other, 1000), ZKLOCK_EMISMATCH);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_INT(tu_count(lockdir), ==, 0);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    zklock_free(a);
+    zklock_free(other);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    tu_assert_clean(lockdir);
+}
+
+/* ---- the limit ----------------------------------------------------------------------------- */
+
+/* max sessions hold at once; the next one waits (and times out, or is busy
+ * at once), leaving nothing behind. */
+static void limit_holds(const zklock_opts_t *o)
+{
+    enum { MAX = 3 };
+    zklock_session_t *s[MAX + 1];
+    zklock_t *l[MAX + 1];
+    const char *path = tu_path(o ? "sem-full-kazoo" : "sem-full");
+    const char *leases = o ? path : sub(path, "leases");
+
+    for (int i = 0; i <= MAX; i++) {
+        s[i] = tu_session();
+        l[i] = new_sem(s[i], path, MAX, o);
+    }
+    for (int i = 0; i < MAX; i++)
+        TU_REQUIRE_RC(zklock_acquire(l[i], 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l[MAX], 0), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_acquire(l[MAX], 300), ZKLOCK_ETIMEDOUT);
+    /* Returned: nothing of the refused contender is left. */
+    TU_ASSERT_INT(tu_count(leases), ==, MAX);
+    TU_ASSERT_INT(tu_ephemerals(path), ==, MAX);
+    TU_ASSERT_RC(zklock_release(l[1]), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l[MAX], 5000), ZKLOCK_OK);
+    for (int i = 0; i <= MAX; i++) {
+        if (i != 1)
+            TU_ASSERT_RC(zklock_release(l[i]), ZKLOCK_OK);
+        zklock_free(l[i]);
+        zklock_session_close(s[i]);
+    }
+    tu_assert_clean(path);
+}
+
+static void test_limit_holds(void)
+{
+    limit_holds(NULL);
+}
+
+static void test_limit_holds_kazoo(void)
+{
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    limit_holds(&o);
+}
+
+/* 3 processes x 4 threads (each thread its own session) on one semaphore:
+ * never more than max inside. */
+static void never_exceeded(int max)
+{
+    char path[256], mode[8], file[64], *helper = getenv("ZKLOCK_TEST_CONTENDER");
+    struct detector *d = tu_new_detector(file, sizeof file);
+    int pids[3];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    snprintf(path, sizeof path, "%s", tu_path(max == 2 ? "sem-limit2" : "sem-limit3"));
+    snprintf(mode, sizeof mode, "s%d", max);
+    for (int i = 0; i < 3; i++) {
+        char *argv[] = {helper, (char *)tu_hosts(), path, mode, "4", "10", file, NULL};
+        pids[i] = tu_spawn(argv);
+        CU_ASSERT(pids[i] > 0);
+    }
+    for (int i = 0; i < 3; i++)
+        TU_ASSERT_INT(tu_wait_pid(pids[i]), ==, 0);
+    TU_ASSERT_INT(d->errors, ==, 0);
+    TU_ASSERT_INT(d->entries, ==, 3 * 4 * 10);
+    TU_ASSERT_INT(d->max_shared, <=, max);
+    TU_ASSERT_INT(d->max_shared, >=, 1);
+    tu_free_detector(d, file);
+    tu_assert_clean(path);
+}
+
+static void test_never_exceeded_2(void)
+{
+    never_exceeded(2);
+}
+
+static void test_never_exceeded_3(void)
+{
+    never_exceeded(3);
+}
+
+/* ---- order and wake-ups ----------------------------------------------------------------- */
+
+/* One lease: W1, W2, W3 queue in that order and get it in that order; a
+ * release wakes only the next one. */
+static void test_waiter_order(void)
+{
+    zklock_session_t *hs = tu_session(), *ws[3];
+    const char *path = tu_path("sem-order");
+    zklock_t *h = new_sem(hs, path, 1, NULL), *w[3];
+    struct tu_acquirer a[3];
+
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        ws[i] = tu_session();
+        w[i] = new_sem(ws[i], path, 1, &by_handle);
+        tu_start_acquirer(&a[i], w[i], 30000, false);
+        /* W1 holds the acquisition mutex, its lease made, and waits for the
+         * leases to change; the others wait in the mutex's queue. */
+        CU_ASSERT(tu_wait_children(sub(path, "locks"), i + 1));
+    }
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    CU_ASSERT(tu_wait_listings(ws[0], 1) && tu_wait_listings(ws[1], 1) &&
+              tu_wait_listings(ws[2], 1));
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a[0]), ZKLOCK_OK);
+    /* W2 takes the mutex from W1 and waits on the leases, W3 on W2. */
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    CU_ASSERT(tu_wait_children(sub(path, "locks"), 2));
+    TU_ASSERT_INT(tu_acquirer_done(&a[1]), ==, 0);
+    TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
+    TU_ASSERT_INT(TU_STAT(ws[2], wakeups), ==, 0); /* nobody woke W3 */
+    TU_ASSERT_RC(zklock_release(w[0]), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a[1]), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
+    TU_ASSERT_RC(zklock_release(w[1]), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a[2]), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(w[2]), ZKLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        zklock_free(w[i]);
+        zklock_session_close(ws[i]);
+    }
+    zklock_free(h);
+    zklock_session_close(hs);
+    tu_assert_clean(path);
+}
+
+/* ---- failures ------------------------------------------------------------------------------ */
+
+static void test_expiry_frees_the_lease(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session(), *other = tu_session();
+    const char *path = tu_path("sem-expire");
+    zklock_t *l = new_sem(s, path, 1, &lo), *w = new_sem(other, path, 1, &by_handle);
+    struct tu_acquirer waiter;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    tu_start_acquirer(&waiter, w, 30000, false);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    tu_expire(s);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
+    CU_ASSERT(ev.lost_reason == ZKLOCK_LOST_EXPIRED || ev.lost_reason == ZKLOCK_LOST_DELETED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(tu_join_acquirer(&waiter), ZKLOCK_OK); /* the lease was freed */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    /* The expired session's handle queues again in its new session. */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(w);
+    zklock_session_close(s);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* A contender that waits with its lease node made (it holds the mutex) and
+ * times out, or is canceled, leaves neither node behind when the call
+ * returns. */
+static void test_timeout_cancel_leave_nothing(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("sem-giveup");
+    zklock_t *h = new_sem(a, path, 1, NULL), *w = new_sem(b, path, 1, NULL);
+    struct tu_acquirer waiter;
+
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(w, 300), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 1);
+    TU_ASSERT_INT(tu_count(sub(path, "locks")), ==, 0);
+    tu_start_acquirer(&waiter, w, -1, false);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    TU_ASSERT_RC(zklock_cancel(w), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&waiter), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 1);
+    TU_ASSERT_INT(tu_count(sub(path, "locks")), ==, 0);
+    /* Freed while another thread waits: the waiter is canceled. */
+    tu_start_acquirer(&waiter, w, -1, false);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    zklock_free(w);
+    TU_ASSERT_RC(tu_join_acquirer(&waiter), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_ephemerals(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    zklock_free(h);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+/* Someone deletes the acquisition mutex's node of a contender W that waits
+ * with its lease made. Were that lease to stay, a newcomer X could take the
+ * free mutex and make a third lease node: with one lease, W and X would then
+ * both wait for ever once the holder left. W's lease goes instead, and W
+ * queues for the mutex again. */
+static void test_mutex_node_deleted(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session(), *c = tu_session();
+    const char *path = tu_path("sem-mutex-gone");
+    zklock_t *h = new_sem(a, path, 1, NULL), *w = new_sem(b, path, 1, &by_handle),
+             *x = new_sem(c, path, 1, &by_handle);
+    struct tu_acquirer aw, ax;
+    char **kids, node[600];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    tu_start_acquirer(&aw, w, 30000, false);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    CU_ASSERT_FATAL(tu_wait_children(sub(path, "locks"), 1));
+    kids = tu_children(sub(path, "locks"), &n);
+    CU_ASSERT_FATAL(n == 1);
+    snprintf(node, sizeof node, "%s/%s", sub(path, "locks"), kids[0]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), node, -1), ==, ZOK);
+    /* W notices (its own-node watch, or setting it) and takes its lease
+     * back; it then queues for the mutex again and makes a lease again. */
+    tu_start_acquirer(&ax, x, 30000, false);
+    CU_ASSERT(tu_wait_children(sub(path, "locks"), 2));
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), <=, 2);
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    /* Whichever of them is first gets the lease, then the other. */
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &aw, TU_WAIT_MS) ||
+              tu_wait_until(tu_acquirer_done, &ax, TU_WAIT_MS));
+    if (tu_acquirer_done(&aw)) {
+        TU_ASSERT_RC(tu_join_acquirer(&aw), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+        TU_ASSERT_RC(tu_join_acquirer(&ax), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(x), ZKLOCK_OK);
+    } else {
+        TU_ASSERT_RC(tu_join_acquirer(&ax), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(x), ZKLOCK_OK);
+        TU_ASSERT_RC(tu_join_acquirer(&aw), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+    }
+    zklock_free(h);
+    zklock_free(w);
+    zklock_free(x);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    zklock_session_close(c);
+    tu_assert_clean(path);
+}
+
+/* ---- the calls ------------------------------------------------------------------------------ */
+
+static void test_reentrant_and_fenced(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("sem-reentrant");
+    zklock_t *l = new_sem(s, path, 2, NULL);
+    int64_t token = 0;
+    struct Stat st;
+    char **kids, node[600];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 2);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 1); /* one lease per thread */
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    kids = tu_children(sub(path, "leases"), &n);
+    CU_ASSERT_FATAL(n == 1);
+    snprintf(node, sizeof node, "%s/%s", sub(path, "leases"), kids[0]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_exists(tu_zk(), node, 0, &st), ==, ZOK);
+    TU_ASSERT_INT(token, ==, st.czxid);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+static void test_read_leases(void)
+{
+    zklock_session_t *a = tu_session(), *b = tu_session(), *c = tu_session();
+    const char *path = tu_path("sem-read");
+    zklock_t *la = new_sem(a, path, 1, NULL), *lb = new_sem(b, path, 1, &by_handle),
+             *lc = new_sem(c, path, 1, &by_handle);
+    zklock_queue_t *leases = NULL, *waiting = NULL;
+    struct tu_acquirer wb, wc;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    tu_start_acquirer(&wb, lb, 30000, false);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
+    tu_start_acquirer(&wc, lc, 30000, false);
+    CU_ASSERT(tu_wait_children(sub(path, "locks"), 2));
+    TU_REQUIRE_RC(zklock_semaphore_read(la, &leases, &waiting), ZKLOCK_OK);
+    TU_ASSERT_INT(leases->count, ==, 2);
+    TU_ASSERT_INT(leases->nodes[0].holds, ==, 1);
+    TU_ASSERT_INT(leases->nodes[1].holds, ==, 0); /* B's: made, waiting */
+    CU_ASSERT_STRING_EQUAL(leases->nodes[0].kind, "lease");
+    TU_ASSERT_INT(waiting->count, ==, 2);
+    CU_ASSERT_STRING_EQUAL(waiting->nodes[0].kind, "mutex");
+    zklock_queue_free(leases);
+    zklock_queue_free(waiting);
+    TU_ASSERT_RC(zklock_semaphore_read(la, NULL, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&wb), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&wc), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lc), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_free(lc);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    zklock_session_close(c);
+    tu_assert_clean(path);
+}
+
+struct async_result {
+    pthread_mutex_t mu;
+    int rc, calls;
+};
+
+static void async_done(zklock_t *l, int rc, void *ctx)
+{
+    struct async_result *r = ctx;
+    (void)l;
+    pthread_mutex_lock(&r->mu);
+    r->rc = rc;
+    r->calls++;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static bool async_called(void *ctx)
+{
+    struct async_result *r = ctx;
+    int calls;
+    pthread_mutex_lock(&r->mu);
+    calls = r->calls;
+    pthread_mutex_unlock(&r->mu);
+    return calls > 0;
+}
+
+static void test_async_lease(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("sem-async");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l = new_sem(s, path, 1, &o);
+    struct async_result r = {PTHREAD_MUTEX_INITIALIZER, -1, 0};
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, 5000, async_done, &r), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(async_called, &r, TU_WAIT_MS));
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1);
+    r.calls = 0;
+    TU_REQUIRE_RC(zklock_release_async(l, async_done, &r), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(async_called, &r, TU_WAIT_MS));
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+static void test_bad_input(void)
+{
+    zklock_session_t *s = tu_session();
+    zklock_t *l = NULL, *m = tu_mutex(s, tu_path("sem-bad"), NULL);
+    zklock_queue_t *q = NULL;
+
+    TU_ASSERT_RC(zklock_semaphore_new(NULL, s, "/x", 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, "/x", 0, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, "/x", ZKLOCK_SEMAPHORE_MAX + 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, "/x", -1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, NULL, "/x", 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, "x/", 1, NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(l);
+    TU_ASSERT_RC(zklock_semaphore_read(NULL, &q, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_read(m, &q, NULL), ZKLOCK_EINVAL); /* not a semaphore */
+    CU_ASSERT_PTR_NULL(q);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, "/x", ZKLOCK_SEMAPHORE_MAX, NULL), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(m);
+    zklock_session_close(s);
+}
+
+static const tu_test_t sem_tests[] = {
+    {"curator_layout", test_curator_layout},
+    {"kazoo_layout", test_kazoo_layout},
+    {"limit_holds", test_limit_holds},
+    {"limit_holds_kazoo", test_limit_holds_kazoo},
+    {"never_exceeded_2", test_never_exceeded_2},
+    {"never_exceeded_3", test_never_exceeded_3},
+    {"waiter_order", test_waiter_order},
+    {"expiry_frees_the_lease", test_expiry_frees_the_lease},
+    {"timeout_cancel_leave_nothing", test_timeout_cancel_leave_nothing},
+    {"mutex_node_deleted", test_mutex_node_deleted},
+    {"reentrant_and_fenced", test_reentrant_and_fenced},
+    {"read_leases", test_read_leases},
+    {"async_lease", test_async_lease},
+    {"bad_input", test_bad_input},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"semaphore", sem_tests}, {NULL, NULL}};
+    int rc = tu_main(suites, true);
+    tu_zk_close();
+    return rc;
+}
