@@ -319,7 +319,7 @@ kill -TERM $kz; wait $kz
 
 # ---- zklock-bench: usage -------------------------------------------------------------------------
 expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
-check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, herd, many or async-many" "$T/err"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many or async-many" "$T/err"
 expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
 check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
 expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
@@ -393,8 +393,41 @@ check "...and says so" grep -q "still holds: continuing" "$T/susp-err"
 kill -TERM $zs; wait $zs
 expect_status 64 "--on-suspend takes stop or continue" "$ZKLOCK" --on-suspend pause $P/susp true
 
+# ---- -n N / --limit N: a counting semaphore -------------------------------------------------------
+# Two leases: two commands inside at once, a third busy; -n before a path is
+# still flock's -n.
+lease() { "$ZKLOCK" -n 2 --identity "lease-$1" $P/sem sh -c "touch $T/sem-in-$1; while [ ! -e $T/sem-go ]; do sleep 0.02; done"; }
+lease a & la=$!
+lease b & lb=$!
+check "-n 2: two commands inside at once" wait_for 20 test -e "$T/sem-in-a"
+check "-n 2: two commands inside at once" wait_for 20 test -e "$T/sem-in-b"
+expect_status 1 "-n 2 -t 0: a third one is busy, silently" "$ZKLOCK" -n 2 -t 0 $P/sem true
+check "...silently" [ ! -s "$T/err" ]
+expect_status 3 "--limit 2 -n: the same, with -n as flock's" "$ZKLOCK" --limit 2 -n -E 3 $P/sem true
+expect_status 1 "-v says how many leases are taken, and by whom" "$ZKLOCK" -v -n2 -t 0 $P/sem true
+check "...2 of 2, the oldest named" grep -q "is locked: 2 of 2 leases taken (the oldest by lease-[ab]" "$T/err"
+"$ZKLOCK" -n 2 --identity lease-c $P/sem sh -c 'echo "$ZKLOCK_FENCE" > '"$T/sem-fence" & lc=$!
+# It takes the acquisition lock, makes its lease node and waits for a lease
+# to free: four nodes.
+check "a third one waits in line" wait_for 20 queued $P/sem 4
+expect_status 0 "zklock-ls shows the semaphore" "$ZKLS" $P/sem
+check "text: the leases taken and the line" grep -q "^$P/sem  (semaphore: 2 leases taken, 1 in line)" "$T/out"
+check "text: the leases hold" [ "$(grep -Ec "^  [12] +holds +lease +[0-9]{10} .* lease-[ab]$" "$T/out")" = 2 ]
+check "text: the third's lease waits" grep -Eq "^  3 +waits +lease +[0-9]{10} .* lease-c$" "$T/out"
+check "text: the third heads the line" grep -Eq "^  4 +waits +mutex +[0-9]{10} .* lease-c$" "$T/out"
+check "json: a semaphore, two leases and a waiter" [ "$(json_field $P/sem '(q.get("semaphore"), [(n["state"], n["kind"]) for n in q["nodes"]])')" = \
+  "(True, [('holds', 'lease'), ('holds', 'lease'), ('waits', 'lease'), ('waits', 'mutex')])" ]
+touch "$T/sem-go"; wait $la $lb $lc
+check "the third ran, with its lease's token" grep -Eq '^[0-9]+$' "$T/sem-fence"
+expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
+expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
+check "...and says so" grep -q "choose one of -x, -r, -w, --limit" "$T/err"
+expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2 $P/ksem true
+expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
+check "...saying why" grep -q "cannot take $P/ksem: the semaphore's path holds another number of leases" "$T/err"
+
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

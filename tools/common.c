@@ -589,6 +589,9 @@ int tool_acquire_failed(zklock_session_t *s, const char *path, int rc,
         else
             tell(EXIT_USAGE, "cannot take %s: %s", path, zklock_strerror(rc));
         return EXIT_USAGE;
+    case ZKLOCK_EMISMATCH:
+        tell(EXIT_USAGE, "cannot take %s: %s", path, zklock_strerror(rc));
+        return EXIT_USAGE;
     case ZCONNECTIONLOSS:
         tell(EXIT_UNREACHABLE, "no connection to ZooKeeper to try %s", path);
         return EXIT_UNREACHABLE;

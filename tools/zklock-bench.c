@@ -34,9 +34,15 @@ static const char usage_text[] =
     "  contended CLIENTS SECONDS   CLIENTS threads, each with its own session, on one lock for\n"
     "                              SECONDS, checking mutual exclusion: handoffs per second,\n"
     "                              fewest/most acquisitions per client, overlaps (must be 0)\n"
+    "  semaphore CLIENTS LEASES SECONDS\n"
+    "                              CLIENTS threads, each with its own session, on one\n"
+    "                              semaphore of LEASES leases for SECONDS: acquisitions per\n"
+    "                              second, the most holders seen at once (must be <= LEASES)\n"
     "  herd WAITERS                WAITERS queued on one lock, released one after another:\n"
-    "                              waiters woken per release (must be 1 whatever WAITERS),\n"
-    "                              watch events per release, release-to-next-holder latency\n"
+    "                              waiters woken per release (must be 1 whatever WAITERS;\n"
+    "                              with --semaphore, 2: the head of the line, then the next\n"
+    "                              one as the head passes the acquisition lock on), watch\n"
+    "                              events per release, release-to-next-holder latency\n"
     "  many LOCKS                  one session holds LOCKS distinct locks: acquisitions per\n"
     "                              second and resident memory per held lock\n"
     "  async-many LOCKS            one thread and one session acquire LOCKS distinct locks at\n"
@@ -47,13 +53,14 @@ static const char usage_text[] =
     "\n"
     "  -p, --prefix PATH     where the benchmark's locks go (default /zklock-bench)\n"
     "      --warmup N        uncontended: cycles run before measuring (default 200)\n"
+    "      --semaphore       herd: queue for the lease of a semaphore of one lease\n"
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
     TOOL_CREDENTIAL_HELP
     TOOL_ACL_HELP
     "\n"
-    "The uncontended and contended workloads take the same command lines, and print the\n"
+    "The uncontended, contended and semaphore workloads take the same command lines, and print the\n"
     "same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of zklock's comparison\n"
     "harness, so that their figures can be set side by side; docs/performance.md in zklock's\n"
     "sources explains the method and gives the figures.\n"
@@ -128,17 +135,26 @@ static long heap_bytes(void)
     return (long)mi.uordblks + (long)mi.hblkhd;
 }
 
-static zklock_t *new_lock_opts(zklock_session_t *s, const char *name, const zklock_opts_t *o)
+static int herd_leases; /* --semaphore: the herd queues for a semaphore's lease */
+
+/* A mutex, or (leases > 0) a semaphore of that many leases. */
+static zklock_t *new_lock_of(zklock_session_t *s, const char *name, const zklock_opts_t *o,
+                             int leases)
 {
     char path[512];
     zklock_t *l;
     int rc;
 
     snprintf(path, sizeof path, "%s/%s-%d", prefix, name, (int)getpid());
-    rc = zklock_mutex_new(&l, s, path, o);
+    rc = leases > 0 ? zklock_semaphore_new(&l, s, path, leases, o) : zklock_mutex_new(&l, s, path, o);
     if (rc)
         tool_die(EXIT_INTERNAL, "%s: %s", path, zklock_strerror(rc));
     return l;
+}
+
+static zklock_t *new_lock_opts(zklock_session_t *s, const char *name, const zklock_opts_t *o)
+{
+    return new_lock_of(s, name, o, 0);
 }
 
 static zklock_t *new_lock(zklock_session_t *s, const char *name)
@@ -315,6 +331,86 @@ static int contended(const char *hosts, long clients, double seconds)
     return overlaps ? 1 : 0;
 }
 
+/* ---- semaphore ---------------------------------------------------------------------------------- */
+
+struct leaser {
+    zklock_session_t *s;
+    zklock_t *l;
+    double stop_at;
+    long count;
+    pthread_t t;
+};
+
+static int leases_max, leases_inside, leases_most;
+static long lease_overlaps;
+
+static void *take_leases(void *arg)
+{
+    struct leaser *c = arg;
+
+    while (now_us() < c->stop_at) {
+        int now, most;
+        must_acquire(c->s, c->l);
+        /* the detector: at most leases_max inside */
+        now = __atomic_add_fetch(&leases_inside, 1, __ATOMIC_SEQ_CST);
+        if (now > leases_max)
+            __atomic_add_fetch(&lease_overlaps, 1, __ATOMIC_SEQ_CST);
+        most = __atomic_load_n(&leases_most, __ATOMIC_SEQ_CST);
+        while (now > most && !__atomic_compare_exchange_n(&leases_most, &most, now, false,
+                                                          __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            ;
+        c->count++;
+        __atomic_sub_fetch(&leases_inside, 1, __ATOMIC_SEQ_CST);
+        must(zklock_release(c->l), "release");
+    }
+    return NULL;
+}
+
+static int semaphore(const char *hosts, long clients, int leases, double seconds)
+{
+    struct leaser *c = calloc((size_t)clients, sizeof *c);
+    long total = 0, lo = -1, hi = 0;
+    double t0, wall, cpu0, cpu;
+
+    leases_max = leases;
+    for (long i = 0; i < clients; i++) {
+        c[i].s = open_session(hosts);
+        c[i].l = new_lock_of(c[i].s, "s", NULL, leases);
+    }
+    forget_secrets();
+    cpu0 = cpu_us();
+    t0 = now_us();
+    for (long i = 0; i < clients; i++) {
+        c[i].stop_at = t0 + seconds * 1e6;
+        pthread_create(&c[i].t, NULL, take_leases, &c[i]);
+    }
+    for (long i = 0; i < clients; i++)
+        pthread_join(c[i].t, NULL);
+    wall = (now_us() - t0) / 1e6;
+    cpu = cpu_us() - cpu0;
+    for (long i = 0; i < clients; i++) {
+        total += c[i].count;
+        lo = lo < 0 || c[i].count < lo ? c[i].count : lo;
+        hi = c[i].count > hi ? c[i].count : hi;
+    }
+    printf("semaphore: %ld clients, %d leases, %ld acquisitions in %.2f s: %.0f/s, per client "
+           "%ld..%ld, most inside at once %d, over the limit %ld, client CPU %.1f us per "
+           "acquisition\n",
+           clients, leases, total, wall, (double)total / wall, lo, hi, leases_most, lease_overlaps,
+           total ? cpu / (double)total : 0);
+    printf("{\"peer\":\"zklock\",\"workload\":\"semaphore\",\"clients\":%ld,\"leases\":%d,"
+           "\"seconds\":%.2f,\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,"
+           "\"max_per_client\":%ld,\"max_inside\":%d,\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
+           clients, leases, wall, total, (double)total / wall, lo, hi, leases_most, lease_overlaps,
+           total ? cpu / (double)total : 0);
+    for (long i = 0; i < clients; i++) {
+        zklock_free(c[i].l);
+        close_session(c[i].s);
+    }
+    free(c);
+    return lease_overlaps ? 1 : 0;
+}
+
 /* ---- herd ----------------------------------------------------------------------------------- */
 
 #define WAITERS_PER_SESSION 50
@@ -359,13 +455,20 @@ static uint64_t total_stat(zklock_session_t **s, long n, size_t offset)
     return sum;
 }
 
-static void wait_queued(zklock_session_t *s, const char *path, size_t want)
+/* Waits until `want` waiters are in line for l: in its queue, or in a
+ * semaphore's (its acquisition lock's queue). */
+static void wait_queued(zklock_session_t *s, zklock_t *l, size_t want)
 {
     for (;;) {
         zklock_queue_t *q = NULL;
         size_t n;
-        must(zklock_queue_read(s, path, &q), "read the queue");
-        n = q->count;
+        if (herd_leases) {
+            must(zklock_semaphore_read(l, NULL, &q), "read the line");
+            n = q->count;
+        } else {
+            must(zklock_queue_read(s, zklock_path(l), &q), "read the queue");
+            n = q->count - 1; /* the holder */
+        }
         if (n >= want) {
             zklock_queue_free(q);
             return;
@@ -383,22 +486,20 @@ static int herd(const char *hosts, long waiters)
     struct waiter *w = calloc((size_t)waiters, sizeof *w);
     struct herd h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0};
     uint64_t wake0, events0, wakeups, events;
-    const char *path;
 
     h.handoff = calloc((size_t)waiters, sizeof *h.handoff);
     for (long i = 0; i < nsessions; i++) {
         s[i] = open_session(hosts);
-        l[i] = new_lock(s[i], "herd");
+        l[i] = new_lock_of(s[i], "herd", NULL, herd_leases);
     }
     forget_secrets();
-    path = zklock_path(l[0]);
     must_acquire(s[0], l[0]); /* session 0 holds first */
     for (long i = 0; i < waiters; i++) {
         long k = 1 + i / WAITERS_PER_SESSION;
         w[i] = (struct waiter){&h, s[k], l[k], 0};
         pthread_create(&w[i].t, NULL, wait_in_line, &w[i]);
         if ((i + 1) % 100 == 0 || i + 1 == waiters)
-            wait_queued(s[0], path, (size_t)i + 2); /* arrival order, in batches */
+            wait_queued(s[0], l[0], (size_t)i + 1); /* arrival order, in batches */
     }
     wake0 = total_stat(s, nsessions, offsetof(zklock_stats_t, wakeups));
     events0 = total_stat(s, nsessions, offsetof(zklock_stats_t, watch_events));
@@ -409,14 +510,14 @@ static int herd(const char *hosts, long waiters)
     wakeups = total_stat(s, nsessions, offsetof(zklock_stats_t, wakeups)) - wake0;
     events = total_stat(s, nsessions, offsetof(zklock_stats_t, watch_events)) - events0;
     qsort(h.handoff, (size_t)h.handoffs, sizeof *h.handoff, cmp_double);
-    printf("herd: %ld waiters, %ld releases: %.3f waiters woken and %.3f watch events per "
+    printf("herd (%s): %ld waiters, %ld releases: %.3f waiters woken and %.3f watch events per "
            "release; release to next holder p50 %.0f us, p99 %.0f us\n",
-           waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
+           herd_leases ? "a semaphore's lease" : "a mutex", waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
            percentile(h.handoff, (size_t)h.handoffs, .5), percentile(h.handoff, (size_t)h.handoffs, .99));
-    printf("{\"peer\":\"zklock\",\"workload\":\"herd\",\"waiters\":%ld,\"releases\":%ld,"
+    printf("{\"peer\":\"zklock\",\"workload\":\"herd\",\"lock\":\"%s\",\"waiters\":%ld,\"releases\":%ld,"
            "\"wakeups_per_release\":%.3f,\"watch_events_per_release\":%.3f,"
            "\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,\"handoff_mean_us\":%.1f}\n",
-           waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
+           herd_leases ? "semaphore" : "mutex", waiters, h.handoffs, (double)wakeups / (double)waiters, (double)events / (double)waiters,
            percentile(h.handoff, (size_t)h.handoffs, .5), percentile(h.handoff, (size_t)h.handoffs, .99),
            mean(h.handoff, (size_t)h.handoffs));
     for (long i = 0; i < nsessions; i++) {
@@ -427,7 +528,11 @@ static int herd(const char *hosts, long waiters)
     free(w);
     free(l);
     free(s);
-    return wakeups == (uint64_t)waiters ? 0 : 1;
+    /* A mutex: each release wakes the next waiter, once. A semaphore: each
+     * release wakes the head of the line, once (it waits, its lease made,
+     * holding the acquisition lock); taking its lease, it passes that lock
+     * on, which wakes the next in line: 2 per release, but the last. */
+    return wakeups == (uint64_t)(herd_leases ? 2 * waiters - 1 : waiters) ? 0 : 1;
 }
 
 /* ---- many ------------------------------------------------------------------------------------ */
@@ -600,6 +705,13 @@ static int run_herd(const char *hosts, char **args)
     return herd(hosts, tool_integer("WAITERS", args[0], 1, 100000));
 }
 
+static int run_semaphore(const char *hosts, char **args)
+{
+    return semaphore(hosts, tool_integer("CLIENTS", args[0], 1, 10000),
+                     (int)tool_integer("LEASES", args[1], 1, ZKLOCK_SEMAPHORE_MAX),
+                     tool_seconds("SECONDS", args[2]));
+}
+
 static int run_many(const char *hosts, char **args)
 {
     return many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
@@ -620,11 +732,12 @@ static const struct workload {
 } workloads[] = {
     {"uncontended", "N", 1, run_uncontended},
     {"contended", "CLIENTS and SECONDS", 2, run_contended},
+    {"semaphore", "CLIENTS, LEASES and SECONDS", 3, run_semaphore},
     {"herd", "WAITERS", 1, run_herd},
     {"many", "LOCKS", 1, run_many},
     {"async-many", "LOCKS", 1, run_async_many},
 };
-#define WORKLOAD_NAMES "uncontended, contended, herd, many or async-many"
+#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many or async-many"
 #define TRY_HELP " (try 'zklock-bench --help')"
 
 /* The workload argv names, with its arguments checked, or a usage error. */
@@ -653,6 +766,7 @@ int main(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
+        {"semaphore", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,                  TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -665,6 +779,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'p': prefix = optarg; break;
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
+        case 'S': herd_leases = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
         default:

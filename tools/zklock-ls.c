@@ -39,9 +39,13 @@ static const char usage_text[] =
     TOOL_CREDENTIAL_HELP
     "\n"
     "Columns: POS (place in the queue), STATE (holds or waits), MODE (mutex, read, write,\n"
-    "kazoo-lock, kazoo-read), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
+    "lease, kazoo-lock, kazoo-read, kazoo-lease), SEQ (the node's sequence number), AGE, TOKEN (the fencing\n"
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
     "the host address for Curator, the identifier for kazoo; up to its first NUL byte).\n"
+    "A counting semaphore (zklock -n N, Curator's InterProcessSemaphoreV2, kazoo's\n"
+    "Semaphore) shows its leases, then the contenders in line for one (its acquisition\n"
+    "lock's nodes: the first one is taking a lease now, and a lease it made while it\n"
+    "waits for one to free shows as waiting).\n"
     "Node data cannot forge the output: in the table, control characters and bytes that\n"
     "are not UTF-8 are escaped (\\xNN, \\uXXXX, \\\\ for a backslash) and an identity longer\n"
     "than 80 characters is cut (...); --json is always valid JSON, in ASCII, with bytes\n"
@@ -73,7 +77,33 @@ static json_t *json_text(const char *s)
     return tool_text_for_json(s, strlen(s));
 }
 
-static json_t *json_node(const zklock_node_t *n, size_t position, int64_t now)
+/* What is printed for one path: a lock's queue, or a semaphore's leases
+ * (`q`, every one of them taken) and its line (`line`: the contenders
+ * queued for a lease, in its acquisition lock). */
+struct view {
+    const char *path;
+    const zklock_queue_t *q, *line;
+    /* The session at the head of the line: it holds the acquisition lock,
+     * and a lease node of its own is one made while it waits for a lease to
+     * free (Curator's order), not a lease taken. 0 if none. */
+    int64_t head;
+};
+
+static struct view make_view(const char *path, const zklock_queue_t *q, const zklock_queue_t *line)
+{
+    struct view v = {path, q, line, 0};
+    if (line && line->count > 0)
+        v.head = line->nodes[0].session;
+    return v;
+}
+
+/* Does n hold? A lease of the line's head does not yet. */
+static bool holds(const struct view *v, const zklock_node_t *n)
+{
+    return n->holds && !(v->head && n->session == v->head && v->line);
+}
+
+static json_t *json_node(const zklock_node_t *n, bool held, size_t position, int64_t now)
 {
     json_t *o = json_object();
     char session[32];
@@ -82,7 +112,7 @@ static json_t *json_node(const zklock_node_t *n, size_t position, int64_t now)
         tool_die(EXIT_OSERR, "out of memory");
     snprintf(session, sizeof session, "0x%llx", (unsigned long long)n->session);
     set(o, "position", json_integer((json_int_t)position));
-    set(o, "state", json_string(n->holds ? "holds" : "waits"));
+    set(o, "state", json_string(held ? "holds" : "waits"));
     set(o, "kind", json_string(n->kind));
     set(o, "shared", json_boolean(n->shared));
     set(o, "seq", json_integer(n->seq));
@@ -96,19 +126,30 @@ static json_t *json_node(const zklock_node_t *n, size_t position, int64_t now)
 
 /* One line: jansson writes it, so that it is valid JSON whatever the nodes
  * hold. */
-static void print_json(const zklock_queue_t *q, int64_t now)
+static void append_nodes(json_t *nodes, const struct view *v, const zklock_queue_t *q,
+                         size_t first, int64_t now)
 {
+    for (size_t i = 0; q && i < q->count; i++)
+        if (json_array_append_new(nodes, json_node(&q->nodes[i], holds(v, &q->nodes[i]),
+                                                   first + i, now)) != 0)
+            tool_die(EXIT_OSERR, "out of memory");
+}
+
+static void print_json(const struct view *v, int64_t now)
+{
+    const zklock_queue_t *q = v->q;
     json_t *o = json_object(), *nodes = json_array();
     char *line;
 
     if (!o || !nodes)
         tool_die(EXIT_OSERR, "out of memory");
-    set(o, "path", json_text(q->path));
+    set(o, "path", json_text(v->path));
     set(o, "exists", json_boolean(q->exists));
-    set(o, "ignored", json_integer((json_int_t)q->ignored));
-    for (size_t i = 0; i < q->count; i++)
-        if (json_array_append_new(nodes, json_node(&q->nodes[i], i + 1, now)) != 0)
-            tool_die(EXIT_OSERR, "out of memory");
+    if (v->line)
+        set(o, "semaphore", json_true());
+    set(o, "ignored", json_integer((json_int_t)(v->line ? 0 : q->ignored)));
+    append_nodes(nodes, v, q, 1, now);
+    append_nodes(nodes, v, v->line, q->count + 1, now);
     set(o, "nodes", nodes);
     line = tool_json_line(o);
     if (!line)
@@ -118,46 +159,56 @@ static void print_json(const zklock_queue_t *q, int64_t now)
     json_decref(o);
 }
 
-/* The table: one row per lock node, whatever the nodes hold (escaped). */
-static void print_text(const zklock_queue_t *q, int64_t now)
+static void print_rows(const struct view *v, const zklock_queue_t *q, size_t first, int64_t now)
 {
+    for (size_t i = 0; q && i < q->count; i++) {
+        const zklock_node_t *n = &q->nodes[i];
+        char age[32], *identity = tool_identity_text(n->identity, "-");
+        tool_age(age, sizeof age, now - n->ctime_ms);
+        printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", first + i,
+               holds(v, n) ? "holds" : "waits", n->kind, n->seq, age, (long long)n->token, identity);
+        free(identity);
+    }
+}
+
+/* The table: one row per lock node, whatever the nodes hold (escaped). */
+static void print_text(const struct view *v, int64_t now)
+{
+    const zklock_queue_t *q = v->q;
     /* With -R the path comes from the server's node names. */
-    char *path = tool_text_for_terminal(q->path, strlen(q->path), 0);
-    size_t holding = 0;
+    char *path = tool_text_for_terminal(v->path, strlen(v->path), 0);
+    size_t holding = 0, count = q->count + (v->line ? v->line->count : 0);
 
     if (!path)
         tool_die(EXIT_OSERR, "out of memory");
     for (size_t i = 0; i < q->count; i++)
-        holding += q->nodes[i].holds;
+        holding += holds(v, &q->nodes[i]);
     if (!q->exists)
         printf("%s  (no such lock)\n", path);
+    else if (v->line)
+        printf("%s  (semaphore: %zu lease%s taken, %zu in line)\n", path, holding,
+               holding == 1 ? "" : "s", v->line->count);
     else if (q->count == 0)
         printf("%s  (free)\n", path);
     else
         printf("%s  (%zu holding, %zu waiting)\n", path, holding, q->count - holding);
     free(path);
-    if (q->count > 0)
+    if (count > 0)
         printf("  %-4s %-6s %-10s %-11s %-7s %-12s %s\n", "POS", "STATE", "MODE", "SEQ", "AGE",
                "TOKEN", "IDENTITY");
-    for (size_t i = 0; i < q->count; i++) {
-        const zklock_node_t *n = &q->nodes[i];
-        char age[32], *identity = tool_identity_text(n->identity, "-");
-        tool_age(age, sizeof age, now - n->ctime_ms);
-        printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", i + 1, n->holds ? "holds" : "waits",
-               n->kind, n->seq, age, (long long)n->token, identity);
-        free(identity);
-    }
-    if (q->ignored)
+    print_rows(v, q, 1, now);
+    print_rows(v, v->line, q->count + 1, now);
+    if (q->ignored && !v->line)
         printf("  (%zu other child node%s ignored)\n", q->ignored, q->ignored == 1 ? "" : "s");
 }
 
-static void print_queue(const zklock_queue_t *q)
+static void print_view(const struct view *v)
 {
     pthread_mutex_lock(&print_mu);
     if (json)
-        print_json(q, tool_wall_ms());
+        print_json(v, tool_wall_ms());
     else
-        print_text(q, tool_wall_ms());
+        print_text(v, tool_wall_ms());
     fflush(stdout);
     pthread_mutex_unlock(&print_mu);
 }
@@ -170,12 +221,85 @@ struct lock_view {
     pthread_t thread;
 };
 
-static int read_and_print(struct lock_view *v, zklock_queue_t **q)
+static void print_queue(const zklock_queue_t *q)
 {
-    int rc = zklock_queue_read(v->s, v->path, q);
-    if (rc == ZKLOCK_OK)
-        print_queue(*q);
+    struct view v = make_view(q->path, q, NULL);
+    print_view(&v);
+}
+
+/* A semaphore's path holds its leases: Curator's in a "leases" child (and
+ * nothing else that is a lock node), kazoo's as children named by a uuid
+ * alone. Its line is its acquisition lock's queue ("locks" beside the
+ * leases; kazoo's: "<path>-__lock__"). */
+static bool is_kazoo_semaphore(const zklock_queue_t *q)
+{
+    if (q->count == 0)
+        return false;
+    for (size_t i = 0; i < q->count; i++)
+        if (strcmp(q->nodes[i].kind, "kazoo-lease") != 0)
+            return false;
+    return true;
+}
+
+/* Reads what there is to print of path: its queue, or a semaphore's
+ * leases (in *q) and line (in *line). */
+static int read_view(zklock_session_t *s, const char *path, zklock_queue_t **q,
+                     zklock_queue_t **line)
+{
+    char *leases = NULL, *locks = NULL;
+    int rc = zklock_queue_read(s, path, q);
+
+    *line = NULL;
+    if (rc != ZKLOCK_OK || !(*q)->exists)
+        return rc;
+    if (is_kazoo_semaphore(*q)) {
+        if (asprintf(&locks, "%s-__lock__", path) < 0)
+            tool_die(EXIT_OSERR, "out of memory");
+    } else if ((*q)->count == 0 && (*q)->ignored > 0) {
+        zklock_queue_t *held = NULL;
+        if (asprintf(&leases, "%s/leases", strcmp(path, "/") ? path : "") < 0 ||
+            asprintf(&locks, "%s/locks", strcmp(path, "/") ? path : "") < 0)
+            tool_die(EXIT_OSERR, "out of memory");
+        rc = zklock_queue_read(s, leases, &held);
+        if (rc == ZKLOCK_OK && held->exists) {
+            zklock_queue_free(*q);
+            *q = held;
+        } else {
+            zklock_queue_free(held);
+            free(locks);
+            locks = NULL; /* no semaphore: just a free lock (or none) */
+        }
+    }
+    if (rc == ZKLOCK_OK && locks)
+        rc = zklock_queue_read(s, locks, line);
+    free(leases);
+    free(locks);
+    if (rc == ZKLOCK_EINVAL)
+        rc = ZKLOCK_OK; /* too long a path for "-__lock__": no kazoo semaphore */
     return rc;
+}
+
+static int read_and_print(struct lock_view *v, zklock_queue_t **q, zklock_queue_t **line)
+{
+    int rc = read_view(v->s, v->path, q, line);
+    if (rc == ZKLOCK_OK) {
+        struct view view = make_view(v->path, *q, *line);
+        print_view(&view);
+    }
+    return rc;
+}
+
+/* A semaphore has two queues to watch: its line (where most changes
+ * show), and its leases, looked at every second. */
+static void wait_for_change(zklock_session_t *s, zklock_queue_t *q, zklock_queue_t *line)
+{
+    if (!line) {
+        zklock_queue_wait(s, q, -1);
+        return;
+    }
+    while (zklock_queue_wait(s, line, 1000) == ZKLOCK_ETIMEDOUT)
+        if (zklock_queue_wait(s, q, 0) != ZKLOCK_ETIMEDOUT)
+            return;
 }
 
 /* --follow: print, wait for a change, print again. A failure is said once,
@@ -183,11 +307,11 @@ static int read_and_print(struct lock_view *v, zklock_queue_t **q)
 static void *follow_thread(void *arg)
 {
     struct lock_view *v = arg;
-    zklock_queue_t *q = NULL;
+    zklock_queue_t *q = NULL, *line = NULL;
     int said = ZKLOCK_OK;
 
     for (;;) {
-        int rc = read_and_print(v, &q);
+        int rc = read_and_print(v, &q, &line);
         if (rc == ZNOAUTH) /* asking again would not change the ACL */
             exit(tool_read_failed(v->s, v->path, rc, &sec));
         if (rc != ZKLOCK_OK) {
@@ -199,9 +323,10 @@ static void *follow_thread(void *arg)
             continue;
         }
         said = ZKLOCK_OK;
-        zklock_queue_wait(v->s, q, -1);
+        wait_for_change(v->s, q, line);
         zklock_queue_free(q);
-        q = NULL;
+        zklock_queue_free(line);
+        q = line = NULL;
     }
     return NULL;
 }
@@ -289,7 +414,7 @@ static void walk_children(struct walk *w, const char *path, const zklock_queue_t
 
 static void walk(struct walk *w, const char *path)
 {
-    zklock_queue_t *q = NULL;
+    zklock_queue_t *q = NULL, *line = NULL;
     int rc;
 
     if (w->looked++ == w->budget) {
@@ -298,18 +423,23 @@ static void walk(struct walk *w, const char *path)
         w->status = EXIT_LIMIT;
         return;
     }
-    rc = is_root(path) ? ZKLOCK_OK : zklock_queue_read(w->s, path, &q);
+    rc = is_root(path) ? ZKLOCK_OK : read_view(w->s, path, &q, &line);
     if (rc == ZKLOCK_EINVAL)
         return; /* a node no lock path can name (too long): no lock there */
     if (rc != ZKLOCK_OK) {
         walk_failed(w, path, rc);
         return;
     }
-    if (q && q->count > 0)
+    if (line) {
+        struct view v = make_view(path, q, line);
+        print_view(&v); /* a semaphore: its leases and line are not locks of their own */
+    } else if (q && q->count > 0) {
         print_queue(q);
-    if (!q || q->ignored > 0) /* children that are not lock nodes: there may be locks below */
+    }
+    if (!line && (!q || q->ignored > 0)) /* children that are not lock nodes: there may be locks below */
         walk_children(w, path, q);
     zklock_queue_free(q);
+    zklock_queue_free(line);
 }
 
 /* ---- main -------------------------------------------------------------------------------------- */
@@ -376,11 +506,12 @@ static int parse(int argc, char **argv, struct options *o)
 
 static int show(zklock_session_t *s, const char *path)
 {
-    zklock_queue_t *q = NULL;
+    zklock_queue_t *q = NULL, *line = NULL;
     struct lock_view v = {s, path, 0};
-    int rc = read_and_print(&v, &q);
+    int rc = read_and_print(&v, &q, &line);
 
     zklock_queue_free(q);
+    zklock_queue_free(line);
     return rc == ZKLOCK_OK ? 0 : tool_read_failed(s, path, rc, &sec);
 }
 

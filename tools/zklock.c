@@ -37,10 +37,16 @@ static const char usage_text[] =
     "  -w, --write                  the exclusive side of a read/write lock\n"
     "                               (Curator's InterProcessReadWriteLock; any zklock modes on\n"
     "                               one path exclude each other as they should)\n"
+    "  -n, --limit N                hold one of N leases (1-65535) of a counting semaphore:\n"
+    "                               at most N commands run at once, as consul lock -n does\n"
+    "                               (Curator's InterProcessSemaphoreV2; every party on one\n"
+    "                               path must give the same N)\n"
     "      --kazoo                  name the lock node as python kazoo's Lock/ReadLock does\n"
+    "                               (with --limit: kazoo's Semaphore)\n"
     "  -t, --timeout SECONDS        give up after SECONDS (0: try once; at most 2000000;\n"
     "                               default: wait forever)\n"
-    "  -n, --nonblock               try once: the same as -t 0\n"
+    "  -n, --nonblock               try once: the same as -t 0 (a -n followed by a number is\n"
+    "                               --limit)\n"
     "  -E, --conflict-exit-code N   exit with N (0-255) when the lock is busy or the timeout\n"
     "                               passes (default 1)\n"
     "      --identity TEXT          stored in the lock node, at most 1044480 bytes\n"
@@ -82,11 +88,13 @@ static const char usage_text[] =
     "Examples:\n"
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
     "  zklock -w /deploy/web ./deploy.sh v1.2.3\n"
+    "  zklock -n 3 /jobs/migrations ./migrate.sh shard-17\n"
     "  zklock -v /services/billing/leader ./run-billing-leader\n";
 
 struct options {
     const char *servers, *path, *identity;
-    char mode; /* 'x', 'r', 'w' */
+    char mode; /* 'x', 'r', 'w', or 's' (a semaphore of `limit` leases) */
+    int limit;
     bool kazoo, verbose, quiet;
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
@@ -103,9 +111,22 @@ static void usage_error(const char *msg)
     tool_die(EXIT_USAGE, "%s (try 'zklock --help')", msg);
 }
 
+static bool is_number(const char *arg)
+{
+    return arg[0] && strspn(arg, "0123456789") == strlen(arg);
+}
+
+static void set_limit(struct options *o, const char *arg, int *modes)
+{
+    o->limit = (int)tool_integer("--limit", arg, 1, ZKLOCK_SEMAPHORE_MAX);
+    o->mode = 's';
+    ++*modes;
+}
+
 static void parse(int argc, char **argv, struct options *o)
 {
-    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND };
+    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND,
+           OPT_LIMIT };
     static const struct option longs[] = {
         {"servers", required_argument, NULL, 's'},
         {"exclusive", no_argument, NULL, 'x'},
@@ -114,6 +135,7 @@ static void parse(int argc, char **argv, struct options *o)
         {"kazoo", no_argument, NULL, OPT_KAZOO},
         {"timeout", required_argument, NULL, 't'},
         {"nonblock", no_argument, NULL, 'n'},
+        {"limit", required_argument, NULL, OPT_LIMIT},
         {"conflict-exit-code", required_argument, NULL, 'E'},
         {"identity", required_argument, NULL, OPT_IDENTITY},
         {"session-timeout", required_argument, NULL, OPT_SESSION},
@@ -135,13 +157,23 @@ static void parse(int argc, char **argv, struct options *o)
     /* '+': options end at the lock path; what follows is the command's.
      * ':' and opterr = 0: tool_bad_option() says what is wrong. */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:s:xrwt:nE:vqhV", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:s:xrwt:n::E:vqhV", longs, NULL)) != -1) {
         switch (c) {
         case 's': o->servers = optarg; break;
         case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
         case OPT_KAZOO: o->kazoo = true; break;
         case 't': o->timeout_s = tool_seconds("--timeout", optarg); break;
-        case 'n': o->timeout_s = 0; break;
+        case 'n':
+            /* flock's -n (try once), or consul's -n N (a limit): a lock path
+             * starts with '/', so a number after -n can only be a limit. */
+            if (!optarg && optind < argc && is_number(argv[optind]))
+                optarg = argv[optind++];
+            if (optarg)
+                set_limit(o, optarg, &modes);
+            else
+                o->timeout_s = 0;
+            break;
+        case OPT_LIMIT: set_limit(o, optarg, &modes); break;
         case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
         case OPT_IDENTITY: o->identity = optarg; break;
         case OPT_SESSION:
@@ -164,7 +196,7 @@ static void parse(int argc, char **argv, struct options *o)
         }
     }
     if (modes > 1)
-        usage_error("choose one of -x, -r, -w");
+        usage_error("choose one of -x, -r, -w, --limit");
     if (o->verbose && o->quiet)
         usage_error("choose -v or -q");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
@@ -238,6 +270,7 @@ static void ask_release(struct holder *h)
 struct monitor {
     zklock_session_t *s;
     const char *path;
+    zklock_t *sem; /* a semaphore's lease, or NULL */
     int stop; /* set by the main thread: __atomic accesses only */
     pthread_t thread;
 };
@@ -268,6 +301,43 @@ static char *describe(const zklock_queue_t *q, int64_t self)
         line = NULL;
     free(who);
     return line;
+}
+
+/* A semaphore: "waiting for a lease of ...: all 3 taken (by web-1:4121, token
+ * ..., and 2 others); place 2 of 4 in line", or NULL when we hold or are not
+ * queued yet. line: its acquisition lock's queue. */
+static char *describe_lease(const zklock_queue_t *leases, const zklock_queue_t *line,
+                            int64_t self)
+{
+    size_t taken = 0, me = line->count;
+    const zklock_node_t *first = NULL;
+    char *text = NULL, *who, place[64];
+
+    for (size_t i = 0; i < leases->count; i++) {
+        if (!leases->nodes[i].holds)
+            continue;
+        if (leases->nodes[i].session == self)
+            return NULL; /* ours */
+        first = first ? first : &leases->nodes[i];
+        taken++;
+    }
+    for (size_t i = 0; i < line->count && me == line->count; i++)
+        if (line->nodes[i].session == self)
+            me = i;
+    if (me < line->count)
+        snprintf(place, sizeof place, "place %zu of %zu in line", me + 1, line->count);
+    else if (leases->count > taken)
+        snprintf(place, sizeof place, "next in line");
+    else
+        return NULL; /* not queued yet */
+    who = tool_identity_text(first ? first->identity : "", "?");
+    if (asprintf(&text, "waiting for a lease of %s: %zu taken (%s%s, token %lld%s); %s",
+                 leases->path, taken, first ? "by " : "", first ? who : "none",
+                 first ? (long long)first->token : 0LL, taken > 1 ? ", and others" : "",
+                 place) < 0)
+        text = NULL;
+    free(who);
+    return text;
 }
 
 /* Says line if it differs from the last one said, which it then replaces:
@@ -301,7 +371,9 @@ static void *monitor_thread(void *arg)
     char *said = NULL;
 
     while (!stopping(m)) {
-        int rc = q ? ZKLOCK_OK : zklock_queue_read(m->s, m->path, &q);
+        zklock_queue_t *leases = NULL;
+        int rc = m->sem ? zklock_semaphore_read(m->sem, &leases, &q)
+                        : zklock_queue_read(m->s, m->path, &q);
         if (rc == ZNOAUTH) {
             /* for good: asking again would not change the ACL */
             tool_say("cannot show the queue of %s: not allowed by its ACL (reading needs READ)",
@@ -313,9 +385,13 @@ static void *monitor_thread(void *arg)
             nanosleep(&pause, NULL); /* not connected: look again shortly */
             continue;
         }
-        if (stopping(m))
+        if (stopping(m)) {
+            zklock_queue_free(leases);
             break;
-        say_if_new(&said, describe(q, zklock_session_id(m->s)));
+        }
+        say_if_new(&said, leases ? describe_lease(leases, q, zklock_session_id(m->s))
+                                 : describe(q, zklock_session_id(m->s)));
+        zklock_queue_free(leases);
         /* Wake at least every 250 ms to notice we should stop. */
         while (!stopping(m) && zklock_queue_wait(m->s, q, 250) == ZKLOCK_ETIMEDOUT)
             ;
@@ -445,6 +521,36 @@ static void lock_acquired(struct run *r)
     start_job(r);
 }
 
+/* -v, a semaphore: "... is locked: 3 of 3 leases taken (the oldest by
+ * web-1:4121, held for 3.2s, token 4294967313)". */
+static void say_leases_taken(struct run *r, const char *why)
+{
+    zklock_queue_t *q = NULL;
+    const zklock_node_t *oldest = NULL;
+    size_t taken = 0;
+    char age[32];
+
+    if (zklock_semaphore_read(r->h.lock, &q, NULL) == ZKLOCK_OK) {
+        for (size_t i = 0; i < q->count; i++) {
+            if (!q->nodes[i].holds)
+                continue;
+            taken++;
+            if (!oldest || q->nodes[i].ctime_ms < oldest->ctime_ms)
+                oldest = &q->nodes[i];
+        }
+    }
+    if (oldest) {
+        char *who = tool_identity_text(oldest->identity, "?");
+        tool_age(age, sizeof age, tool_wall_ms() - oldest->ctime_ms);
+        tool_say("%s %s: %zu of %d leases taken (the oldest by %s, held for %s, token %lld)",
+                 r->o->path, why, taken, r->o->limit, who, age, (long long)oldest->token);
+        free(who);
+    } else {
+        tool_say("%s %s: all %d leases taken", r->o->path, why, r->o->limit);
+    }
+    zklock_queue_free(q);
+}
+
 /* -v: "... is locked by web-1:4121 (write, held for 3.2s, token 4294967313)",
  * naming the holder if it is still there. Silent otherwise, as flock -n is:
  * the exit status says it, and cron mails nothing. */
@@ -457,6 +563,10 @@ static void say_busy(struct run *r)
 
     if (!r->o->verbose)
         return;
+    if (r->o->mode == 's') {
+        say_leases_taken(r, why);
+        return;
+    }
     if (zklock_queue_read(r->s, r->o->path, &q) == ZKLOCK_OK)
         for (size_t i = 0; i < q->count && !holder; i++)
             if (q->nodes[i].holds)
@@ -659,6 +769,8 @@ static zklock_t *make_lock(struct run *r, zklock_rwlock_t **rw)
     *rw = NULL;
     if (r->o->mode == 'x') {
         rc = zklock_mutex_new(&l, r->s, r->o->path, &lo);
+    } else if (r->o->mode == 's') {
+        rc = zklock_semaphore_new(&l, r->s, r->o->path, r->o->limit, &lo);
     } else {
         rc = zklock_rwlock_new(rw, r->s, r->o->path, &lo);
         if (rc == 0)
@@ -729,7 +841,7 @@ int main(int argc, char **argv)
     pthread_mutex_init(&r.h.mu, NULL);
     pthread_cond_init(&r.h.cond, NULL);
     if (o.verbose) {
-        r.mon = (struct monitor){r.s, o.path, 0, 0};
+        r.mon = (struct monitor){r.s, o.path, o.mode == 's' ? r.h.lock : NULL, 0, 0};
         pthread_create(&r.mon.thread, NULL, monitor_thread, &r.mon);
     }
     if (pthread_create(&r.h.thread, NULL, lock_thread, &r.h) != 0)
