@@ -74,5 +74,31 @@ wait $a $b $c $d
 check "mixed readers and writers of both languages never overlap wrongly" \
   checklog "$L" --count cr1=10 --count cw1=10 --count zr1=10 --count zw1=10
 
-for p in m o rw rw2 rw3; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- semaphore: Curator's InterProcessSemaphoreV2 and zklock -n share the leases ---------------------
+L=$T/sem.log
+curator $P/sem sem2 1 "$L" CS 0 "$T/go-cs" & cs=$!
+check "a Curator lease is taken" wait_for 30 entered "$L" CS
+zk_hold_until "$L" ZS sem2 "$T/go-zs" -n 2 $P/sem & zs=$!
+check "zklock takes the second lease" wait_for 20 entered "$L" ZS
+expect_status 1 "a third (zklock -n 2 -t 0) finds both taken" "$ZKLOCK" -n 2 -t 0 $P/sem true
+curator $P/sem sem2 1 "$L" CW 0 & cw=$!
+check "a Curator contender waits in line" wait_for 30 queued $P/sem 4
+check "zklock-ls: both leases taken (one Curator's, by its address), Curator's contender in line" \
+  [ "$(json_field $P/sem '(q["semaphore"], sorted(n["state"] + " " + n["kind"] for n in q["nodes"]), sum(bool(__import__("re").match(r"^[0-9a-fA-F.:]+$", n["identity"])) for n in q["nodes"] if n["state"] == "holds"))')" = \
+    "(True, ['holds lease', 'holds lease', 'waits lease', 'waits mutex'], 1)" ]
+check "Curator's lease names" \
+  [ "$(json_field $P/sem 'all(__import__("re").match(r"^_c_[0-9a-f-]{36}-lease-[0-9]{10}$", n["name"]) for n in q["nodes"] if n["kind"] == "lease")')" = True ]
+touch "$T/go-zs"; wait $zs
+check "the Curator contender gets zklock's lease" wait_for 30 entered "$L" CW
+touch "$T/go-cs"; wait $cs $cw
+L=$T/sem3.log
+curator $P/sem3 sem3 15 "$L" c1 10 & a=$!
+curator $P/sem3 sem3 15 "$L" c2 10 & b=$!
+( for i in $(seq 15); do zk_section "$L" z1 sem3 0.01 -n 3 $P/sem3; done ) & c=$!
+( for i in $(seq 15); do zk_section "$L" z2 sem3 0.01 -n 3 $P/sem3; done ) & d=$!
+wait $a $b $c $d
+check "four clients of both languages never hold more than 3 leases at once" \
+  checklog "$L" --expect-shared 2 --count c1=15 --count c2=15 --count z1=15 --count z2=15
+
+for p in m o rw rw2 rw3 sem sem3; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -20,7 +20,7 @@ kazoo $P/m lock 12 "$L" k2 15 & b=$!
 ( for i in $(seq 12); do zk_section "$L" z2 lock 0.015 --kazoo $P/m; done ) & d=$!
 wait $a $b $c $d
 check "zklock --kazoo and kazoo's Lock exclude each other" \
-  checklog "$L" --count k1=12 --count k2=12 --count z1=12 --count z2=12
+  checklog "$L" --expect-shared 2 --count k1=12 --count k2=12 --count z1=12 --count z2=12
 
 # ---- arrival order; zklock-ls shows kazoo's nodes ----------------------------------------------------
 L=$T/order.log
@@ -71,5 +71,30 @@ wait $a $b $c
 check "kazoo's WriteLock and zklock readers and writers never overlap wrongly" \
   checklog "$L" --count kw1=10 --count zr1=10 --count zw1=10
 
-for p in m o rw rw2 rw3 rw4; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- Semaphore: kazoo's Semaphore and zklock --kazoo -n share the leases --------------------------------
+L=$T/sem.log
+kazoo $P/sem sem2 1 "$L" KS 0 "$T/go-ks" & ks=$!
+check "a kazoo lease is taken" wait_for 30 entered "$L" KS
+zk_hold_until "$L" ZS sem2 "$T/go-zs" --kazoo -n 2 $P/sem & zs=$!
+check "zklock takes the second lease" wait_for 20 entered "$L" ZS
+check "kazoo's max_leases is in the path's data" [ "$(/usr/bin/python3 -c '
+import sys; from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(); print(zk.get(sys.argv[2])[0].decode()); zk.stop()' "$ZKLOCK_TEST_HOSTS" $P/sem)" = 2 ]
+check "kazoo sees both leases taken" [ "$(kazoo $P/sem sem2 0 "$L" KT 0)" = busy ]
+expect_status 1 "zklock --kazoo -n 2 -t 0 finds both taken" "$ZKLOCK" --kazoo -n 2 -t 0 $P/sem true
+expect_status 64 "zklock --kazoo with another limit is refused, as kazoo refuses it" "$ZKLOCK" --kazoo -n 3 -t 0 $P/sem true
+check "zklock-ls: a kazoo semaphore, both leases held, one with kazoo's identifier" \
+  [ "$(json_field $P/sem '(q["semaphore"], [(n["state"], n["kind"]) for n in q["nodes"]], "KS" in [n["identity"] for n in q["nodes"]])')" = \
+    "(True, [('holds', 'kazoo-lease'), ('holds', 'kazoo-lease')], True)" ]
+touch "$T/go-zs" "$T/go-ks"; wait $zs $ks
+L=$T/sem3.log
+kazoo $P/sem3 sem3 12 "$L" k1 10 & a=$!
+kazoo $P/sem3 sem3 12 "$L" k2 10 & b=$!
+( for i in $(seq 12); do zk_section "$L" z1 sem3 0.01 --kazoo -n 3 $P/sem3; done ) & c=$!
+( for i in $(seq 12); do zk_section "$L" z2 sem3 0.01 --kazoo -n 3 $P/sem3; done ) & d=$!
+wait $a $b $c $d
+check "four clients of both languages never hold more than 3 leases at once" \
+  checklog "$L" --expect-shared 2 --count k1=12 --count k2=12 --count z1=12 --count z2=12
+
+for p in m o rw rw2 rw3 rw4 sem sem3; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -2,7 +2,8 @@
 //
 //   java CuratorPeer HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
 //
-// MODE is mutex (InterProcessMutex), read or write (InterProcessReadWriteLock).
+// MODE is mutex (InterProcessMutex), read or write (InterProcessReadWriteLock),
+// or semN (InterProcessSemaphoreV2 with N leases).
 // For each iteration: acquire (60 s at most), append "<ns> enter ID MODE" to
 // LOG, hold for HOLD_MS (or, with GOFILE, until that file exists), append
 // "<ns> leave ID MODE", release. Timestamps are the wall clock in ns, as
@@ -17,6 +18,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorPeer {
@@ -30,6 +33,21 @@ public class CuratorPeer {
         try (FileOutputStream out = new FileOutputStream(file, true)) {
             out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
         }
+    }
+
+    // A lease of an InterProcessSemaphoreV2, as an InterProcessLock.
+    static InterProcessLock semaphore(CuratorFramework c, String path, int leases) {
+        InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, leases);
+        return new InterProcessLock() {
+            Lease lease;
+            public void acquire() throws Exception { lease = sem.acquire(); }
+            public boolean acquire(long time, TimeUnit unit) throws Exception {
+                lease = sem.acquire(time, unit);
+                return lease != null;
+            }
+            public void release() throws Exception { lease.close(); lease = null; }
+            public boolean isAcquiredInThisProcess() { return lease != null; }
+        };
     }
 
     public static void main(String[] a) throws Exception {
@@ -50,7 +68,9 @@ public class CuratorPeer {
             System.exit(1);
         }
         InterProcessLock lock;
-        if (mode.equals("mutex")) {
+        if (mode.startsWith("sem")) {
+            lock = semaphore(c, path, Integer.parseInt(mode.substring(3)));
+        } else if (mode.equals("mutex")) {
             lock = new InterProcessMutex(c, path);
         } else {
             InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);

@@ -3,12 +3,18 @@
 must exclude each other overlapped, whatever language each holder ran.
 
   check_log.py LOG [--expect-shared N] [--order ID,ID,...] [--count ID=N ...]
+               [--leases N]
 
-Lines: "<ns> enter|leave ID MODE"; MODE read is shared, anything else is
-exclusive. Prints what it found; exits 1 on an overlap or a failed
-expectation."""
+Lines: "<ns> enter|leave ID MODE"; MODE read is shared, semN is a lease of
+a semaphore of N (at most N inside at once), anything else is exclusive.
+--expect-shared N: at least N readers (or leases) were inside at once.
+Prints what it found; exits 1 on an overlap or a failed expectation."""
 import sys
 from collections import defaultdict
+
+
+def shared(mode):
+    return mode == "read" or mode.startswith("sem")
 
 
 def main():
@@ -25,6 +31,7 @@ def main():
             who, n = args.pop(0).split("=")
             counts[who] = int(n)
     open_at, spans = {}, []
+    limit = None
     for line in open(path):
         ns, what, who, mode = line.split()
         if what == "enter":
@@ -38,20 +45,25 @@ def main():
         for s2, e2, w2, m2 in spans[i + 1:]:
             if s2 >= e1:
                 break
-            if not (m1 == "read" and m2 == "read"):
+            if not (shared(m1) and shared(m2) and m1[:3] == m2[:3]):
                 bad.append(f"{w1} ({m1}) and {w2} ({m2}) overlapped")
-    # most readers inside at once
-    events = sorted([(s, 1) for s, e, w, m in spans if m == "read"] +
-                    [(e, -1) for s, e, w, m in spans if m == "read"])
+    # most readers (or leases) inside at once; leaving sorts before entering
+    events = sorted([(s, 1) for s, e, w, m in spans if shared(m)] +
+                    [(e, -1) for s, e, w, m in spans if shared(m)])
     inside = most = 0
     for _, d in events:
         inside += d
         most = max(most, inside)
+    for s, e, w, m in spans:
+        if m.startswith("sem"):
+            limit = int(m[3:]) if limit is None else min(limit, int(m[3:]))
+    if limit is not None and most > limit:
+        bad.append(f"{most} leases held at once, more than {limit}")
     served = defaultdict(int)
     for s, e, w, m in spans:
         served[w] += 1
     print(f"{len(spans)} critical sections, {len(served)} holders, "
-          f"at most {most} readers at once, {len(bad)} overlaps")
+          f"at most {most} readers or leases at once, {len(bad)} overlaps")
     for b in bad[:10]:
         print("  " + b)
     ok = not bad and not open_at

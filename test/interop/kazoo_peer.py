@@ -3,7 +3,8 @@
 
   kazoo_peer.py HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
 
-MODE is lock (kazoo Lock), read (ReadLock) or write (WriteLock). For each
+MODE is lock (kazoo Lock), read (ReadLock), write (WriteLock) or semN
+(Semaphore with max_leases N). For each
 iteration: acquire (60 s at most), append "<ns> enter ID MODE" to LOG, hold
 for HOLD_MS (or, with GOFILE, until that file exists), append
 "<ns> leave ID MODE", release. The lock's identifier is ID.
@@ -43,8 +44,11 @@ def main():
     iterations, hold_ms = int(iterations), int(hold_ms)
     zk = KazooClient(hosts=hosts, timeout=10.0)
     zk.start(timeout=20)
-    make = {"lock": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[mode]
-    lock = make(path, ident)
+    if mode.startswith("sem"):
+        lock = zk.Semaphore(path, ident, max_leases=int(mode[3:]))
+    else:
+        make = {"lock": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[mode]
+        lock = make(path, ident)
     status = 0
     if iterations == 0:
         got = None
