@@ -599,6 +599,45 @@ ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const c
                                     int max_leases, const zklock_opts_t *opts);
 
 /* ------------------------------------------------------------------------
+ * Multi-lock: several locks, all or none
+ *
+ * zklock_acquire(m, timeout_ms) takes every member within one deadline, or
+ * returns an error with none of them held and nothing of the attempt left
+ * on the server (when connected; else removed in the background).
+ * zklock_release(m) releases them all. While m is held by a thread (or, for
+ * a handle-owned m, by the handle), each member is held by that thread too
+ * (hold count 1; handle-owned members by their handle), so zklock_fence(
+ * member) gives that member's token; zklock_release(member) answers
+ * ZKLOCK_EBUSY then (release m). zklock_fence(m) gives the largest token of
+ * the members; zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
+ * hold_count, valid_until, cancel, the asynchronous calls and on_lost work on
+ * m as on any zklock_t; if a member's hold is lost, m's is (on_lost of m, and
+ * of the member), and the other members are released.
+ *
+ * Deadlock-free: m puts a node in every member's queue with one ZooKeeper
+ * transaction, so two multi-locks are queued in the same order in every queue
+ * they share, whatever order their members were named in; semaphore members
+ * take their lease afterwards, one at a time in path order. Acquiring m while
+ * holding one of its members is refused (ZKLOCK_EDEADLK): waiting for the
+ * rest while holding it could deadlock. The read/write lock's rules hold for
+ * views inside m (an upgrade is ZKLOCK_EDEADLK; a write hold then its read
+ * view is a downgrade).
+ */
+#define ZKLOCK_MULTI_MAX 64
+
+/* locks[0..n-1]: 1..ZKLOCK_MULTI_MAX handles of one session (mutexes,
+ * semaphores, read or write views; not multi-locks), in any order. m does
+ * not own them: free m first, then them (a member freed first stays
+ * referred to, and held if m holds it, until m is freed). opts: on_lost,
+ * ctx and owner apply to m; the members keep their own. Errors:
+ * ZKLOCK_EINVAL (out NULL, n out of range, a NULL member, members of
+ * different sessions, two members on one queue: the same handle twice, both
+ * views of one read/write lock, a mutex and a view on one path),
+ * ZKLOCK_ENOMEM, ZKLOCK_ECLOSED. */
+ZKLOCK_API int zklock_multi_new(zklock_t **out, zklock_t *const locks[], size_t n,
+                                const zklock_opts_t *opts);
+
+/* ------------------------------------------------------------------------
  * Inspecting a lock: who holds it, who waits (any recipe, any client)
  */
 

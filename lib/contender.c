@@ -160,6 +160,7 @@ void zklock__reap(zkl_contender_t *c)
     free(c->check_path);
     free(c->heir_of);
     free(c->heir_multi);
+    free(c->recipe_data);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);
@@ -169,11 +170,23 @@ void zklock__reap(zkl_contender_t *c)
 
 /* ---- sub-acquisitions ----------------------------------------------------- */
 
-void zklock__disown(zkl_contender_t *c)
+void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_contender_t *, int))
 {
-    zkl_contender_t *m = c->sub;
+    m->parent = c;
+    m->internal = internal;
+    m->next_sub = c->subs;
+    c->subs = m;
+}
 
-    c->sub = NULL;
+void zklock__disown(zkl_contender_t *c, zkl_contender_t *m)
+{
+    zkl_contender_t **p = &c->subs;
+
+    while (*p && *p != m)
+        p = &(*p)->next_sub;
+    if (*p)
+        *p = m->next_sub;
+    m->next_sub = NULL;
     m->parent = NULL;
     m->internal = NULL;
     m->attached = false;
@@ -181,15 +194,19 @@ void zklock__disown(zkl_contender_t *c)
 
 bool zklock__sub_pending(zkl_contender_t *c)
 {
-    zkl_contender_t *m = c->sub;
+    zkl_contender_t *m = c->subs, *next;
+    bool pending = false;
 
-    if (!m)
-        return false;
-    if (m->phase != ZKL_LOST && m->phase != ZKL_GONE)
-        return true;
-    zklock__disown(c);
-    zklock__reap(m);
-    return false;
+    for (; m; m = next) {
+        next = m->next_sub;
+        if (m->phase != ZKL_LOST && m->phase != ZKL_GONE) {
+            pending = true;
+            continue;
+        }
+        zklock__disown(c, m);
+        zklock__reap(m);
+    }
+    return pending;
 }
 
 void zklock__detach(zkl_contender_t *c)
@@ -255,6 +272,20 @@ static void report_lost(zkl_contender_t *c, int reason)
 
 static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
 
+/* A sub's hold is part of its parent's (a multi-lock's member): when it is
+ * lost, so is the parent's. */
+static void lose_parent(zkl_contender_t *c, int reason, bool unconfirmed)
+{
+    zkl_contender_t *p = c->parent;
+
+    if (!p || p->phase != ZKL_HELD)
+        return;
+    if (unconfirmed)
+        zklock__lose_unconfirmed(p, c->loss_fallback);
+    else
+        zklock__lose(p, reason);
+}
+
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
@@ -274,6 +305,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
         report_lost(c, reason);
     wake(c);
     lose_heirs_of(c, reason, unconfirmed);
+    lose_parent(c, reason, unconfirmed);
 }
 
 static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)

@@ -96,7 +96,7 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
  * an ephemeral ancestor, a missing chroot) is kept in c->parent_rc: our own
  * create then fails with "no node", and the caller must hear the cause, not
  * a retry storm. */
-static void send_parents(zkl_contender_t *c)
+void zklock__send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     char *p = strdup(c->l->queue);
@@ -123,7 +123,7 @@ static void send_parents(zkl_contender_t *c)
     free(p);
 }
 
-static char *new_node_name(zkl_contender_t *c)
+char *zklock__node_name(zkl_contender_t *c)
 {
     const char *dir = c->l->queue, *tag = c->l->tag_text;
     size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
@@ -138,7 +138,7 @@ static char *new_node_name(zkl_contender_t *c)
     return name;
 }
 
-static void send_list(zkl_contender_t *c)
+void zklock__send_list(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     int rc;
@@ -194,7 +194,7 @@ static void send_heir_create(zkl_contender_t *c, const char *name)
 static void send_create(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
-    char *name = new_node_name(c);
+    char *name = zklock__node_name(c);
     int rc;
 
     if (!name) {
@@ -209,7 +209,7 @@ static void send_create(zkl_contender_t *c)
     c->parent_rc = 0; /* it speaks of this create's parents only */
     c->fast = !c->need_parents && zklock__fast_take(c);
     if (c->need_parents)
-        send_parents(c);
+        zklock__send_parents(c);
     c->need_parents = false;
     c->busy++;
     zklock__op_begin(c);
@@ -221,7 +221,7 @@ static void send_create(zkl_contender_t *c)
         return;
     }
     if (!c->fast)
-        send_list(c);
+        zklock__send_list(c);
 }
 
 /* After a lost create reply: make the server we talk to catch up with the
@@ -238,7 +238,7 @@ static void send_recovery(zkl_contender_t *c)
         zklock__op_refused(c, rc);
         return;
     }
-    send_list(c);
+    zklock__send_list(c);
 }
 
 void zklock__send_owner_check(zkl_contender_t *c)
@@ -331,6 +331,8 @@ void zklock__step(zkl_contender_t *c)
         zklock__arm_own_watch(c);
     if (c->busy || c->phase != ZKL_QUEUING)
         return;
+    if (c->by_parent && !c->node && !c->create_unknown)
+        return; /* its parent starts it, or makes its node */
     if (c->create_unknown)
         send_recovery(c);
     else if (!c->node && c->l->recipe->may_create && !c->l->recipe->may_create(c))
@@ -338,7 +340,7 @@ void zklock__step(zkl_contender_t *c)
     else if (!c->node)
         send_create(c);
     else if (c->need_list)
-        send_list(c);
+        zklock__send_list(c);
 }
 
 
@@ -463,7 +465,7 @@ static void heir_done(int rc, const void *data)
     } else if (create == ZNODEEXISTS) {
         /* An earlier create of ours whose reply was lost: ours only if our
          * session owns it. */
-        zklock__set_node(c, new_node_name(c));
+        zklock__set_node(c, zklock__node_name(c));
         if (c->node)
             zklock__send_owner_check(c);
         else

@@ -59,15 +59,16 @@ void zklock__finish(zkl_contender_t *c);
 /* Starts over with a new node name (the old one is gone or was never ours). */
 void zklock__requeue(zkl_contender_t *c);
 void zklock__become_holder(zkl_contender_t *c);
-/* Sub-acquisitions (c->sub, a contender of another handle owned by c). The
+/* Sub-acquisitions (c->subs, contenders of other handles owned by c). The
  * rule that keeps their lifetimes simple: nothing done for a sub's own event
  * steps or frees its parent, except after disowning it; the event's end
  * (zklock__event_end) settles the parent. */
-/* Has c a sub with something left on the server? One without is let go
- * (and freed: never call this with the sub in use up the stack). */
+void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_contender_t *, int));
+/* Has c a sub with something left on the server? Those without are let go
+ * (and freed: never call this with one in use up the stack). */
 bool zklock__sub_pending(zkl_contender_t *c);
-/* c lets go of its sub (the caller frees it, or its next event does). */
-void zklock__disown(zkl_contender_t *c);
+/* c lets go of its sub m (the caller frees it, or its next event does). */
+void zklock__disown(zkl_contender_t *c, zkl_contender_t *m);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
 /* ... and we do not know why: a probe asks (fallback: if the session lives). */
@@ -84,6 +85,10 @@ void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not sen
 void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
 void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
 void zklock__settle(zkl_contender_t *c);             /* step, and free if finished */
+/* Requests a recipe sends itself (a multi-lock makes its members' nodes). */
+char *zklock__node_name(zkl_contender_t *c);          /* the path to create (malloc'ed) */
+void zklock__send_parents(zkl_contender_t *c);        /* makes the queue's missing levels */
+void zklock__send_list(zkl_contender_t *c);           /* lists the queue; judged on answer */
 /* The end of an event of c's (an answer, a watch): c settles, and so does
  * `up`, its parent when the event began, which c's news may have changed (a
  * sub's events never step or free its parent before: the parent may be

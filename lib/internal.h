@@ -224,16 +224,20 @@ struct zkl_contender {
     bool queue_watch;      /* its listings also watch the whole queue (a
                               semaphore's head, waiting for a lease) */
     int queue_watches;     /* ... registrations of queue_watcher (0 or 1) */
-    /* A recipe's sub-acquisition (a semaphore's acquisition mutex): a
-     * contender of another handle whose owner is not a thread nor a handle
-     * but this contender (its parent), told through `internal` when a call
-     * on it is decided. A parent is neither finished nor freed while it has
-     * a sub: what it started on the server is gone before it is. */
-    zkl_contender_t *sub, *parent;
+    /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
+     * multi-lock's members): contenders of other handles whose owner is
+     * this contender (their parent), told through `internal` when a call
+     * on them is decided. A parent is neither finished nor freed while it
+     * has a sub: what it started on the server is gone before it is. */
+    zkl_contender_t *subs, *next_sub, *parent;
     void (*internal)(zkl_contender_t *c, int rc);
     bool let_go;           /* (a sub) its parent no longer wants it */
+    bool by_parent;        /* (a sub) takes no step of its own until its
+                              parent starts it, or makes its node (in one
+                              multi with its siblings') */
     int recipe_state;      /* a recipe's own word about c (the semaphore's
                               last look at its leases) */
+    void *recipe_data;     /* a recipe's own allocation for c (one free()) */
     /* The watch on our own node: tells a waiter its place is gone and a
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
@@ -264,6 +268,9 @@ struct zkl_recipe {
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    bool nodeless; /* its contenders make no node of their own (a multi-lock) */
+    bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
+                      every plain lock (a semaphore) */
 };
 
 struct zklock {

@@ -193,6 +193,8 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
         c->holds--;
         return answer(done, ZKLOCK_OK);
     }
+    if (c->parent)
+        return ZKLOCK_EBUSY; /* held through a multi-lock: released with it */
     if (wait && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
@@ -297,7 +299,9 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
+    c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
+    if (l->recipe->nodeless)
+        rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
     if (c && c->phase == ZKL_HELD && c->node) {
         /* A copy the hold owns: c->node goes as soon as the hold is lost,
          * maybe while the caller is still sending its multi. */
@@ -410,7 +414,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        if (c->phase == ZKL_HELD && c->attached) {
+        if (c->phase == ZKL_HELD && c->attached && !c->parent) {
             c->holds = 0;
             zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
         }
@@ -421,7 +425,8 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     owed = take_callbacks(l);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
-        zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
+        if (!c->parent) /* a multi-lock's member is its multi-lock's to let go */
+            zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
     }
     zklock__lock_unref(l);
     return owed;

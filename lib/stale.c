@@ -80,7 +80,7 @@ void zklock__stale_add(zkl_contender_t *c)
      * old session, as it did before zklock remembered such nodes.) */
     bool unknown = c->create_unknown || c->busy > 0;
 
-    if (!c->node && !unknown)
+    if ((!c->node && !unknown) || c->l->recipe->nodeless)
         return;
     stale_new(session_of(c), c->l->queue, c->prefix, unknown ? NULL : c->node);
 }

@@ -11,7 +11,7 @@
  *
  * A lease contender first takes the acquisition mutex: an ordinary engine
  * contender of the semaphore's internal mutex handle, owned by the lease
- * contender (its `sub`, see engine.h). Under the mutex it makes its lease
+ * contender (its only sub, see engine.h). Under the mutex it makes its lease
  * node and lists the leases in one round trip, and holds when they number at
  * most max_leases, its own included; otherwise it waits, node and mutex kept,
  * for the leases to change (Curator's rule), told by a watch on them. kazoo looks
@@ -55,7 +55,7 @@ static struct zklock_semaphore *sem_of(const zklock_t *l)
  * gone (engine.h), so a failed acquisition leaves nothing behind. */
 static void let_go_of_mutex(zkl_contender_t *c)
 {
-    zkl_contender_t *m = c->sub;
+    zkl_contender_t *m = c->subs;
 
     if (!m || m->let_go)
         return;
@@ -67,7 +67,7 @@ static void let_go_of_mutex(zkl_contender_t *c)
         m->canceled = true;
         zklock__call_check(m);
     }
-    if (c->sub != m)
+    if (c->subs != m)
         zklock__reap(m); /* decided at once, and let go */
     else
         zklock__sub_pending(c); /* lets it go now if nothing of it is left */
@@ -81,7 +81,7 @@ static void mutex_decided(zkl_contender_t *m, int rc)
 
     if (rc == ZKLOCK_OK && !m->let_go)
         return; /* held: the event's end steps c, which makes its lease now */
-    zklock__disown(c);
+    zklock__disown(c, m);
     if (!m->let_go && c->phase == ZKL_QUEUING)
         zklock__give_up(c, rc); /* busy (try-once), closed, refused, ... */
 }
@@ -94,11 +94,9 @@ static bool take_mutex(zkl_contender_t *c)
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return false;
     }
-    c->sub = m;
-    m->parent = c;
-    m->internal = mutex_decided;
+    zklock__adopt(c, m, mutex_decided);
     zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-    if (c->sub != m)
+    if (c->subs != m)
         zklock__reap(m); /* decided at once */
     return true;
 }
@@ -262,11 +260,11 @@ static void room_done(int rc, const struct String_vector *names, const struct St
 static bool may_create(zkl_contender_t *c)
 {
     struct zklock_semaphore *sem = sem_of(c->l);
-    zkl_contender_t *m = c->sub;
+    zkl_contender_t *m = c->subs;
 
     if (m && (m->phase == ZKL_LOST || m->phase == ZKL_GONE)) {
         let_go_of_mutex(c); /* lost with a session, or deleted: take it again */
-        m = c->sub;
+        m = c->subs;
     }
     if (!m) {
         take_mutex(c);
@@ -358,6 +356,7 @@ static const struct zkl_recipe lease_recipe = {
     .judge = judge,
     .ending = ending,
     .destroy = lease_handle_gone,
+    .in_turn = true,
 };
 
 static const struct zkl_recipe mutex_recipe = {

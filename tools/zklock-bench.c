@@ -46,6 +46,9 @@ static const char usage_text[] =
     "                              latency\n"
     "  many LOCKS                  one session holds LOCKS distinct locks: acquisitions per\n"
     "                              second and resident memory per held lock\n"
+    "  multi LOCKS N               one session takes LOCKS locks and releases them, N times\n"
+    "                              through one multi-lock, then N times one lock after\n"
+    "                              another: cycles per second, latency, requests per cycle\n"
     "  async-many LOCKS            one thread and one session acquire LOCKS distinct locks at\n"
     "                              once (zklock_acquire_async, dispatched in its own poll\n"
     "                              loop), then release them: acquisitions per second beside\n"
@@ -579,6 +582,86 @@ static int many(const char *hosts, long k)
     return 0;
 }
 
+/* ---- multi: several locks at once, against one by one ------------------------------------------- */
+
+struct cycles {
+    double *lat;
+    double ops_per_s;
+    double requests; /* per cycle */
+};
+
+/* n cycles of take-all, release-all: through the multi-lock m, or (m NULL)
+ * taking the members one after another, in one order. */
+static void run_cycles(zklock_session_t *s, zklock_t *m, zklock_t **l, long members, long n,
+                       struct cycles *out)
+{
+    zklock_stats_t st0, st;
+    double t0;
+
+    zklock_session_stats(s, &st0, sizeof st0);
+    t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        double start = now_us();
+        if (m) {
+            must_acquire(s, m);
+            must(zklock_release(m), "release");
+        } else {
+            for (long k = 0; k < members; k++)
+                must_acquire(s, l[k]);
+            for (long k = 0; k < members; k++)
+                must(zklock_release(l[k]), "release");
+        }
+        out->lat[i] = now_us() - start;
+    }
+    out->ops_per_s = (double)n / ((now_us() - t0) / 1e6);
+    zklock_session_stats(s, &st, sizeof st);
+    out->requests = (double)(st.requests - st0.requests) / (double)n;
+    qsort(out->lat, (size_t)n, sizeof *out->lat, cmp_double);
+}
+
+static int multi(const char *hosts, long members, long n)
+{
+    zklock_session_t *s = open_session(hosts);
+    zklock_t **l = calloc((size_t)members, sizeof *l), *m;
+    struct cycles all = {calloc((size_t)n, sizeof(double)), 0, 0},
+                  one = {calloc((size_t)n, sizeof(double)), 0, 0};
+    int rc;
+
+    forget_secrets();
+    for (long k = 0; k < members; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "multi/%ld", k);
+        l[k] = new_lock(s, name);
+    }
+    if ((rc = zklock_multi_new(&m, l, (size_t)members, NULL)) != 0)
+        tool_die(EXIT_INTERNAL, "a multi-lock: %s", zklock_strerror(rc));
+    run_cycles(s, m, l, members, warmup < n ? warmup : n, &all); /* paths made, caches warm */
+    run_cycles(s, NULL, l, members, warmup < n ? warmup : n, &one);
+    run_cycles(s, m, l, members, n, &all);
+    run_cycles(s, NULL, l, members, n, &one);
+    printf("multi: %ld locks, %ld cycles each way. The multi-lock: %.0f/s, p50 %.0f us, p99 %.0f "
+           "us, %.1f requests per cycle. One by one: %.0f/s, p50 %.0f us, p99 %.0f us, %.1f "
+           "requests per cycle\n",
+           members, n, all.ops_per_s, percentile(all.lat, (size_t)n, .5),
+           percentile(all.lat, (size_t)n, .99), all.requests, one.ops_per_s,
+           percentile(one.lat, (size_t)n, .5), percentile(one.lat, (size_t)n, .99), one.requests);
+    printf("{\"peer\":\"zklock\",\"workload\":\"multi\",\"locks\":%ld,\"n\":%ld,"
+           "\"ops_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"requests_per_op\":%.2f,"
+           "\"one_by_one_ops_per_s\":%.1f,\"one_by_one_p50_us\":%.1f,\"one_by_one_p99_us\":%.1f,"
+           "\"one_by_one_requests_per_op\":%.2f}\n",
+           members, n, all.ops_per_s, percentile(all.lat, (size_t)n, .5),
+           percentile(all.lat, (size_t)n, .99), all.requests, one.ops_per_s,
+           percentile(one.lat, (size_t)n, .5), percentile(one.lat, (size_t)n, .99), one.requests);
+    zklock_free(m);
+    for (long k = 0; k < members; k++)
+        zklock_free(l[k]);
+    free(l);
+    free(all.lat);
+    free(one.lat);
+    close_session(s);
+    return 0;
+}
+
 /* ---- async-many: one thread, many locks at once ------------------------------------------------- */
 
 /* The threads of this process (the session's own: a constant number,
@@ -717,6 +800,12 @@ static int run_semaphore(const char *hosts, char **args)
                      tool_seconds("SECONDS", args[2]));
 }
 
+static int run_multi(const char *hosts, char **args)
+{
+    return multi(hosts, tool_integer("LOCKS", args[0], 1, ZKLOCK_MULTI_MAX),
+                 tool_integer("N", args[1], 1, 10000000));
+}
+
 static int run_many(const char *hosts, char **args)
 {
     return many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
@@ -740,9 +829,10 @@ static const struct workload {
     {"semaphore", "CLIENTS, LEASES and SECONDS", 3, run_semaphore},
     {"herd", "WAITERS", 1, run_herd},
     {"many", "LOCKS", 1, run_many},
+    {"multi", "LOCKS and N", 2, run_multi},
     {"async-many", "LOCKS", 1, run_async_many},
 };
-#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many or async-many"
+#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many, multi or async-many"
 #define TRY_HELP " (try 'zklock-bench --help')"
 
 /* The workload argv names, with its arguments checked, or a usage error. */

@@ -1,0 +1,513 @@
+/*
+ * multi.c: several locks, all or none (Curator's InterProcessMultiLock, made
+ * deadlock-free).
+ *
+ * A multi-lock's contender M makes no node of its own: it owns one contender
+ * per member (its subs, see engine.h), each an ordinary contender of the
+ * member's handle, owned by M's owner, so that while M holds, each member is
+ * held by that thread too (zklock_fence(member) works).
+ *
+ * Deadlock: M puts a node in every lock member's queue with ONE zoo_multi
+ * transaction, and the listings follow it (one round trip for all). The
+ * transactions of two multi-locks are ordered (one zxid each), so the earlier
+ * one's nodes come first in every queue they share: a multi-lock only ever
+ * waits for multi-locks that enqueued before it, or for plain holders, which
+ * wait for nothing. No cycle, whatever order the caller named the members
+ * in. Members are otherwise ordinary nodes, so peers on one member (Curator,
+ * kazoo, zklock) still interoperate.
+ *
+ * Semaphore members take their leases one at a time, in path order, once
+ * every lock member is held: a multi-lock that waits for a lease then holds
+ * all its locks, so nobody holding a lease waits for it; and leases taken in
+ * one global order cannot wait in a cycle.
+ *
+ * The creates of a zoo_multi return no Stat: the fencing token (the nodes'
+ * creation zxid, the transaction's, the same for all of them) is read with
+ * one exists on one of them, before M holds.
+ */
+#include "../lib/engine.h"
+
+#include <stdio.h>
+
+struct zklock_multi {
+    zklock_t h;
+    size_t n, nlocks;                    /* members; the lock members come first, */
+    zklock_t *members[ZKLOCK_MULTI_MAX]; /* then the semaphores, by path */
+};
+
+/* One enqueue in flight: the transaction, who it is for, the paths made. */
+#define NAME_MAX_LEN (ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32)
+struct enqueue {
+    int n;
+    zkl_contender_t *who[ZKLOCK_MULTI_MAX];
+    zoo_op_t ops[ZKLOCK_MULTI_MAX];
+    zoo_op_result_t results[ZKLOCK_MULTI_MAX];
+    char names[][NAME_MAX_LEN];
+};
+
+static struct zklock_multi *multi_of(const zklock_t *l)
+{
+    return (struct zklock_multi *)((char *)l - offsetof(struct zklock_multi, h));
+}
+
+static bool in_turn(const zklock_t *member)
+{
+    return member->recipe->in_turn;
+}
+
+/* ---- members ------------------------------------------------------------------------------ */
+
+static void member_decided(zkl_contender_t *m, int rc);
+
+/* A contender of member for M, owned by M's owner. */
+static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
+{
+    zkl_contender_t *m = zklock__contender_new(member);
+
+    if (!m)
+        return NULL;
+    m->owner = c->owner;
+    m->by_parent = true; /* M makes its node, or starts it in its turn */
+    zklock__adopt(c, m, member_decided);
+    return m;
+}
+
+static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
+{
+    for (zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (m->l == member && !m->let_go)
+            return m;
+    return NULL;
+}
+
+/* M no longer wants m: a hold is released, an acquisition canceled, in the
+ * background; M finishes once m's node is gone. */
+static void let_go_of(zkl_contender_t *c, zkl_contender_t *m)
+{
+    if (m->let_go)
+        return;
+    m->let_go = true;
+    m->by_parent = false; /* its node, if a transaction made one, is its to delete */
+    if (m->phase == ZKL_HELD) {
+        m->holds = 0;
+        zklock__release_start(m, NULL, NULL);
+    } else if (m->waiting) {
+        m->canceled = true;
+        zklock__call_check(m);
+    } else if (m->phase == ZKL_QUEUING) {
+        zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
+    }
+    if (m->parent != c)
+        zklock__reap(m); /* decided at once */
+}
+
+/* A call on member m of M is decided. Runs in m's events: M is stepped
+ * when the event ends, or here only once m is disowned (engine.h). */
+static void member_decided(zkl_contender_t *m, int rc)
+{
+    zkl_contender_t *c = m->parent;
+
+    if (rc == ZKLOCK_OK && !m->let_go)
+        return; /* held: M looks at the others when the event ends */
+    zklock__disown(c, m);
+    if (m->let_go) {
+        if (c->releasing && rc != ZKLOCK_OK && rc != ZKLOCK_ECANCELED && c->result == ZKLOCK_OK)
+            c->result = rc; /* a member's hold was gone: the release says so */
+    } else if (c->phase == ZKL_QUEUING) {
+        zklock__give_up(c, rc); /* busy (try-once), refused, closed, ... */
+    }
+}
+
+/* ---- enqueuing: one transaction for every lock member ------------------------------------ */
+
+static void enqueued(int rc, const void *data);
+static void token_read(int rc, const struct Stat *st, const void *data);
+
+static bool enqueued_by_m(const zkl_contender_t *m)
+{
+    return m->by_parent && !in_turn(m->l) && !m->let_go;
+}
+
+/* How many lock members wait for M to make their node; *busy if one of
+ * them has something in flight (M then waits, to make all in one go). */
+static int waiting_for_nodes(const zkl_contender_t *c, bool *busy)
+{
+    int n = 0;
+
+    *busy = false;
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub) {
+        if (!enqueued_by_m(m))
+            continue;
+        *busy |= m->busy > 0 || m->create_unknown;
+        n += !m->node && !m->create_unknown;
+    }
+    return n;
+}
+
+static void send_enqueue(zkl_contender_t *c, int n)
+{
+    zklock_session_t *s = session_of(c);
+    struct enqueue *e = calloc(1, sizeof *e + (size_t)n * NAME_MAX_LEN);
+    char *paths[ZKLOCK_MULTI_MAX];
+    int rc;
+
+    if (!e) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    for (zkl_contender_t *m = c->subs; m && e->n < n; m = m->next_sub) {
+        if (!enqueued_by_m(m) || m->node)
+            continue;
+        if (!(paths[e->n] = zklock__node_name(m))) {
+            for (int i = 0; i < e->n; i++)
+                free(paths[i]);
+            free(e);
+            zklock__give_up(c, ZKLOCK_ENOMEM);
+            return;
+        }
+        m->parent_rc = 0; /* it speaks of this attempt's parents only */
+        if (m->need_parents)
+            zklock__send_parents(m); /* ahead of the transaction: answered first */
+        m->need_parents = false;
+        zoo_create_op_init(&e->ops[e->n], paths[e->n], s->identity, (int)strlen(s->identity),
+                           m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
+        e->who[e->n++] = m;
+    }
+    c->recipe_data = e;
+    c->busy++;
+    zklock__op_begin(c);
+    rc = zoo_amulti(s->zh, e->n, e->ops, e->results, enqueued, c);
+    for (int i = 0; i < e->n; i++)
+        free(paths[i]); /* serialised by zoo_amulti */
+    if (rc != ZOK) {
+        c->recipe_data = NULL;
+        free(e);
+        zklock__op_refused(c, rc);
+        return;
+    }
+    for (int i = 0; i < e->n; i++) {
+        e->who[i]->busy++; /* its node is being made: nothing else for it meanwhile */
+        zklock__send_list(e->who[i]); /* answered after the transaction: it is in */
+    }
+}
+
+/* The member whose create failed the transaction (-1 if none did), and why. */
+static int failed_member(const struct enqueue *e, int rc, int *which)
+{
+    *which = -1;
+    for (int i = 0; i < e->n; i++) {
+        int err = e->results[i].err;
+        if (err != ZOK && err != ZRUNTIMEINCONSISTENCY) {
+            *which = i;
+            return err;
+        }
+    }
+    return rc;
+}
+
+static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
+{
+    int which, why = failed_member(e, rc, &which);
+    zkl_contender_t *m = which >= 0 ? e->who[which] : NULL;
+
+    if (transient(rc)) {
+        for (int i = 0; i < e->n; i++)
+            e->who[i]->create_unknown = true; /* each looks for its node by its prefix */
+    } else if (m && why == ZNONODE && m->parent_rc == 0) {
+        /* Its lock path is missing (maybe others' too: only the first
+         * failure is told): all of them are made first next time. */
+        for (int i = 0; i < e->n; i++)
+            e->who[i]->need_parents = true;
+    } else if (c->phase == ZKL_QUEUING && !session_ending(rc)) {
+        zklock__give_up(c, m && why == ZNONODE ? m->parent_rc : why);
+    }
+}
+
+static void enqueued(int rc, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    struct enqueue *e = c->recipe_data;
+
+    c->busy--;
+    for (int i = 0; i < e->n; i++)
+        e->who[i]->busy--;
+    if (rc != ZOK) {
+        enqueue_failed(c, e, rc);
+        c->recipe_data = NULL;
+        free(e);
+    } else {
+        for (int i = 0; i < e->n; i++) {
+            struct zkl_entry entry;
+            zkl_contender_t *m = e->who[i];
+            zklock__set_node(m, strdup(e->names[i]));
+            m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
+            m->czxid = 0; /* read next: a transaction's create gives no Stat */
+            if (!m->node)
+                zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
+            zklock__step(m); /* let go of meanwhile: its node goes now */
+        }
+        c->busy++;
+        zklock__op_begin(c);
+        rc = zoo_aexists(s->zh, e->names[0], 0, token_read, c);
+        if (rc != ZOK)
+            zklock__op_refused(c, rc);
+    }
+    ZKL_COMPLETION_END(c);
+}
+
+/* The creation zxid of one node of the transaction: the transaction's, so
+ * every member's fencing token. */
+static void token_read(int rc, const struct Stat *st, const void *data)
+{
+    ZKL_COMPLETION_BEGIN(c);
+    struct enqueue *e = c->recipe_data;
+
+    c->busy--;
+    for (int i = 0; rc == ZOK && i < e->n; i++)
+        if (e->who[i]->node && strcmp(e->who[i]->node, e->names[i]) == 0)
+            e->who[i]->czxid = st->czxid;
+    /* else: that node went (its member queues again), or no answer came:
+     * the next step asks again */
+    c->recipe_data = NULL;
+    free(e);
+    ZKL_COMPLETION_END(c);
+}
+
+/* A held member's token still unknown (the read was lost): ask again. */
+static void read_token(zkl_contender_t *c, zkl_contender_t *m)
+{
+    struct enqueue *e = calloc(1, sizeof *e + NAME_MAX_LEN);
+    int rc;
+
+    if (!e) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return;
+    }
+    e->n = 1;
+    e->who[0] = m;
+    snprintf(e->names[0], NAME_MAX_LEN, "%s", m->node);
+    c->recipe_data = e;
+    c->busy++;
+    zklock__op_begin(c);
+    rc = zoo_aexists(session_of(c)->zh, m->node, 0, token_read, c);
+    if (rc != ZOK)
+        zklock__op_refused(c, rc);
+}
+
+/* ---- M's steps ---------------------------------------------------------------------------- */
+
+/* A member whose hold or place went with an old session (or by hand) while
+ * M still waits: a new contender takes its place. */
+static bool replace_lost_members(zkl_contender_t *c)
+{
+    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
+        zklock_t *member = m->l;
+        next = m->next_sub;
+        if (m->let_go || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
+            continue;
+        zklock__disown(c, m);
+        zklock__reap(m);
+        if (!new_member(c, member)) {
+            zklock__give_up(c, ZKLOCK_ENOMEM);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Starts what has not started: every lock member at once (the transaction
+ * makes their nodes; a downgrade heir makes its own), each semaphore member
+ * in its turn, once every member before it holds. */
+static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
+{
+    bool before_held = true;
+
+    for (size_t i = 0; i < mu->n && c->phase == ZKL_QUEUING; i++) {
+        zkl_contender_t *m = member_of(c, mu->members[i]);
+        if (!m) {
+            before_held = false;
+            continue;
+        }
+        if (!m->waiting && m->phase == ZKL_QUEUING && (i < mu->nlocks || before_held)) {
+            if (i >= mu->nlocks)
+                m->by_parent = false; /* its turn: it takes its own steps */
+            zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
+            if (m->parent != c) {
+                zklock__reap(m); /* decided at once: M has given up */
+                return;
+            }
+        }
+        before_held &= m->phase == ZKL_HELD && m->czxid != 0;
+    }
+}
+
+/* Every member held, with its token: M holds, with the largest token. */
+static bool all_held(zkl_contender_t *c, const struct zklock_multi *mu, int64_t *token)
+{
+    *token = 0;
+    for (size_t i = 0; i < mu->n; i++) {
+        zkl_contender_t *m = member_of(c, mu->members[i]);
+        if (!m || m->phase != ZKL_HELD || m->czxid == 0)
+            return false;
+        *token = m->czxid > *token ? m->czxid : *token;
+    }
+    return true;
+}
+
+/* The engine's may_create hook is M's step: M never makes a node. */
+static bool multi_step(zkl_contender_t *c)
+{
+    const struct zklock_multi *mu = multi_of(c->l);
+    bool busy;
+    int n;
+    int64_t token;
+
+    if (!replace_lost_members(c))
+        return false;
+    start_members(c, mu);
+    if (c->phase != ZKL_QUEUING)
+        return false;
+    if ((n = waiting_for_nodes(c, &busy)) > 0) {
+        if (!busy)
+            send_enqueue(c, n);
+        return false;
+    }
+    for (zkl_contender_t *m = c->subs; m; m = m->next_sub) {
+        if (m->phase == ZKL_HELD && m->czxid == 0) {
+            read_token(c, m);
+            return false;
+        }
+    }
+    if (all_held(c, mu, &token)) {
+        c->czxid = token;
+        zklock__become_holder(c);
+    }
+    return false;
+}
+
+/* M gives up, is released or lost: so is every member. */
+static void multi_ending(zkl_contender_t *c)
+{
+    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
+        next = m->next_sub;
+        let_go_of(c, m);
+    }
+}
+
+/* Before M queues (on the caller's thread): a contender per member, with
+ * the member's own rules (a read/write view refuses an upgrade, makes a
+ * downgrade heir). A member the owner holds already is refused: holding it
+ * while waiting for the others could deadlock. */
+static int multi_prepare(zklock_t *l, zkl_contender_t *c)
+{
+    const struct zklock_multi *mu = multi_of(l);
+    int rc = 0;
+
+    for (size_t i = 0; i < mu->n && rc == 0; i++) {
+        zklock_t *member = mu->members[i];
+        const zkl_contender_t *own = zklock__owner_contender(member);
+        zkl_contender_t *m;
+        if (own && own->phase == ZKL_LOST && !own->parent) {
+            zklock__detach((zkl_contender_t *)own); /* a lost hold nobody released */
+            own = NULL;
+        }
+        if (member->freeing)
+            rc = ZKLOCK_ECLOSED;
+        else if (own && own->waiting)
+            rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
+        else if (own && (own->phase == ZKL_HELD || own->phase == ZKL_LEAVING))
+            rc = ZKLOCK_EDEADLK;
+        else if (!(m = new_member(c, member)))
+            rc = ZKLOCK_ENOMEM;
+        else if (member->recipe->prepare && (rc = member->recipe->prepare(member, m)) == 0)
+            m->by_parent = !m->heir; /* a heir makes its own node */
+    }
+    if (rc)
+        multi_ending(c); /* nothing started: the members go at once */
+    return rc;
+}
+
+/* The members are referred to until the multi-lock goes. */
+static void multi_gone(zklock_t *l)
+{
+    struct zklock_multi *mu = multi_of(l);
+
+    for (size_t i = 0; i < mu->n; i++)
+        zklock__lock_unref(mu->members[i]);
+    free(mu);
+}
+
+static const struct zkl_recipe multi_recipe = {
+    .prepare = multi_prepare,
+    .may_create = multi_step,
+    .ending = multi_ending,
+    .destroy = multi_gone,
+    .nodeless = true,
+};
+
+/* ---- creation ----------------------------------------------------------------------------- */
+
+static int by_queue(const void *a, const void *b)
+{
+    const zklock_t *x = *(zklock_t *const *)a, *y = *(zklock_t *const *)b;
+
+    if (in_turn(x) != in_turn(y))
+        return in_turn(x) ? 1 : -1;
+    return strcmp(x->queue, y->queue);
+}
+
+/* EINVAL unless the members are 1..ZKLOCK_MULTI_MAX handles of s, none a
+ * multi-lock, no two in one queue (the same handle twice, both views of one
+ * read/write lock, a mutex and a view on one path: its own nodes would wait
+ * for each other). */
+static int check_members(zklock_t *const locks[], size_t n, zklock_session_t **s)
+{
+    zklock_t *sorted[ZKLOCK_MULTI_MAX];
+
+    if (!locks || n < 1 || n > ZKLOCK_MULTI_MAX || !locks[0])
+        return ZKLOCK_EINVAL;
+    *s = locks[0]->s;
+    for (size_t i = 0; i < n; i++) {
+        if (!locks[i] || locks[i]->s != *s || locks[i]->recipe->nodeless)
+            return ZKLOCK_EINVAL;
+        sorted[i] = locks[i];
+    }
+    qsort(sorted, n, sizeof *sorted, by_queue);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(sorted[i - 1]->queue, sorted[i]->queue) == 0)
+            return ZKLOCK_EINVAL;
+    return 0;
+}
+
+int zklock_multi_new(zklock_t **out, zklock_t *const locks[], size_t n, const zklock_opts_t *opts)
+{
+    struct zklock_multi *mu;
+    zklock_session_t *s;
+    int rc;
+
+    if (!out)
+        return ZKLOCK_EINVAL;
+    *out = NULL;
+    if ((rc = check_members(locks, n, &s)) != 0)
+        return rc;
+    mu = calloc(1, sizeof *mu);
+    if (!mu)
+        return ZKLOCK_ENOMEM;
+    rc = zklock__lock_init(&mu->h, s, locks[0]->path, opts, ZKL_TAG_LOCK, ZKL_TAG_KLOCK);
+    if (rc) {
+        free(mu);
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        mu->members[i] = locks[i];
+        locks[i]->refs++;
+        mu->nlocks += !in_turn(locks[i]);
+    }
+    pthread_mutex_unlock(&s->mu);
+    mu->n = n;
+    qsort(mu->members, n, sizeof *mu->members, by_queue);
+    mu->h.recipe = &multi_recipe;
+    *out = &mu->h;
+    return ZKLOCK_OK;
+}

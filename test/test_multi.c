@@ -1,0 +1,365 @@
+/* test_multi.c: the multi-lock against a real ZooKeeper. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static zklock_t *new_multi(zklock_t *const *locks, size_t n, const zklock_opts_t *o)
+{
+    zklock_t *m = NULL;
+    TU_REQUIRE_RC(zklock_multi_new(&m, locks, n, o), ZKLOCK_OK);
+    return m;
+}
+
+/* Lock nodes under path (0 if it does not exist). */
+static int nodes(const char *path)
+{
+    int n = tu_count(path);
+    return n < 0 ? 0 : n;
+}
+
+static const char *path_n(const char *base, int i)
+{
+    static char buf[8][256];
+    static int next;
+    char *b = buf[next++ % 8];
+    snprintf(b, sizeof buf[0], "%s-%d", tu_path(base), i);
+    return b;
+}
+
+/* ---- the basics ------------------------------------------------------------------------------ */
+
+static void test_all_held_one_token(void)
+{
+    zklock_session_t *s = tu_session();
+    char pa[256], pb[256], pc[256];
+    zklock_t *a, *b, *c, *m;
+    int64_t ta = 0, tb = 0, tc = 0, tm = 0;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-basic", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-basic", 2));
+    snprintf(pc, sizeof pc, "%s", path_n("multi-basic", 3));
+    a = tu_mutex(s, pa, NULL);
+    b = tu_mutex(s, pb, NULL);
+    c = tu_mutex(s, pc, NULL);
+    m = new_multi((zklock_t *[]){c, a, b}, 3, NULL);
+    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(m), ==, 1);
+    TU_ASSERT_INT(zklock_hold_count(a), ==, 1);
+    TU_ASSERT_INT(zklock_hold_count(b), ==, 1);
+    TU_ASSERT_INT(zklock_hold_count(c), ==, 1);
+    TU_ASSERT_INT(nodes(pa) + nodes(pb) + nodes(pc), ==, 3);
+    /* One transaction made the three nodes: one creation zxid. */
+    TU_ASSERT_RC(zklock_fence(a, &ta), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(b, &tb), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(c, &tc), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(m, &tm), ZKLOCK_OK);
+    CU_ASSERT(ta > 0 && ta == tb && tb == tc && tc == tm);
+    /* A member held through m is released with it. */
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_EBUSY);
+    /* Reentrant, like every zklock_t. */
+    TU_ASSERT_RC(zklock_acquire(m, 0), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(m), ==, 2);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(a), ==, 0);
+    TU_ASSERT_INT(nodes(pa) + nodes(pb) + nodes(pc), ==, 0);
+    /* Again, now that the lock paths exist (the first time made them). */
+    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(c);
+    zklock_session_close(s);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+    tu_assert_clean(pc);
+}
+
+/* ---- no deadlock ------------------------------------------------------------------------------ */
+
+struct looper {
+    zklock_t *l;
+    int *inside[2]; /* the detectors of the locks it takes */
+    int iterations, done, failures, overlaps;
+    pthread_t t;
+};
+
+static void *loop(void *arg)
+{
+    struct looper *p = arg;
+
+    for (int i = 0; i < p->iterations; i++) {
+        int rc = zklock_acquire(p->l, 20000);
+        if (rc != ZKLOCK_OK) {
+            p->failures++;
+            continue;
+        }
+        for (int k = 0; k < 2 && p->inside[k]; k++)
+            if (__atomic_add_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST) != 1)
+                p->overlaps++;
+        for (int k = 0; k < 2 && p->inside[k]; k++)
+            __atomic_sub_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST);
+        if (zklock_release(p->l) != ZKLOCK_OK)
+            p->failures++;
+    }
+    __atomic_store_n(&p->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* {A,B}, {B,A}, {A} and {B}, each in a thread with its own session, in a
+ * loop: no deadlock (no acquisition times out), no overlap on A or on B. */
+static void test_overlapping_sets_no_deadlock(void)
+{
+    enum { ITER = 40 };
+    zklock_session_t *s[4];
+    char pa[256], pb[256];
+    int inside_a = 0, inside_b = 0;
+    struct looper p[4];
+    zklock_t *a[4], *b[4], *ab, *ba;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-cross", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-cross", 2));
+    for (int i = 0; i < 4; i++) {
+        s[i] = tu_session();
+        a[i] = tu_mutex(s[i], pa, NULL);
+        b[i] = tu_mutex(s[i], pb, NULL);
+    }
+    ab = new_multi((zklock_t *[]){a[0], b[0]}, 2, NULL);
+    ba = new_multi((zklock_t *[]){b[1], a[1]}, 2, NULL);
+    p[0] = (struct looper){.l = ab, .inside = {&inside_a, &inside_b}, .iterations = ITER};
+    p[1] = (struct looper){.l = ba, .inside = {&inside_b, &inside_a}, .iterations = ITER};
+    p[2] = (struct looper){.l = a[2], .inside = {&inside_a, NULL}, .iterations = ITER};
+    p[3] = (struct looper){.l = b[3], .inside = {&inside_b, NULL}, .iterations = ITER};
+    for (int i = 0; i < 4; i++)
+        pthread_create(&p[i].t, NULL, loop, &p[i]);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(p[i].t, NULL);
+        TU_ASSERT_INT(p[i].failures, ==, 0);
+        TU_ASSERT_INT(p[i].overlaps, ==, 0);
+    }
+    zklock_free(ab);
+    zklock_free(ba);
+    for (int i = 0; i < 4; i++) {
+        zklock_free(a[i]);
+        zklock_free(b[i]);
+        zklock_session_close(s[i]);
+    }
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
+/* ---- giving up -------------------------------------------------------------------------------- */
+
+/* B is held elsewhere: {A,B} times out, is busy at once, is canceled, and
+ * each time holds nothing and leaves nothing. */
+static void test_timeout_busy_cancel_leave_nothing(void)
+{
+    zklock_session_t *s = tu_session(), *other = tu_session();
+    char pa[256], pb[256];
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *a, *b, *hb, *m;
+    struct tu_acquirer w;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-giveup", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-giveup", 2));
+    a = tu_mutex(s, pa, NULL);
+    b = tu_mutex(s, pb, NULL);
+    hb = tu_mutex(other, pb, NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(hb, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(m, 300), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(zklock_hold_count(a), ==, 0);
+    TU_ASSERT_INT(nodes(pa), ==, 0);
+    TU_ASSERT_INT(nodes(pb), ==, 1);
+    TU_ASSERT_RC(zklock_acquire(m, 0), ZKLOCK_EBUSY);
+    TU_ASSERT_INT(nodes(pa), ==, 0);
+    TU_ASSERT_INT(nodes(pb), ==, 1);
+    tu_start_acquirer(&w, m, -1, false);
+    CU_ASSERT(tu_wait_children(pb, 2));
+    TU_ASSERT_RC(zklock_cancel(m), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(nodes(pa), ==, 0);
+    TU_ASSERT_INT(nodes(pb), ==, 1);
+    /* Once B is free, m gets both. */
+    tu_start_acquirer(&w, m, 20000, false);
+    CU_ASSERT(tu_wait_children(pb, 2));
+    TU_ASSERT_RC(zklock_release(hb), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK); /* handle-owned: any thread */
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(hb);
+    zklock_session_close(s);
+    zklock_session_close(other);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
+/* ---- the rules ------------------------------------------------------------------------------- */
+
+static void test_rules(void)
+{
+    zklock_session_t *s = tu_session();
+    char pa[256], pb[256], pr[256];
+    zklock_t *a, *b, *m, *mr, *mw;
+    zklock_rwlock_t *rw = NULL;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-rules", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-rules", 2));
+    snprintf(pr, sizeof pr, "%s", path_n("multi-rules", 3));
+    a = tu_mutex(s, pa, NULL);
+    b = tu_mutex(s, pb, NULL);
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, pr, NULL), ZKLOCK_OK);
+    m = new_multi((zklock_t *[]){a, b}, 2, NULL);
+    /* Holding a member, taking the rest could deadlock: refused. */
+    TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(m, 1000), ZKLOCK_EDEADLK);
+    TU_ASSERT_INT(nodes(pb), ==, 0);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    /* An upgrade inside a multi-lock is still an upgrade. */
+    mw = new_multi((zklock_t *[]){zklock_rwlock_write(rw), b}, 2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(mw, 1000), ZKLOCK_EDEADLK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    /* A downgrade too: the read view held beside the thread's write hold. */
+    mr = new_multi((zklock_t *[]){zklock_rwlock_read(rw), b}, 2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(mr, 5000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_read(rw)), ==, 1);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(mr), ZKLOCK_OK);
+    TU_ASSERT_INT(nodes(pr) + nodes(pb), ==, 0);
+    zklock_free(m);
+    zklock_free(mr);
+    zklock_free(mw);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+}
+
+static void test_bad_input(void)
+{
+    zklock_session_t *s = tu_session(), *s2 = tu_session();
+    zklock_t *a = tu_mutex(s, "/x/a", NULL), *a2 = tu_mutex(s, "/x/a", NULL),
+             *b = tu_mutex(s, "/x/b", NULL), *c = tu_mutex(s2, "/x/c", NULL), *m = NULL, *mm;
+    zklock_t *many[ZKLOCK_MULTI_MAX + 1];
+    zklock_rwlock_t *rw = NULL;
+    zoo_op_t op;
+
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, "/x/rw", NULL), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_multi_new(NULL, (zklock_t *[]){a}, 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, NULL, 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){a}, 0, NULL), ZKLOCK_EINVAL);
+    for (int i = 0; i <= ZKLOCK_MULTI_MAX; i++)
+        many[i] = a;
+    TU_ASSERT_RC(zklock_multi_new(&m, many, ZKLOCK_MULTI_MAX + 1, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){a, NULL}, 2, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){a, c}, 2, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){a, b, a}, 3, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){a, a2}, 2, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){zklock_rwlock_read(rw), zklock_rwlock_write(rw)},
+                                  2, NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(m);
+    mm = new_multi((zklock_t *[]){a, b}, 2, NULL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *[]){mm, c}, 2, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_check_op(mm, &op), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_release(mm), ZKLOCK_ENOTHELD);
+    zklock_free(mm);
+    zklock_rwlock_free(rw);
+    zklock_free(a);
+    zklock_free(a2);
+    zklock_free(b);
+    zklock_free(c);
+    zklock_session_close(s);
+    zklock_session_close(s2);
+}
+
+/* ---- failures -------------------------------------------------------------------------------- */
+
+static void test_expiry_loses_all(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev};
+    zklock_session_t *s = tu_session();
+    char pa[256], pb[256];
+    zklock_t *a, *b, *m;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-expire", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-expire", 2));
+    a = tu_mutex(s, pa, NULL);
+    b = tu_mutex(s, pb, NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &lo);
+    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
+    tu_expire(s);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
+    TU_ASSERT_INT(ev.lost, ==, 1); /* once for m, whichever member went first */
+    TU_ASSERT_INT(zklock_hold_count(m), ==, 0);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_ELOST);
+    /* The new session takes them again. */
+    TU_ASSERT_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_session_close(s);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
+/* A semaphore member: its lease is taken once the locks are held. */
+static void test_with_semaphore(void)
+{
+    zklock_session_t *s = tu_session(), *o1 = tu_session();
+    char pa[256], ps[256], leases[300];
+    zklock_t *a, *sem, *full, *m;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-sem", 1));
+    snprintf(ps, sizeof ps, "%s", path_n("multi-sem", 2));
+    snprintf(leases, sizeof leases, "%s/leases", ps);
+    a = tu_mutex(s, pa, NULL);
+    TU_REQUIRE_RC(zklock_semaphore_new(&sem, s, ps, 1, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&full, o1, ps, 1, NULL), ZKLOCK_OK);
+    m = new_multi((zklock_t *[]){sem, a}, 2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(sem), ==, 1);
+    TU_ASSERT_INT(nodes(leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    /* The lease taken elsewhere: m times out, holding nothing, A included. */
+    TU_REQUIRE_RC(zklock_acquire(full, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(m, 500), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(nodes(pa), ==, 0);
+    TU_ASSERT_INT(nodes(leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(full), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(sem);
+    zklock_free(full);
+    zklock_session_close(s);
+    zklock_session_close(o1);
+    tu_assert_clean(pa);
+    tu_assert_clean(ps);
+}
+
+static const tu_test_t multi_tests[] = {
+    {"all_held_one_token", test_all_held_one_token},
+    {"overlapping_sets_no_deadlock", test_overlapping_sets_no_deadlock},
+    {"timeout_busy_cancel_leave_nothing", test_timeout_busy_cancel_leave_nothing},
+    {"rules", test_rules},
+    {"bad_input", test_bad_input},
+    {"expiry_loses_all", test_expiry_loses_all},
+    {"with_semaphore", test_with_semaphore},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    const tu_suite_t suites[] = {{"multi", multi_tests}, {NULL, NULL}};
+    int rc = tu_main(suites, true);
+    tu_zk_close();
+    return rc;
+}
