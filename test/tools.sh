@@ -426,8 +426,22 @@ expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2
 expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
 check "...saying why" grep -q "cannot take $P/ksem: the semaphore's path holds another number of leases" "$T/err"
 
+# ---- --and: several paths, all or none ----------------------------------------------------------------
+expect_status 0 "--and: the command runs holding both" \
+  "$ZKLOCK" --and $P/and2 $P/and1 sh -c "$ZKLS --json $P/and1 $P/and2 > $T/and-held"
+check "...one node in each, both held" [ "$("$PY" -c 'import json,sys; print([n["state"] for l in open(sys.argv[1]) for n in json.loads(l)["nodes"]])' "$T/and-held")" = "['holds', 'holds']" ]
+"$ZKLOCK" $P/and2 sh -c "touch $T/and-in; while [ ! -e $T/and-go ]; do sleep 0.02; done" & ah=$!
+check "another holds one of them" wait_for 20 test -e "$T/and-in"
+expect_status 1 "--and -t 0: busy, taking neither" "$ZKLOCK" -t 0 --and $P/and2 $P/and1 true
+check "...and leaving nothing on the free one" queued $P/and1 0
+expect_status 1 "--and -t 0.3: the timeout, taking neither" "$ZKLOCK" -t 0.3 --and $P/and1 $P/and2 true
+check "...and leaving nothing on the free one" queued $P/and1 0
+touch "$T/and-go"; wait $ah
+expect_status 64 "--and with LOCKPATH again is refused" "$ZKLOCK" --and $P/and1 $P/and1 true
+expect_status 65 "--and checks its path" "$ZKLOCK" --and no-slash $P/and1 true
+
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

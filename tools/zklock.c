@@ -41,6 +41,9 @@ static const char usage_text[] =
     "                               at most N commands run at once, as consul lock -n does\n"
     "                               (Curator's InterProcessSemaphoreV2; every party on one\n"
     "                               path must give the same N)\n"
+    "      --and PATH               take PATH too, in the same mode, all together or not at\n"
+    "                               all (repeatable: a multi-lock, free of deadlock whatever\n"
+    "                               the order the paths are given in)\n"
     "      --kazoo                  name the lock node as python kazoo's Lock/ReadLock does\n"
     "                               (with --limit: kazoo's Semaphore)\n"
     "  -t, --timeout SECONDS        give up after SECONDS (0: try once; at most 2000000;\n"
@@ -89,12 +92,15 @@ static const char usage_text[] =
     "  zklock -s zk1:2181,zk2:2181 -t 0 /cron/nightly-report /usr/local/bin/report\n"
     "  zklock -w /deploy/web ./deploy.sh v1.2.3\n"
     "  zklock -n 3 /jobs/migrations ./migrate.sh shard-17\n"
+    "  zklock --and /db/users /db/orders ./move-orders.sh\n"
     "  zklock -v /services/billing/leader ./run-billing-leader\n";
 
 struct options {
     const char *servers, *path, *identity;
     char mode; /* 'x', 'r', 'w', or 's' (a semaphore of `limit` leases) */
     int limit;
+    const char *and_paths[ZKLOCK_MULTI_MAX - 1]; /* --and: taken with LOCKPATH */
+    int nand;
     bool kazoo, verbose, quiet;
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
@@ -126,7 +132,7 @@ static void set_limit(struct options *o, const char *arg, int *modes)
 static void parse(int argc, char **argv, struct options *o)
 {
     enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND,
-           OPT_LIMIT };
+           OPT_LIMIT, OPT_AND };
     static const struct option longs[] = {
         {"servers", required_argument, NULL, 's'},
         {"exclusive", no_argument, NULL, 'x'},
@@ -136,6 +142,7 @@ static void parse(int argc, char **argv, struct options *o)
         {"timeout", required_argument, NULL, 't'},
         {"nonblock", no_argument, NULL, 'n'},
         {"limit", required_argument, NULL, OPT_LIMIT},
+        {"and", required_argument, NULL, OPT_AND},
         {"conflict-exit-code", required_argument, NULL, 'E'},
         {"identity", required_argument, NULL, OPT_IDENTITY},
         {"session-timeout", required_argument, NULL, OPT_SESSION},
@@ -174,6 +181,13 @@ static void parse(int argc, char **argv, struct options *o)
                 o->timeout_s = 0;
             break;
         case OPT_LIMIT: set_limit(o, optarg, &modes); break;
+        case OPT_AND:
+            if (o->nand == ZKLOCK_MULTI_MAX - 1)
+                tool_die(EXIT_USAGE, "--and: at most %d paths with LOCKPATH (try 'zklock --help')",
+                         ZKLOCK_MULTI_MAX - 1);
+            tool_check_path(optarg);
+            o->and_paths[o->nand++] = optarg;
+            break;
         case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
         case OPT_IDENTITY: o->identity = optarg; break;
         case OPT_SESSION:
@@ -445,8 +459,16 @@ static int status_code(int status)
 
 /* ---- the main loop ------------------------------------------------------------------------ */
 
+struct locks {
+    zklock_t *held;                     /* what the lock thread takes */
+    int n;                              /* LOCKPATH and the --and paths */
+    zklock_t *one[ZKLOCK_MULTI_MAX];
+    zklock_rwlock_t *rw[ZKLOCK_MULTI_MAX];
+};
+
 struct run {
     struct options *o;
+    struct locks locks;
     zklock_session_t *s;
     struct holder h;
     struct monitor mon;
@@ -759,26 +781,59 @@ static void loop(struct run *r)
 
 /* ---- setting up ---------------------------------------------------------------------------- */
 
-static zklock_t *make_lock(struct run *r, zklock_rwlock_t **rw)
+/* The lock of one path, in the mode asked for. */
+static zklock_t *make_one(struct run *r, const char *path, const zklock_opts_t *lo,
+                          zklock_rwlock_t **rw)
 {
-    zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
-                        .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR};
     zklock_t *l = NULL;
     int rc;
 
     *rw = NULL;
     if (r->o->mode == 'x') {
-        rc = zklock_mutex_new(&l, r->s, r->o->path, &lo);
+        rc = zklock_mutex_new(&l, r->s, path, lo);
     } else if (r->o->mode == 's') {
-        rc = zklock_semaphore_new(&l, r->s, r->o->path, r->o->limit, &lo);
+        rc = zklock_semaphore_new(&l, r->s, path, r->o->limit, lo);
     } else {
-        rc = zklock_rwlock_new(rw, r->s, r->o->path, &lo);
+        rc = zklock_rwlock_new(rw, r->s, path, lo);
         if (rc == 0)
             l = r->o->mode == 'r' ? zklock_rwlock_read(*rw) : zklock_rwlock_write(*rw);
     }
     if (rc)
-        tool_die(EXIT_INTERNAL, "cannot make the lock %s: %s", r->o->path, zklock_strerror(rc));
+        tool_die(EXIT_INTERNAL, "cannot make the lock %s: %s", path, zklock_strerror(rc));
     return l;
+}
+
+/* LOCKPATH's lock, or with --and a multi-lock of all the paths (told of a
+ * loss once, as a whole). */
+static void make_locks(struct run *r)
+{
+    zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
+                        .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR};
+    zklock_opts_t member = lo;
+    struct locks *k = &r->locks;
+    int rc;
+
+    member.on_lost = NULL;
+    k->n = 1 + r->o->nand;
+    for (int i = 0; i < k->n; i++)
+        k->one[i] = make_one(r, i ? r->o->and_paths[i - 1] : r->o->path, k->n > 1 ? &member : &lo,
+                             &k->rw[i]);
+    k->held = k->one[0];
+    if (k->n > 1 && (rc = zklock_multi_new(&k->held, k->one, (size_t)k->n, &lo)) != 0)
+        tool_die(rc == ZKLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL, "cannot take %s and the --and paths together: %s",
+                 r->o->path, rc == ZKLOCK_EINVAL ? "a path is given twice" : zklock_strerror(rc));
+}
+
+static void free_locks(struct locks *k)
+{
+    if (k->n > 1)
+        zklock_free(k->held); /* the multi-lock first: it refers to the others */
+    for (int i = 0; i < k->n; i++) {
+        if (k->rw[i])
+            zklock_rwlock_free(k->rw[i]);
+        else
+            zklock_free(k->one[i]);
+    }
 }
 
 /* Fills set with the signals the main loop reads from its signalfd, and
@@ -806,7 +861,6 @@ int main(int argc, char **argv)
 {
     struct options o;
     struct run r;
-    zklock_rwlock_t *rw;
     zklock_session_opts_t so = {0};
     sigset_t set;
 
@@ -835,7 +889,8 @@ int main(int argc, char **argv)
         tool_say("connecting to %s", o.servers);
     r.s = tool_open(o.servers, &so, &o.sec);
     tool_security_forget(&o.sec); /* the session has its own copy */
-    r.h.lock = make_lock(&r, &rw);
+    make_locks(&r);
+    r.h.lock = r.locks.held;
     r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
     r.h.answers = r.answers[1];
     pthread_mutex_init(&r.h.mu, NULL);
@@ -857,10 +912,7 @@ int main(int argc, char **argv)
     } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK) {
         tool_say("released %s", o.path);
     }
-    if (rw)
-        zklock_rwlock_free(rw);
-    else
-        zklock_free(r.h.lock);
+    free_locks(&r.locks);
     zklock_session_close(r.s);
     return r.exit_code < 0 ? EXIT_INTERNAL : r.exit_code;
 }
