@@ -100,5 +100,17 @@ wait $a $b $c $d
 check "four clients of both languages never hold more than 3 leases at once" \
   checklog "$L" --expect-shared 2 --count c1=15 --count c2=15 --count z1=15 --count z2=15
 
-for p in m o rw rw2 rw3 sem sem3; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- a multi-lock's nodes are ordinary nodes of each lock -------------------------------------------
+L=$T/multi.log
+curator $P/ma mutex 1 "$L" CM 0 "$T/go-cm" & cm=$!
+check "Curator holds A" wait_for 30 entered "$L" CM
+zk_section "$L" ZM mutex 0 --and $P/mb $P/ma & zm=$!
+check "zklock --and B A queues on A behind Curator" wait_for 20 queued $P/ma 2
+check "...with its node on B" queued $P/mb 1
+curator $P/mb mutex 1 "$L" CB 0 & cb=$!
+check "a Curator client on B queues behind zklock's node" wait_for 30 queued $P/mb 2
+touch "$T/go-cm"; wait $cm $zm $cb
+check "served in order: Curator on A, zklock on both, Curator on B" checklog "$L" --order CM,ZM,CB
+
+for p in m o rw rw2 rw3 sem sem3 ma mb; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing
