@@ -599,6 +599,52 @@ ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const c
                                     int max_leases, const zklock_opts_t *opts);
 
 /* ------------------------------------------------------------------------
+ * Leader election
+ *
+ * An election on path is an ordinary zklock_t: zklock_acquire campaigns (it
+ * returns once this participant leads, within the timeout), zklock_release
+ * resigns (the next participant leads at once: it was watching this one's
+ * node), on_lost says the leadership was lost (session expired, node
+ * deleted), zklock_fence gives the leader's token (it grows with every new
+ * leader), cancel, the asynchronous calls and ownership work as for the
+ * mutex. The participants are served in arrival order. The leader's node
+ * holds the session identity until it proclaims something else; every new
+ * term starts with the identity again. Leadership is granted only on a node
+ * of the current ZooKeeper session (never on one of an old session, nor on
+ * one a lost reply may have made for someone else), and a participant whose
+ * session expired hears of it (on_lost) before it can lead again.
+ * On the wire: Curator's LeaderLatch (<path>/_c_<uuid>-latch-<seq>), or
+ * kazoo's Election (a kazoo Lock: <path>/<hex>__lock__<seq>) with
+ * ZKLOCK_WIRE_KAZOO. Curator's LeaderSelector is an InterProcessMutex: a
+ * zklock mutex on its path takes part in it.
+ */
+
+/* Same arguments and errors as zklock_mutex_new(). */
+ZKLOCK_API int zklock_election_new(zklock_t **out, zklock_session_t *s, const char *path,
+                                   const zklock_opts_t *opts);
+
+/* The leader publishes value[0..len) (its address, say) in its node, for
+ * observers (zklock_leader, zklock_queue_wait), without a new election.
+ * Blocks for one round trip. Errors: ZKLOCK_EINVAL (l not an election,
+ * value NULL with len > 0, len > ZKLOCK_DATA_MAX), ZKLOCK_ENOTHELD (the
+ * caller does not lead), ZKLOCK_ELOST (its leadership was lost, also while
+ * proclaiming), ZKLOCK_EDEADLK (on ZooKeeper's completion thread),
+ * ZCONNECTIONLOSS (not connected now), ZooKeeper's codes (ZNOAUTH). */
+ZKLOCK_API int zklock_proclaim(zklock_t *l, const void *value, size_t len);
+
+/* The leader of the election at path, as any client sees it (zklock's,
+ * Curator's LeaderLatch or LeaderSelector, kazoo's Election): *value its
+ * node's data (malloc'ed and NUL-terminated, the caller frees it; NULL if
+ * nobody leads, also when path does not exist), *len its length and *token
+ * the leader's token (len and token may be NULL). Creates nothing; two
+ * pipelined round trips. Errors as zklock_queue_read(), and ZKLOCK_EINVAL
+ * for a NULL value. To follow the leader without polling: read the queue
+ * (zklock_queue_read) and wait with zklock_queue_wait(), which also returns
+ * when the first node's data changes (a new value proclaimed). */
+ZKLOCK_API int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
+                             int64_t *token);
+
+/* ------------------------------------------------------------------------
  * Multi-lock: several locks, all or none
  *
  * zklock_acquire(m, timeout_ms) takes every member within one deadline, or
@@ -644,8 +690,8 @@ ZKLOCK_API int zklock_multi_new(zklock_t **out, zklock_t *const locks[], size_t 
 /* One lock node of a queue. Strings are borrowed from the queue. */
 typedef struct zklock_node {
     const char *name;     /* the child's name */
-    const char *kind;     /* "mutex", "read", "write", "lease" (Curator's
-                             names), "kazoo-lock", "kazoo-read",
+    const char *kind;     /* "mutex", "read", "write", "lease", "latch"
+                             (Curator's names), "kazoo-lock", "kazoo-read",
                              "kazoo-lease" (kazoo's) */
     int shared;           /* 1 for readers */
     int holds;            /* 1 if it holds the lock now, 0 if it waits */
@@ -675,8 +721,9 @@ typedef struct zklock_queue {
 ZKLOCK_API int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out);
 
 /* Waits until the queue differs from `since` (a node came or went, or the
- * lock path appeared or vanished), the session's ZooKeeper session ends, or
- * timeout_ms passes (-1: no limit). Returns 0 when something changed (read
+ * lock path appeared or vanished, or the data of its first node changed: an
+ * election's leader proclaimed a value), the session's ZooKeeper session
+ * ends, or timeout_ms passes (-1: no limit). Returns 0 when something changed (read
  * it again), ZKLOCK_ETIMEDOUT, or the errors of zklock_queue_read(). */
 ZKLOCK_API int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since,
                                  int timeout_ms);

@@ -44,7 +44,7 @@ static const char *kind_of(enum zkl_tag tag)
         [ZKL_TAG_LOCK] = "mutex",       [ZKL_TAG_WRIT] = "write",
         [ZKL_TAG_READ] = "read",        [ZKL_TAG_KLOCK] = "kazoo-lock",
         [ZKL_TAG_KRLOCK] = "kazoo-read", [ZKL_TAG_LEASE] = "lease",
-        [ZKL_TAG_KLEASE] = "kazoo-lease",
+        [ZKL_TAG_KLEASE] = "kazoo-lease", [ZKL_TAG_LATCH] = "latch",
     };
     return kinds[tag];
 }
@@ -56,6 +56,7 @@ struct answer {
     int rc;
     struct Stat st;
     char *data;
+    int len;
 };
 
 struct reading {
@@ -114,10 +115,11 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
     if (rc == ZOK) {
         a->st = *st;
         a->data = malloc(len > 0 ? (size_t)len + 1 : 1);
+        a->len = len > 0 ? len : 0;
         if (a->data) {
             if (len > 0)
                 memcpy(a->data, value, (size_t)len);
-            a->data[len > 0 ? len : 0] = '\0';
+            a->data[a->len] = '\0';
         } else if (r->rc == 0) {
             r->rc = ZKLOCK_ENOMEM;
         }
@@ -240,6 +242,25 @@ static bool fill_node(zklock_node_t *node, struct queue_block *b, const struct z
     return true;
 }
 
+/* The nodes read, in queue order, without those that went between the
+ * listing and their read; *n of them. NULL if out of memory. */
+static struct zkl_entry *live_nodes(const struct reading *r, size_t *n)
+{
+    struct zkl_entry *live = calloc(r->n + 1, sizeof *live);
+
+    *n = 0;
+    for (size_t i = 0; live && i < r->n; i++) {
+        if (r->answers[i].rc != ZOK)
+            continue;
+        live[*n] = r->q[i];
+        live[*n].mine = false;
+        live[(*n)++].index = (uint32_t)i;
+    }
+    if (live)
+        zklock__sort(live, *n, *n ? live[0].seq : 0);
+    return live;
+}
+
 static int build_queue(struct reading *r, const char *path, zklock_queue_t **out)
 {
     struct queue_block *b = calloc(1, sizeof *b);
@@ -248,7 +269,7 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
 
     if (!b)
         return ZKLOCK_ENOMEM;
-    live = calloc(r->n + 1, sizeof *live);
+    live = live_nodes(r, &n);
     b->nodes = calloc(r->n + 1, sizeof *b->nodes);
     b->strings = calloc(2 * r->n + 1, sizeof *b->strings);
     b->path = strdup(path);
@@ -257,15 +278,6 @@ static int build_queue(struct reading *r, const char *path, zklock_queue_t **out
         zklock_queue_free(&b->q);
         return ZKLOCK_ENOMEM;
     }
-    /* Nodes that went between the listing and their read are left out. */
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->answers[i].rc != ZOK)
-            continue;
-        live[n] = r->q[i];
-        live[n].mine = false;
-        live[n++].index = (uint32_t)i;
-    }
-    zklock__sort(live, n, n ? live[0].seq : 0);
     for (size_t i = 0; i < n; i++) {
         int blockers;
         bool holds = zklock__blocker(live, i, &blockers) < 0;
@@ -314,6 +326,26 @@ static void leave(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
 }
 
+/* With s->mu held: reads the queue at path into r (reading_free() it). */
+static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
+{
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    r->s = s;
+    if (zklock__cond_init(&r->cond) != 0)
+        return ZKLOCK_ESYSTEM;
+    rc = enter(s);
+    if (rc == 0) {
+        read_children(r, path);
+        if (r->rc == 0 && r->exists)
+            read_nodes(r, path);
+        rc = r->rc;
+        leave(s);
+    }
+    return rc;
+}
+
 int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out)
 {
     struct reading r;
@@ -324,21 +356,55 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
     *out = NULL;
     if (!s || zklock__path_check(path) != 0)
         return ZKLOCK_EINVAL;
-    memset(&r, 0, sizeof r);
-    r.s = s;
-    if (zklock__cond_init(&r.cond) != 0)
-        return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&s->mu);
-    rc = enter(s);
-    if (rc == 0) {
-        read_children(&r, path);
-        if (r.rc == 0 && r.exists)
-            read_nodes(&r, path);
-        rc = r.rc ? r.rc : build_queue(&r, path, out);
-        leave(s);
-    }
+    rc = read_locked(&r, s, path);
+    if (rc == 0)
+        rc = build_queue(&r, path, out);
     pthread_mutex_unlock(&s->mu);
     reading_free(&r);
+    return rc;
+}
+
+/* The first node of the queue holds: the leader of an election. */
+static void take_leader(struct reading *r, char **value, size_t *len, int64_t *token)
+{
+    size_t n;
+    struct zkl_entry *live = live_nodes(r, &n);
+    struct answer *a = live && n > 0 ? &r->answers[live[0].index] : NULL;
+
+    if (a) {
+        *value = a->data; /* taken from the reading */
+        a->data = NULL;
+        *len = (size_t)a->len;
+        *token = a->st.czxid;
+    }
+    free(live);
+}
+
+int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
+                  int64_t *token)
+{
+    struct reading r;
+    char *v = NULL;
+    size_t l = 0;
+    int64_t t = 0;
+    int rc;
+
+    if (value)
+        *value = NULL;
+    if (!s || zklock__path_check(path) != 0 || !value)
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    rc = read_locked(&r, s, path);
+    if (rc == 0)
+        take_leader(&r, &v, &l, &t);
+    pthread_mutex_unlock(&s->mu);
+    reading_free(&r);
+    *value = v;
+    if (len)
+        *len = rc == 0 ? l : 0;
+    if (token)
+        *token = rc == 0 ? t : 0;
     return rc;
 }
 
@@ -356,8 +422,16 @@ struct zkl_qwatch {
     int rc;
     bool exists;
     int64_t version;
+    const char *expected; /* a data watch: the data `since` showed (as text) */
+    bool data_differs;    /* ... and the node's data is not that now */
     struct zkl_qwatch *next;
 };
+
+static void qwatch_free(struct zkl_qwatch *w)
+{
+    free(w->path);
+    free(w);
+}
 
 static void unlink_qwatch(struct zkl_qwatch *w)
 {
@@ -366,8 +440,7 @@ static void unlink_qwatch(struct zkl_qwatch *w)
         p = &(*p)->next;
     if (*p)
         *p = w->next;
-    free(w->path);
-    free(w);
+    qwatch_free(w);
 }
 
 static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -426,6 +499,21 @@ static void qwatch_exists_done(int rc, const struct Stat *st, const void *data)
     pthread_mutex_unlock(&w->s->mu);
 }
 
+static void qwatch_get_done(int rc, const char *value, int len, const struct Stat *st,
+                            const void *data)
+{
+    struct zkl_qwatch *w = (struct zkl_qwatch *)data;
+    size_t n = strlen(w->expected);
+
+    pthread_mutex_lock(&w->s->mu);
+    /* `since` has the data up to its first NUL: the same if that is all of
+     * it or is followed by a NUL. */
+    w->data_differs = rc != ZOK || len < (int)n || memcmp(value, w->expected, n) != 0 ||
+                      (len > (int)n && value[n] != '\0');
+    qwatch_answer(w, rc == ZNONODE ? ZOK : rc, rc == ZOK, st);
+    pthread_mutex_unlock(&w->s->mu);
+}
+
 /* Takes the watch back; if its event is on its way, leaves it to the watcher. */
 static void qwatch_done(struct zkl_qwatch *w)
 {
@@ -461,6 +549,38 @@ static int send_qwatch(struct zkl_qwatch *w, const zklock_queue_t *since)
     return rc;
 }
 
+/* The holder's data (a leader's proclaimed value): watched too, so that
+ * an election's observer hears of a new value. */
+static int send_holder_watch(struct zkl_qwatch *w, const zklock_queue_t *since)
+{
+    zklock_session_t *s = w->s;
+    int rc;
+
+    w->type = ZWATCHTYPE_DATA;
+    w->expected = since->nodes[0].identity;
+    rc = zoo_awget(s->zh, w->path, queue_watcher, w, qwatch_get_done, w);
+    if (rc == ZOK) {
+        s->ops++;
+        s->stats.requests++;
+        while (!w->answered)
+            pthread_cond_wait(&s->cond, &s->mu);
+        rc = w->rc;
+    }
+    return rc;
+}
+
+static struct zkl_qwatch *new_qwatch(zklock_session_t *s, const char *path, const char *child)
+{
+    struct zkl_qwatch *w = calloc(1, sizeof *w);
+
+    if (!w || !(w->path = child ? zklock__child_path(path, child) : strdup(path))) {
+        free(w);
+        return NULL;
+    }
+    w->s = s;
+    return w;
+}
+
 static bool differs(const struct zkl_qwatch *w, const zklock_queue_t *since)
 {
     /* an exists answer says nothing of the children: creation is the change */
@@ -469,28 +589,40 @@ static bool differs(const struct zkl_qwatch *w, const zklock_queue_t *since)
     return since->exists && w->version != since->version;
 }
 
+static bool holder_changed(const struct zkl_qwatch *h)
+{
+    return h && (h->fired || h->data_differs || h->ended);
+}
+
 int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int timeout_ms)
 {
-    struct zkl_qwatch *w;
+    struct zkl_qwatch *w, *h = NULL;
     struct timespec deadline;
     int rc;
 
     if (!s || !since || !since->path || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup(since->path))) {
-        free(w);
-        return ZKLOCK_ENOMEM;
+    w = new_qwatch(s, since->path, NULL);
+    if (w && since->count > 0 && !(h = new_qwatch(s, since->path, since->nodes[0].name))) {
+        qwatch_free(w);
+        w = NULL;
     }
-    w->s = s;
+    if (!w)
+        return ZKLOCK_ENOMEM;
     zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
     pthread_mutex_lock(&s->mu);
     w->next = s->qwatches;
     s->qwatches = w;
+    if (h) {
+        h->next = s->qwatches;
+        s->qwatches = h;
+    }
     rc = enter(s);
     if (rc == 0) {
         rc = send_qwatch(w, since);
-        while (rc == 0 && !differs(w, since) && !w->fired && !w->ended) {
+        if (rc == 0 && h && !differs(w, since) && !w->fired)
+            rc = send_holder_watch(h, since);
+        while (rc == 0 && !differs(w, since) && !w->fired && !w->ended && !holder_changed(h)) {
             if (timeout_ms >= 0 && zklock__passed(&deadline)) {
                 rc = ZKLOCK_ETIMEDOUT;
             } else if (timeout_ms < 0) {
@@ -502,6 +634,8 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
         leave(s);
     }
     qwatch_done(w);
+    if (h)
+        qwatch_done(h);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }

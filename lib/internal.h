@@ -109,6 +109,7 @@ enum zkl_tag {
     ZKL_TAG_LEASE,  /* Curator semaphore lease:   "lease-"    (leases share) */
     ZKL_TAG_KLEASE, /* kazoo Semaphore lease:     no tag, no sequence: the
                        name is a 32-digit hex uuid (leases share) */
+    ZKL_TAG_LATCH,  /* Curator LeaderLatch:       "latch-"    (exclusive) */
     ZKL_TAG_COUNT
 };
 
@@ -489,6 +490,11 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
                   enum zkl_tag kazoo_tag);
 /* A semaphore's leases: the first max (in queue order) hold, the rest wait. */
 void zklock__queue_cap_holders(zklock_queue_t *q, int max);
+/* A handle whose nodes exclude every other (a mutex, an election); kazoo's
+ * naming is its Lock's. recipe: NULL for the default rules. */
+int zklock__exclusive_new(zklock_t **out, zklock_session_t *s, const char *path,
+                          const zklock_opts_t *opts, enum zkl_tag curator_tag,
+                          const struct zkl_recipe *recipe);
 /* Makes l's contenders queue in `queue` (copied), not in its path. */
 int zklock__lock_queue_in(zklock_t *l, const char *queue);
 /* Undoes zklock__lock_init for a handle that was never used. */

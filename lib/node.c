@@ -30,6 +30,7 @@ static const struct {
     [ZKL_TAG_KRLOCK] = {"__rlock__", true},
     [ZKL_TAG_LEASE] = {"lease-", true},
     [ZKL_TAG_KLEASE] = {"", true},
+    [ZKL_TAG_LATCH] = {"latch-", false},
 };
 
 const char *zklock__tag_text(enum zkl_tag tag)

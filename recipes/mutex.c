@@ -6,8 +6,9 @@
 
 #include "../lib/internal.h"
 
-int zklock_mutex_new(zklock_t **out, zklock_session_t *s, const char *path,
-                     const zklock_opts_t *opts)
+int zklock__exclusive_new(zklock_t **out, zklock_session_t *s, const char *path,
+                          const zklock_opts_t *opts, enum zkl_tag curator_tag,
+                          const struct zkl_recipe *recipe)
 {
     zklock_t *l;
     int rc;
@@ -18,11 +19,19 @@ int zklock_mutex_new(zklock_t **out, zklock_session_t *s, const char *path,
     l = calloc(1, sizeof *l);
     if (!l)
         return ZKLOCK_ENOMEM;
-    rc = zklock__lock_init(l, s, path, opts, ZKL_TAG_LOCK, ZKL_TAG_KLOCK);
+    rc = zklock__lock_init(l, s, path, opts, curator_tag, ZKL_TAG_KLOCK);
     if (rc) {
         free(l);
         return rc;
     }
+    if (recipe)
+        l->recipe = recipe;
     *out = l;
     return 0;
+}
+
+int zklock_mutex_new(zklock_t **out, zklock_session_t *s, const char *path,
+                     const zklock_opts_t *opts)
+{
+    return zklock__exclusive_new(out, s, path, opts, ZKL_TAG_LOCK, NULL);
 }
