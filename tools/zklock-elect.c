@@ -1,0 +1,260 @@
+/* zklock-elect: campaign in a ZooKeeper leader election and run a command
+ * while leading (hold.c, as zklock does for a lock), or follow who leads
+ * (-l), as etcdctl elect does. */
+#include "config.h"
+
+#include "escape.h"
+#include "hold.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *tool_name = "zklock-elect";
+
+static const char usage_text[] =
+    "Usage: zklock-elect [OPTION]... PATH VALUE [--] [COMMAND [ARG]...]\n"
+    "       zklock-elect -l [OPTION]... PATH\n"
+    "Campaign in the leader election PATH with VALUE (an address, say: what the others\n"
+    "are told the leader is) and, once leading, run COMMAND; without COMMAND, print\n"
+    "\"leader\" and lead until interrupted, then resign. With -l, print the leader's VALUE\n"
+    "now and at every change, until interrupted.\n"
+    "\n"
+    "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
+    "                               then 127.0.0.1:2181)\n"
+    "  -l, --listen                 follow the leader instead of campaigning\n"
+    "  -j, --json                   with -l: one JSON object per line\n"
+    "      --kazoo                  kazoo's Election on the wire (default: Curator's\n"
+    "                               LeaderLatch)\n"
+    "  -t, --timeout SECONDS        give up if not leading within SECONDS (0: only if nobody\n"
+    "                               leads; default: wait forever)\n"
+    "  -E, --conflict-exit-code N   exit with N (0-255) when giving up so (default 1)\n"
+    "      --session-timeout MS     ZooKeeper session timeout, 1-3600000 (default 10000):\n"
+    "                               how long a dead leader keeps the others waiting\n"
+    "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
+    "      --kill-after SECONDS     if leadership is lost, SIGKILL what is left of COMMAND's\n"
+    "                               process group this long after SIGTERM (default 10)\n"
+    "      --on-suspend stop|continue  while the connection to ZooKeeper is lost, stop\n"
+    "                               COMMAND's group, and continue it when the session is\n"
+    "                               back (default: continue)\n"
+    "  -v, --verbose                say what happens on stderr\n"
+    "  -q, --quiet                  print nothing but usage errors (the exit status tells)\n"
+    "  -h, --help                   show this help and exit\n"
+    "  -V, --version                show the version and exit\n"
+    "\n"
+    TOOL_CREDENTIAL_HELP
+    TOOL_ACL_HELP
+    "\n"
+    "COMMAND runs as zklock(1) runs it: with ZKLOCK_PATH and ZKLOCK_FENCE (the leader's\n"
+    "token, larger for every new leader) in its environment, in a process group of its\n"
+    "own that gets the signals sent to zklock-elect; if leadership is lost (the session\n"
+    "expired, the node was deleted, or no word from ZooKeeper for nearly a session\n"
+    "timeout: then before anyone else can lead), the group gets SIGTERM, then SIGKILL after\n"
+    "--kill-after, and zklock-elect exits with 75.\n"
+    "\n"
+    "Exit status: COMMAND's; 0 when interrupted while leading without COMMAND (or while\n"
+    "listening); the conflict code (1) at the timeout; 64 bad usage; 65 invalid path; 69\n"
+    "ZooKeeper unreachable or failing; 70 internal error; 71 system error; 75 leadership\n"
+    "lost; 77 not allowed by an ACL, or the credentials were rejected; 126/127 COMMAND\n"
+    "cannot run / not found; 128+N when signal N arrived before leading.\n"
+    "\n"
+    "Examples:\n"
+    "  zklock-elect /services/billing/leader 10.0.0.7:8080 ./billing --serve\n"
+    "  zklock-elect -l /services/billing/leader\n";
+
+struct options {
+    struct hold_options hold;
+    bool listen, json;
+};
+
+static void usage_error(const char *msg) __attribute__((noreturn));
+static void usage_error(const char *msg)
+{
+    tool_die(EXIT_USAGE, "%s (try 'zklock-elect --help')", msg);
+}
+
+static void parse(int argc, char **argv, struct options *o)
+{
+    enum { OPT_SESSION = 256, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND };
+    static const struct option longs[] = {
+        {"servers", required_argument, NULL, 's'},
+        {"listen", no_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"kazoo", no_argument, NULL, OPT_KAZOO},
+        {"timeout", required_argument, NULL, 't'},
+        {"conflict-exit-code", required_argument, NULL, 'E'},
+        {"session-timeout", required_argument, NULL, OPT_SESSION},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+        {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+        {"on-suspend", required_argument, NULL, OPT_ON_SUSPEND},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        TOOL_CREDENTIAL_OPTIONS,
+        TOOL_ACL_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    struct hold_options *h = &o->hold;
+    int c;
+
+    *o = (struct options){.hold = {.mode = 'e', .timeout_s = -1, .conflict_code = 1,
+                                   .connect_s = 10, .kill_after_s = 10}};
+    opterr = 0;
+    /* '+': options end at PATH; what follows VALUE is the command's */
+    while ((c = getopt_long(argc, argv, "+:s:ljt:E:vqhV", longs, NULL)) != -1) {
+        switch (c) {
+        case 's': h->servers = optarg; break;
+        case 'l': o->listen = true; break;
+        case 'j': o->json = true; break;
+        case OPT_KAZOO: h->kazoo = true; break;
+        case 't': h->timeout_s = tool_seconds("--timeout", optarg); break;
+        case 'E': h->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
+        case OPT_SESSION:
+            h->session_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
+            break;
+        case OPT_CONNECT: h->connect_s = tool_seconds("--connect-timeout", optarg); break;
+        case OPT_KILL_AFTER: h->kill_after_s = tool_seconds("--kill-after", optarg); break;
+        case OPT_ON_SUSPEND:
+            if (strcmp(optarg, "stop") != 0 && strcmp(optarg, "continue") != 0)
+                usage_error("--on-suspend takes stop or continue");
+            h->stop_on_suspend = strcmp(optarg, "stop") == 0;
+            break;
+        case 'v': h->verbose = true; break;
+        case 'q': h->quiet = true; break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'V': printf("zklock-elect %s\n", zklock_version()); exit(0);
+        default:
+            if (!tool_security_option(&h->sec, c, optarg))
+                tool_bad_option(c, argv, "zklock-elect");
+        }
+    }
+    if (h->verbose && h->quiet)
+        usage_error("choose -v or -q");
+    if (o->json && !o->listen)
+        usage_error("--json goes with -l (--listen)");
+    if (optind >= argc)
+        usage_error(o->listen ? "missing PATH" : "missing PATH and VALUE");
+    h->path = argv[optind++];
+    h->servers = tool_servers(h->servers);
+    if (o->listen) {
+        if (optind < argc)
+            usage_error("-l takes PATH only");
+        return;
+    }
+    if (optind >= argc)
+        usage_error("missing VALUE");
+    h->identity = argv[optind++];
+    if (strlen(h->identity) > ZKLOCK_DATA_MAX)
+        tool_die(EXIT_USAGE, "VALUE: %zu bytes, more than the %d a node holds (try 'zklock-elect --help')",
+                 strlen(h->identity), ZKLOCK_DATA_MAX);
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    h->command = optind < argc ? argv + optind : NULL;
+}
+
+/* ---- -l: following the leader ------------------------------------------------------------ */
+
+/* One line: the leader's value (escaped), or that nobody leads. */
+static void print_leader(const char *path, const char *value, size_t len, int64_t token,
+                         bool json)
+{
+    if (json) {
+        json_t *o = json_object();
+        char *line;
+        if (!o || json_object_set_new(o, "path", tool_text_for_json(path, strlen(path))) != 0 ||
+            json_object_set_new(o, "leader", value ? tool_text_for_json(value, len) : json_null()) != 0 ||
+            json_object_set_new(o, "token", json_integer(token)) != 0 || !(line = tool_json_line(o)))
+            tool_die(EXIT_OSERR, "out of memory");
+        puts(line);
+        free(line);
+        json_decref(o);
+    } else if (value) {
+        char *text = tool_text_for_terminal(value, len, 0);
+        if (!text)
+            tool_die(EXIT_OSERR, "out of memory");
+        puts(text);
+        free(text);
+    } else {
+        puts("(no leader)");
+    }
+    fflush(stdout);
+}
+
+static bool same_leader(const char *a, size_t alen, int64_t at, const char *b, size_t blen,
+                        int64_t bt, bool first)
+{
+    if (first || at != bt || (a == NULL) != (b == NULL))
+        return false;
+    return !a || (alen == blen && memcmp(a, b, alen) == 0);
+}
+
+/* Prints the leader, then again at every change (a new leader, a new value,
+ * nobody), until a signal ends us. Nothing polls: zklock_queue_wait watches
+ * the election and the leader's node. A failure is said once while it
+ * lasts. */
+static int listen_to(zklock_session_t *s, const char *path, bool json,
+                     const struct tool_security *sec)
+{
+    char *shown = NULL;
+    size_t shown_len = 0;
+    int64_t shown_token = 0;
+    int said = ZKLOCK_OK;
+    bool first = true;
+
+    for (;;) {
+        zklock_queue_t *q = NULL;
+        char *value = NULL;
+        size_t len = 0;
+        int64_t token = 0;
+        int rc = zklock_queue_read(s, path, &q);
+        if (rc == ZKLOCK_OK)
+            rc = zklock_leader(s, path, &value, &len, &token);
+        if (rc == ZNOAUTH)
+            return tool_read_failed(s, path, rc, sec);
+        if (rc != ZKLOCK_OK) {
+            struct timespec pause = {0, 500 * 1000 * 1000};
+            if (rc != said)
+                tool_say("%s: %s (trying again)", path, zklock_strerror(rc));
+            said = rc;
+            zklock_queue_free(q);
+            nanosleep(&pause, NULL); /* the session reconnects by itself */
+            continue;
+        }
+        said = ZKLOCK_OK;
+        if (!same_leader(value, len, token, shown, shown_len, shown_token, first)) {
+            print_leader(path, value, len, token, json);
+            free(shown);
+            shown = value;
+            shown_len = len;
+            shown_token = token;
+            value = NULL;
+        }
+        first = false;
+        free(value);
+        zklock_queue_wait(s, q, -1);
+        zklock_queue_free(q);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    zklock_session_opts_t so = {0};
+    zklock_session_t *s;
+
+    parse(argc, argv, &o);
+    if (!o.listen)
+        return hold_run(&o.hold);
+    tool_quiet = o.hold.quiet;
+    tool_check_path(o.hold.path);
+    tool_security_load(&o.hold.sec, &so);
+    tool_zk_log(o.hold.verbose);
+    so.connect_timeout_ms = o.hold.connect_s > 0 ? (int)(o.hold.connect_s * 1000) : 1;
+    so.timeout_ms = o.hold.session_ms;
+    s = tool_open(o.hold.servers, &so, &o.hold.sec);
+    tool_security_forget(&o.hold.sec);
+    return listen_to(s, o.hold.path, o.json, &o.hold.sec);
+}
