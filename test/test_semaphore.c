@@ -476,6 +476,63 @@ static void test_bad_input(void)
     zklock_session_close(s);
 }
 
+
+/* ---- review: kazoo waiters ------------------------------------------------------------ */
+
+/* A change of a semaphore's leases: has it woken a waiter of s's? (kazoo:
+ * only a waiter for room watches the leases.) */
+struct poke {
+    const char *path;
+    zklock_session_t *s;
+};
+
+static bool poke_woke(void *arg)
+{
+    struct poke *p = arg;
+    char node[600];
+
+    snprintf(node, sizeof node, "%s/poke", p->path);
+    if (zoo_create(tu_zk(), node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK)
+        zoo_delete(tu_zk(), node, -1);
+    return TU_STAT(p->s, wakeups) > 0;
+}
+
+/* kazoo's layout: W waits for room (no lease node of its own, the leases
+ * watched) when its session expires. In its new session it takes the
+ * acquisition lock again, and must look at the leases again: once H lets
+ * its lease go, W gets it. */
+static void test_kazoo_waiter_expired(void)
+{
+    zklock_opts_t ho = {.wire = ZKLOCK_WIRE_KAZOO},
+                  wo = {.wire = ZKLOCK_WIRE_KAZOO, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("sem-kazoo-expired");
+    char lockdir[512], pathcopy[512];
+    zklock_t *h = new_sem(a, path, 1, &ho), *w = new_sem(b, path, 1, &wo);
+    struct tu_acquirer aw;
+    struct poke pk = {pathcopy, b};
+
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    snprintf(pathcopy, sizeof pathcopy, "%s", path);
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    tu_start_acquirer(&aw, w, TU_WAIT_MS + 10000, false);
+    CU_ASSERT(tu_wait_children(lockdir, 1));
+    CU_ASSERT_FATAL(tu_wait_until(poke_woke, &pk, TU_WAIT_MS)); /* W waits for room */
+    tu_expire(b);
+    /* W queues again for the acquisition lock in its new session. */
+    CU_ASSERT(tu_wait_children(lockdir, 1));
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &aw, TU_WAIT_MS));
+    TU_ASSERT_RC(tu_join_acquirer(&aw), ZKLOCK_OK);
+    zklock_release(w);
+    zklock_free(h);
+    zklock_free(w);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+    tu_assert_clean(lockdir);
+}
+
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
@@ -491,6 +548,7 @@ static const tu_test_t sem_tests[] = {
     {"read_leases", test_read_leases},
     {"async_lease", test_async_lease},
     {"bad_input", test_bad_input},
+    {"kazoo_waiter_expired", test_kazoo_waiter_expired},
     {NULL, NULL},
 };
 
