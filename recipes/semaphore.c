@@ -95,6 +95,9 @@ static bool take_mutex(zkl_contender_t *c)
         return false;
     }
     zklock__adopt(c, m, mutex_decided);
+    /* Under a new mutex (the last one lost with its session, say), look at
+     * the leases afresh: a watch set before may have gone with the session. */
+    c->recipe_state = ROOM_UNKNOWN;
     zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
     if (c->subs != m)
         zklock__reap(m); /* decided at once */
@@ -249,6 +252,8 @@ static void room_done(int rc, const struct String_vector *names, const struct St
             sem_of(c->l)->max_checked = false; /* the path went: make it again */
         else
             zklock__failed(c, rc);
+        if (rc != ZOK)
+            c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
     }
     ZKL_COMPLETION_END(c);
 }
