@@ -533,6 +533,64 @@ static void test_kazoo_waiter_expired(void)
     tu_assert_clean(lockdir);
 }
 
+/* Changes the leases (a child made and deleted) until told to stop. */
+struct churn {
+    const char *path;
+    pthread_t t;
+    volatile int stop;
+    int changes;
+};
+
+static void *churn_main(void *arg)
+{
+    struct churn *ch = arg;
+    char node[600];
+
+    snprintf(node, sizeof node, "%s/churn", ch->path);
+    while (!ch->stop) {
+        if (zoo_create(tu_zk(), node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK &&
+            zoo_delete(tu_zk(), node, -1) == ZOK)
+            ch->changes++;
+    }
+    return NULL;
+}
+
+/* kazoo's layout: a waiter for room that gives up (timeout) while its look
+ * at the leases, which sets a watch on them, is in flight. The watch is
+ * registered all the same: it must be counted and taken back, else it
+ * fires, on the next change of the leases, for a contender that is freed
+ * (heap-use-after-free under ASan). The leases change all the time here, so
+ * that a look is in flight when the deadline passes. */
+static void test_kazoo_waiter_gives_up_watch(void)
+{
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("sem-kazoo-giveup-watch");
+    char lockdir[512], pathcopy[512];
+    zklock_t *h = new_sem(a, path, 1, &o), *w = new_sem(b, path, 1, &o);
+    struct churn ch = {pathcopy, 0, 0, 0};
+
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    snprintf(pathcopy, sizeof pathcopy, "%s", path);
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    pthread_create(&ch.t, NULL, churn_main, &ch);
+    for (int i = 0; i < 40; i++)
+        TU_ASSERT_RC(zklock_acquire(w, 60 + 7 * (i % 10)), ZKLOCK_ETIMEDOUT);
+    /* Any watch left behind fires now. */
+    for (int goal = ch.changes + 50; ch.changes < goal;)
+        usleep(1000);
+    ch.stop = 1;
+    pthread_join(ch.t, NULL);
+    TU_ASSERT_INT(TU_STAT(b, wakeups), >, 0); /* the waiter did watch */
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    zklock_free(h);
+    zklock_free(w);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+    tu_assert_clean(lockdir);
+}
+
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
@@ -549,6 +607,7 @@ static const tu_test_t sem_tests[] = {
     {"async_lease", test_async_lease},
     {"bad_input", test_bad_input},
     {"kazoo_waiter_expired", test_kazoo_waiter_expired},
+    {"kazoo_waiter_gives_up_watch", test_kazoo_waiter_gives_up_watch},
     {NULL, NULL},
 };
 
