@@ -152,6 +152,8 @@ void zklock__send_list(zkl_contender_t *c)
         rc = zoo_aget_children2(s->zh, c->l->queue, 0, list_done, c);
     if (rc != ZOK)
         zklock__op_refused(c, rc);
+    else
+        zklock__queue_listing_sent(c);
 }
 
 /* A downgrade heir holds by its writer's place: it is made only beside its
@@ -516,8 +518,7 @@ static void list_done(int rc, const struct String_vector *names, const struct St
 {
     ZKL_COMPLETION_BEGIN(c);
     c->busy--;
-    if (rc == ZOK && c->queue_watch)
-        zklock__queue_watch_set(c);
+    zklock__queue_listed(c, rc);
     if (rc == ZOK) {
         if (c->node || c->create_unknown)
             (c->l->recipe->judge ? c->l->recipe->judge : zklock__judge)(c, names, st);
@@ -703,7 +704,7 @@ static void engine_ended(zklock_session_t *s, int reason)
             zklock__stale_add(c); /* it may outlive the session we gave up */
         c->busy = 0;
         c->need_list = c->need_parents = c->create_unknown = false;
-        c->own_pending = c->watch_pending = false;
+        c->own_pending = c->watch_pending = c->queue_listing = false;
         c->watch_wanted = false; /* registrations go with the handle */
         ended_for(c, reason);
         wake(c);

@@ -171,6 +171,11 @@ void zklock__unwatch_both(zkl_contender_t *c);
  * event makes c list again; taken back (and no longer wanted) once c no
  * longer waits. */
 void zklock__queue_watch_set(zkl_contender_t *c);
+/* A listing went out (watching the queue if c->queue_watch) ... */
+void zklock__queue_listing_sent(zkl_contender_t *c);
+/* ... and answered rc: counts the watch it set, taken back at once if c no
+ * longer wants it (it gave up meanwhile). */
+void zklock__queue_listed(zkl_contender_t *c, int rc);
 void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 void zklock__unwatch_queue(zkl_contender_t *c);
 /* The session thread's timer: the own-node watch's delay is over. */

@@ -225,6 +225,8 @@ struct zkl_contender {
     bool queue_watch;      /* its listings also watch the whole queue (a
                               semaphore's head, waiting for a lease) */
     int queue_watches;     /* ... registrations of queue_watcher (0 or 1) */
+    bool queue_listing;    /* a listing that sets it is in flight: its
+                              answer registers the watch, wanted or not */
     /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
      * multi-lock's members): contenders of other handles whose owner is
      * this contender (their parent), told through `internal` when a call

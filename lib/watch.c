@@ -270,6 +270,23 @@ void zklock__queue_watch_set(zkl_contender_t *c)
     }
 }
 
+void zklock__queue_listing_sent(zkl_contender_t *c)
+{
+    c->queue_listing = c->queue_watch;
+}
+
+void zklock__queue_listed(zkl_contender_t *c, int rc)
+{
+    if (!c->queue_listing)
+        return;
+    c->queue_listing = false;
+    if (rc != ZOK)
+        return; /* the client registers a child watch only with a listing */
+    zklock__queue_watch_set(c);
+    if (!c->queue_watch)
+        zklock__unwatch_queue(c);
+}
+
 void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl_contender_t *c = ctx, *up;

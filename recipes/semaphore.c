@@ -231,6 +231,8 @@ static void look_for_room(zkl_contender_t *c)
         rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, c);
     if (rc != ZOK)
         zklock__op_refused(c, rc);
+    else
+        zklock__queue_listing_sent(c);
 }
 
 static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
@@ -239,8 +241,7 @@ static void room_done(int rc, const struct String_vector *names, const struct St
     ZKL_COMPLETION_BEGIN(c);
     (void)st;
     c->busy--;
-    if (rc == ZOK && c->queue_watch)
-        zklock__queue_watch_set(c);
+    zklock__queue_listed(c, rc);
     if (c->phase == ZKL_QUEUING) {
         if (rc == ZOK && names->count < sem_of(c->l)->max)
             c->recipe_state = ROOM_FREE;
