@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "detector.h"
+#include "zkproxy.h"
 
 static zklock_t *new_sem(zklock_session_t *s, const char *path, int max, const zklock_opts_t *o)
 {
@@ -591,6 +592,93 @@ static void test_kazoo_waiter_gives_up_watch(void)
     tu_assert_clean(lockdir);
 }
 
+/* Leases and acquisition lock nodes: 4 (H, W, X each made a lease, X holds
+ * the lock; or W's lease went, and W and X queue for the lock again). */
+static bool four_nodes(void *path)
+{
+    return tu_count(sub(path, "leases")) + tu_count(sub(path, "locks")) == 4;
+}
+
+/* A waiter W holds the acquisition lock, its lease node made, when its
+ * connection is cut for longer than its lease (but not its session): every
+ * hold of the session ends, the acquisition lock's included, and its node is
+ * deleted as the session reconnects. W's lease node must go too (as when
+ * that node is deleted by hand): else a newcomer X takes the free lock and
+ * makes a lease node as well, and with one lease W and X wait for each
+ * other for ever once the holder H is gone. */
+static void test_lease_ran_out_waiter(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT, lost = TU_EVENTS_INIT;
+    zklock_session_opts_t so = {.timeout_ms = 10000, .on_state = tu_on_state, .ctx = &ev};
+    zklock_opts_t po = {.on_lost = tu_on_lost, .ctx = &lost};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *a = tu_session(), *b = NULL, *c = tu_session();
+    const char *path = tu_path("sem-lease-ran-out");
+    char pathcopy[512];
+    zklock_t *h, *w, *x, *probe;
+    struct tu_acquirer aw, ax;
+    int64_t id;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&b, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    snprintf(pathcopy, sizeof pathcopy, "%s", path);
+    h = new_sem(a, path, 1, NULL);
+    w = new_sem(b, path, 1, &by_handle);
+    x = new_sem(c, path, 1, &by_handle);
+    /* A hold of W's session whose on_lost says when its lease ran out. */
+    probe = tu_mutex(b, tu_path("sem-lease-probe"), &po);
+    TU_REQUIRE_RC(zklock_acquire(probe, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    tu_start_acquirer(&aw, w, 60000, false);
+    CU_ASSERT_FATAL(tu_wait_children(sub(pathcopy, "leases"), 2));
+    CU_ASSERT_FATAL(tu_wait_children(sub(pathcopy, "locks"), 1));
+    id = zklock_session_id(b);
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_state(&ev, ZKLOCK_SUSPENDED));
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    zkproxy_restore(proxy); /* within the last twentieth of the session timeout */
+    CU_ASSERT(tu_wait_state(&ev, ZKLOCK_RECONNECTED));
+    TU_ASSERT_INT(zklock_session_id(b), ==, id);
+    /* A write answered: W's session is heard from again (else a hold it
+     * takes now would be told lost at once: its lease counts from the cut). */
+    TU_ASSERT_RC(zklock_release(probe), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(probe, 5000), ZKLOCK_OK);
+    /* X comes, and makes its lease node, or queues for the lock behind W. */
+    tu_start_acquirer(&ax, x, 60000, false);
+    CU_ASSERT(tu_wait_until(four_nodes, pathcopy, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &aw, TU_WAIT_MS) ||
+              tu_wait_until(tu_acquirer_done, &ax, 1000));
+    if (tu_acquirer_done(&aw)) {
+        TU_ASSERT_RC(tu_join_acquirer(&aw), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+        TU_ASSERT_RC(tu_join_acquirer(&ax), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(x), ZKLOCK_OK);
+    } else if (tu_acquirer_done(&ax)) {
+        TU_ASSERT_RC(tu_join_acquirer(&ax), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(x), ZKLOCK_OK);
+        TU_ASSERT_RC(tu_join_acquirer(&aw), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(w), ZKLOCK_OK);
+    } else {
+        fprintf(stderr, "W and X both wait: leases %d, locks %d\n",
+                tu_count(sub(pathcopy, "leases")), tu_count(sub(pathcopy, "locks")));
+        zklock_cancel(w);
+        zklock_cancel(x);
+        tu_join_acquirer(&aw);
+        tu_join_acquirer(&ax);
+    }
+    TU_ASSERT_RC(zklock_release(probe), ZKLOCK_OK);
+    zklock_free(probe);
+    zklock_free(h);
+    zklock_free(w);
+    zklock_free(x);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    zklock_session_close(c);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
@@ -608,6 +696,7 @@ static const tu_test_t sem_tests[] = {
     {"bad_input", test_bad_input},
     {"kazoo_waiter_expired", test_kazoo_waiter_expired},
     {"kazoo_waiter_gives_up_watch", test_kazoo_waiter_gives_up_watch},
+    {"lease_ran_out_waiter", test_lease_ran_out_waiter},
     {NULL, NULL},
 };
 
