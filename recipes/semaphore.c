@@ -104,16 +104,19 @@ static bool take_mutex(zkl_contender_t *c)
     return true;
 }
 
-/* The mutex's hold ended under its owner (its node deleted by hand): a lease
- * node made under it no longer waits its turn, and blocks others. It goes;
+/* The mutex's hold ended under its owner (its node deleted by hand, or its
+ * lease ran out while the connection was down: its node is deleted when the
+ * session is heard from again): a lease node made under it no longer waits
+ * its turn, and blocks others. It goes (now, or as the session reconnects);
  * its contender starts over. (Ended with the session: the engine requeues
- * the contender anyway.) */
+ * the contender anyway, and remembers its node if it must.) */
 static void mutex_ending(zkl_contender_t *m)
 {
     zkl_contender_t *c = m->parent;
     zklock_session_t *s = session_of(m);
 
-    if (!c || m->let_go || m->phase != ZKL_LOST || !zklock__connected(s))
+    if (!c || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
+        s->state == ZKL_S_CLOSED)
         return;
     if (c->phase == ZKL_QUEUING && c->node) {
         zklock__stale_add(c);
