@@ -110,6 +110,8 @@ static bool take_mutex(zkl_contender_t *c)
  * its turn, and blocks others. It goes (now, or as the session reconnects);
  * its contender starts over. (Ended with the session: the engine requeues
  * the contender anyway, and remembers its node if it must.) */
+static void start_over(zkl_contender_t *c);
+
 static void mutex_ending(zkl_contender_t *m)
 {
     zkl_contender_t *c = m->parent;
@@ -118,13 +120,25 @@ static void mutex_ending(zkl_contender_t *m)
     if (!c || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
         s->state == ZKL_S_CLOSED)
         return;
-    if (c->phase == ZKL_QUEUING && c->node) {
-        zklock__stale_add(c);
-        zklock__unwatch_queue(c);
-        zklock__requeue(c);
-        c->recipe_state = ROOM_UNKNOWN;
-        zklock__stale_sweep(s);
-    }
+    if (c->phase == ZKL_QUEUING && c->node)
+        start_over(c);
+}
+
+/* c's lease node no longer waits its turn (its acquisition lock is gone):
+ * it goes, in the background, and c queues for the lock again. */
+static void start_over(zkl_contender_t *c)
+{
+    zklock__stale_add(c);
+    zklock__unwatch_queue(c);
+    zklock__requeue(c);
+    c->recipe_state = ROOM_UNKNOWN;
+    zklock__stale_sweep(session_of(c));
+}
+
+/* Does c hold the acquisition lock it made its lease under? */
+static bool under_mutex(const zkl_contender_t *c)
+{
+    return c->subs && c->subs->phase == ZKL_HELD && !c->subs->let_go;
 }
 
 /* No room: c waits for a lease to go, told by a watch on the leases. Only a
@@ -334,6 +348,8 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
         let_go_of_mutex(c);
     } else if (c->try_once) {
         zklock__give_up(c, ZKLOCK_EBUSY);
+    } else if (!under_mutex(c)) {
+        start_over(c); /* the lock went while its create was in flight */
     } else {
         wait_for_leases(c);
     }
