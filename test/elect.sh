@@ -1,0 +1,67 @@
+#!/bin/bash
+# elect.sh: zklock-elect against a throwaway ZooKeeper: one leader at a
+# time, handover on resign and on death, the listener following every
+# change, COMMAND's environment and exit status, usage errors.
+set -u
+source "${srcdir:-$(dirname "$0")/..}/test/testlib.sh"
+ELECT=$B/tools/zklock-elect
+P=/zklock-test/elect-$$
+lines() { [ "$(wc -l <"$1")" -ge "$2" ]; }  # FILE N: at least N lines
+last_is() { [ "$(tail -n 1 "$1" 2>/dev/null)" = "$2" ]; }
+
+# ---- usage --------------------------------------------------------------------------------------
+expect_status 64 "missing VALUE" "$ELECT" $P/e
+check "...says so" grep -q "missing VALUE" "$T/err"
+expect_status 64 "--json goes with -l" "$ELECT" --json $P/e v
+expect_status 64 "-l takes PATH only" "$ELECT" -l $P/e v
+expect_status 65 "an invalid path" "$ELECT" e v
+expect_status 0 "--help" "$ELECT" --help
+check "...shows both forms" grep -q "zklock-elect -l \[OPTION\]... PATH" "$T/out"
+
+# ---- three candidates, a listener -----------------------------------------------------------------
+"$ELECT" -l --json $P/e >"$T/listen" 2>"$T/listen-err" & listener=$!
+check "the listener says nobody leads" wait_for 20 grep -q '"leader":null' "$T/listen"
+"$ELECT" --session-timeout 3000 $P/e alpha >"$T/alpha" & alpha=$!
+check "alpha leads" wait_for 20 grep -qx leader "$T/alpha"
+"$ELECT" $P/e beta >"$T/beta" & beta=$!
+"$ELECT" $P/e gamma >"$T/gamma" & gamma=$!
+check "beta and gamma wait in line" wait_for 20 queued $P/e 3
+check "...without leading" [ ! -s "$T/beta" ] && [ ! -s "$T/gamma" ]
+expect_status 1 "-t 0 while someone leads: the conflict code" "$ELECT" -t 0 $P/e delta
+check "the listener shows alpha" wait_for 20 grep -q '"leader":"alpha"' "$T/listen"
+kill -INT $alpha; wait $alpha; st=$?
+check "alpha resigns on SIGINT, exit 0" [ $st = 0 ]
+check "beta leads next (arrival order)" wait_for 20 grep -qx leader "$T/beta"
+check "...gamma still waits" [ ! -s "$T/gamma" ]
+check "the listener shows beta" wait_for 20 grep -q '"leader":"beta"' "$T/listen"
+# Deliberate fault: beta dies without resigning; gamma leads once its session expires.
+kill -KILL $beta; wait $beta 2>/dev/null
+check "gamma leads after beta's session expired" wait_for 30 grep -qx leader "$T/gamma"
+check "the listener shows gamma" wait_for 20 grep -q '"leader":"gamma"' "$T/listen"
+check "tokens grow with each leader" "$PY" -c 'import json,sys
+t=[json.loads(l)["token"] for l in open(sys.argv[1]) if json.loads(l)["leader"]]
+sys.exit(0 if t == sorted(t) and len(set(t)) == len(t) >= 3 else 1)' "$T/listen"
+kill -TERM $gamma; wait $gamma; st=$?
+check "gamma resigns on SIGTERM, exit 0" [ $st = 0 ]
+check "the listener says nobody leads again" wait_for 20 last_is "$T/listen" "{\"path\":\"$P/e\",\"leader\":null,\"token\":0}"
+kill $listener; wait $listener 2>/dev/null
+
+# ---- COMMAND --------------------------------------------------------------------------------------
+expect_status 7 "COMMAND runs while leading; its exit status is ours" \
+  "$ELECT" $P/c addr:1 sh -c 'echo "$ZKLOCK_PATH $ZKLOCK_FENCE"; exit 7'
+check "...with the path and the token in its environment" grep -Eq "^$P/c [1-9][0-9]*$" "$T/out"
+"$ELECT" -l $P/c >"$T/listen-c" 2>&1 & listener=$!
+check "text listener: nobody" wait_for 20 grep -qx "(no leader)" "$T/listen-c"
+"$ELECT" $P/c "$(printf 'evil\033[2Jvalue')" sh -c "touch $T/c-in; sleep 30" & c=$!
+check "text listener: the value, escaped" wait_for 20 grep -q 'evil\\x1b\[2Jvalue' "$T/listen-c"
+kill -TERM $c; wait $c 2>/dev/null
+kill $listener; wait $listener 2>/dev/null
+
+# ---- kazoo's Election ----------------------------------------------------------------------------
+"$ELECT" --kazoo $P/k kz >"$T/kz" & kz=$!
+check "--kazoo leads" wait_for 20 grep -qx leader "$T/kz"
+check "...with kazoo's node names" [ "$(json_field $P/k 'q["nodes"][0]["kind"] + " " + q["nodes"][0]["identity"]')" = "kazoo-lock kz" ]
+kill -INT $kz; wait $kz
+
+for p in e c k; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+done_testing
