@@ -112,5 +112,40 @@ check "a Curator client on B queues behind zklock's node" wait_for 30 queued $P/
 touch "$T/go-cm"; wait $cm $zm $cb
 check "served in order: Curator on A, zklock on both, Curator on B" checklog "$L" --order CM,ZM,CB
 
-for p in m o rw rw2 rw3 sem sem3 ma mb; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- election: Curator's LeaderLatch and zklock-elect elect one leader between them -----------------
+ELECT=$B/tools/zklock-elect
+elect_term() { # LOG ID HOLD_S [zklock-elect options...] PATH: one term as leader, logged
+  local log=$1 id=$2 hold=$3; shift 3
+  "$ELECT" "$@" "$id" sh -c "echo \"\$(date +%s%N) enter $id latch\" >>$log; sleep $hold; echo \"\$(date +%s%N) leave $id latch\" >>$log"
+}
+L=$T/latch.log
+curator $P/el latch 6 "$L" c1 20 & a=$!
+curator $P/el latch 6 "$L" c2 20 & b=$!
+( for i in $(seq 6); do elect_term "$L" z1 0.02 $P/el; done ) & c=$!
+( for i in $(seq 6); do elect_term "$L" z2 0.02 $P/el; done ) & d=$!
+wait $a $b $c $d
+check "Curator's LeaderLatch and zklock-elect: one leader at a time" \
+  checklog "$L" --count c1=6 --count c2=6 --count z1=6 --count z2=6
+L=$T/latch2.log
+curator $P/el2 latch 1 "$L" CL 0 "$T/go-cl" & cl=$!
+check "a Curator LeaderLatch leads" wait_for 30 entered "$L" CL
+"$ELECT" -l $P/el2 >"$T/listen-cl" & li=$!
+check "zklock-elect -l reports Curator's leader (its id)" wait_for 20 grep -qx CL "$T/listen-cl"
+kill $li; wait $li 2>/dev/null
+"$ELECT" $P/el2 zklock-leader >"$T/zl" & zl=$!
+check "zklock-elect waits behind it" wait_for 20 queued $P/el2 2
+touch "$T/go-cl"; wait $cl
+check "zklock-elect leads once Curator's latch closes" wait_for 20 grep -qx leader "$T/zl"
+check "Curator's LeaderLatch.getLeader() reports zklock's leader (its value)" \
+  [ "$(curator $P/el2 who 0 /dev/null - 0)" = zklock-leader ]
+kill -INT $zl; wait $zl
+# LeaderSelector is an InterProcessMutex: a zklock mutex on its path takes part.
+L=$T/selector.log
+curator $P/sel selector 6 "$L" s1 20 & a=$!
+( for i in $(seq 6); do zk_section "$L" z1 mutex 0.02 $P/sel; done ) & c=$!
+wait $a $c
+check "Curator's LeaderSelector and a zklock mutex on its path: one at a time" \
+  checklog "$L" --count s1=6 --count z1=6
+
+for p in m o rw rw2 rw3 sem sem3 ma mb el el2 sel; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -96,5 +96,28 @@ wait $a $b $c $d
 check "four clients of both languages never hold more than 3 leases at once" \
   checklog "$L" --expect-shared 2 --count k1=12 --count k2=12 --count z1=12 --count z2=12
 
-for p in m o rw rw2 rw3 rw4 sem sem3; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- Election: kazoo's Election and zklock-elect --kazoo elect one leader between them -----------------
+ELECT=$B/tools/zklock-elect
+L=$T/elect.log
+kazoo $P/el elect 6 "$L" k1 20 & a=$!
+kazoo $P/el elect 6 "$L" k2 20 & b=$!
+( for i in $(seq 6); do "$ELECT" --kazoo $P/el z1 sh -c "echo \"\$(date +%s%N) enter z1 lock\" >>$L; sleep 0.02; echo \"\$(date +%s%N) leave z1 lock\" >>$L"; done ) & c=$!
+wait $a $b $c
+check "kazoo's Election and zklock-elect --kazoo: one leader at a time" \
+  checklog "$L" --count k1=6 --count k2=6 --count z1=6
+"$ELECT" --kazoo $P/el2 zklock-leader >"$T/zl" & zl=$!
+check "zklock-elect --kazoo leads" wait_for 20 grep -qx leader "$T/zl"
+check "kazoo's Election.contenders() reports zklock's leader first" \
+  [ "$(kazoo $P/el2 who 0 /dev/null - 0)" = zklock-leader ]
+L=$T/elect2.log
+kazoo $P/el2 elect 1 "$L" KE 0 "$T/go-ke" & ke=$!
+check "a kazoo Election waits behind zklock" wait_for 30 queued $P/el2 2
+kill -INT $zl; wait $zl
+check "kazoo leads once zklock resigns" wait_for 30 entered "$L" KE
+"$ELECT" -l $P/el2 >"$T/listen-ke" & li=$!
+check "zklock-elect -l reports kazoo's leader (its identifier)" wait_for 20 grep -qx KE "$T/listen-ke"
+kill $li; wait $li 2>/dev/null
+touch "$T/go-ke"; wait $ke
+
+for p in m o rw rw2 rw3 rw4 sem sem3 el el2; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

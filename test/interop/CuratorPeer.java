@@ -3,7 +3,10 @@
 //   java CuratorPeer HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
 //
 // MODE is mutex (InterProcessMutex), read or write (InterProcessReadWriteLock),
-// or semN (InterProcessSemaphoreV2 with N leases).
+// semN (InterProcessSemaphoreV2 with N leases), latch (LeaderLatch: acquire =
+// lead, release = close) or selector (LeaderSelector: lead in takeLeadership
+// until released); ID is the participant's id. MODE who prints the leader's
+// id as LeaderLatch.getLeader() sees it (ITERATIONS and the rest ignored).
 // For each iteration: acquire (60 s at most), append "<ns> enter ID MODE" to
 // LOG, hold for HOLD_MS (or, with GOFILE, until that file exists), append
 // "<ns> leave ID MODE", release. Timestamps are the wall clock in ns, as
@@ -15,6 +18,10 @@ import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import java.util.concurrent.CountDownLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -50,6 +57,46 @@ public class CuratorPeer {
         };
     }
 
+    // Leading a LeaderLatch, as an InterProcessLock (a latch is started once).
+    static InterProcessLock latch(CuratorFramework c, String path, String id) {
+        return new InterProcessLock() {
+            LeaderLatch latch;
+            public void acquire() throws Exception { acquire(1, TimeUnit.DAYS); }
+            public boolean acquire(long time, TimeUnit unit) throws Exception {
+                latch = new LeaderLatch(c, path, id);
+                latch.start();
+                return latch.await(time, unit);
+            }
+            public void release() throws Exception { latch.close(); latch = null; }
+            public boolean isAcquiredInThisProcess() { return latch != null && latch.hasLeadership(); }
+        };
+    }
+
+    // Leading through a LeaderSelector (an InterProcessMutex underneath):
+    // takeLeadership returns, and so leadership ends, at release.
+    static InterProcessLock selector(CuratorFramework c, String path, String id) {
+        return new InterProcessLock() {
+            LeaderSelector sel;
+            CountDownLatch leading, done;
+            public void acquire() throws Exception { acquire(1, TimeUnit.DAYS); }
+            public boolean acquire(long time, TimeUnit unit) throws Exception {
+                leading = new CountDownLatch(1);
+                done = new CountDownLatch(1);
+                sel = new LeaderSelector(c, path, new LeaderSelectorListenerAdapter() {
+                    public void takeLeadership(CuratorFramework cf) throws Exception {
+                        leading.countDown();
+                        done.await();
+                    }
+                });
+                sel.setId(id);
+                sel.start();
+                return leading.await(time, unit);
+            }
+            public void release() throws Exception { done.countDown(); sel.close(); sel = null; }
+            public boolean isAcquiredInThisProcess() { return sel != null && sel.hasLeadership(); }
+        };
+    }
+
     public static void main(String[] a) throws Exception {
         if (a.length < 7) {
             System.err.println("usage: CuratorPeer HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]");
@@ -68,7 +115,16 @@ public class CuratorPeer {
             System.exit(1);
         }
         InterProcessLock lock;
-        if (mode.startsWith("sem")) {
+        if (mode.equals("who")) {
+            System.out.println(new LeaderLatch(c, path, "observer").getLeader().getId());
+            c.close();
+            System.exit(0);
+        }
+        if (mode.equals("latch")) {
+            lock = latch(c, path, id);
+        } else if (mode.equals("selector")) {
+            lock = selector(c, path, id);
+        } else if (mode.startsWith("sem")) {
             lock = semaphore(c, path, Integer.parseInt(mode.substring(3)));
         } else if (mode.equals("mutex")) {
             lock = new InterProcessMutex(c, path);

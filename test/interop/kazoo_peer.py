@@ -3,8 +3,10 @@
 
   kazoo_peer.py HOSTS PATH MODE ITERATIONS LOG ID HOLD_MS [GOFILE]
 
-MODE is lock (kazoo Lock), read (ReadLock), write (WriteLock) or semN
-(Semaphore with max_leases N). For each
+MODE is lock (kazoo Lock), read (ReadLock), write (WriteLock), semN
+(Semaphore with max_leases N) or elect (Election: lead in its run()
+function). MODE who prints the first of Election.contenders() (the leader's
+identifier) and exits. For each
 iteration: acquire (60 s at most), append "<ns> enter ID MODE" to LOG, hold
 for HOLD_MS (or, with GOFILE, until that file exists), append
 "<ns> leave ID MODE", release. The lock's identifier is ID.
@@ -36,6 +38,18 @@ def acquire(lock, timeout):
     return lock.acquire(timeout=timeout)
 
 
+def lead(logfile, ident, mode, go, hold_ms):
+    """One term: log it, hold it as the other modes hold their lock."""
+    log(logfile, f"{time.time_ns()} enter {ident} {mode}")
+    if go:
+        deadline = time.time() + 60
+        while not os.path.exists(go) and time.time() < deadline:
+            time.sleep(0.02)  # polls for the test's signal
+    elif hold_ms:
+        time.sleep(hold_ms / 1000)
+    log(logfile, f"{time.time_ns()} leave {ident} {mode}")
+
+
 def main():
     if len(sys.argv) < 8:
         sys.exit(__doc__)
@@ -44,6 +58,17 @@ def main():
     iterations, hold_ms = int(iterations), int(hold_ms)
     zk = KazooClient(hosts=hosts, timeout=10.0)
     zk.start(timeout=20)
+    if mode == "who":
+        contenders = zk.Election(path).contenders()
+        print(contenders[0] if contenders else "")
+        zk.stop()
+        return
+    if mode == "elect":
+        for _ in range(iterations):
+            zk.Election(path, ident).run(lead, logfile, ident, mode, go, hold_ms)
+        zk.stop()
+        zk.close()
+        return
     if mode.startswith("sem"):
         lock = zk.Semaphore(path, ident, max_leases=int(mode[3:]))
     else:
