@@ -11,6 +11,7 @@ build "$B"
 
 ZKLOCK=$B/tools/zklock
 ZKLS=$B/tools/zklock-ls
+ELECT=$B/tools/zklock-elect
 zkdir=$(mktemp -d "${TMPDIR:-/tmp}/zklock-demo.XXXXXX")
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
@@ -93,10 +94,41 @@ echo "  process's session. No lease to tune, no cleanup by hand."
 
 # ---------------------------------------------------------------------------
 echo
+say "4. Three candidates for leader; a listener shows who leads"
+echo "Each runs:  zklock-elect --session-timeout 4000 /demo/leader ADDRESS sh -c '...'"
+echo "and the listener:  zklock-elect -l /demo/leader"
+"$ELECT" -l /demo/leader | sed -u 's/^/  listener sees: /' &
+listener=$!
+for i in 1 2 3; do
+  ( "$ELECT" --session-timeout 4000 /demo/leader "10.0.0.$i:8080" sh -c \
+      "touch $zkdir/led$i; echo \"  \$(date +%H:%M:%S.%1N)  candidate $i leads (token \$ZKLOCK_FENCE)\"; sleep 300" &
+    echo $! >"$zkdir/cand$i.pid"; wait ) 2>/dev/null &
+  queued /demo/leader "$i"
+done
+sleep 1
+echo "  $(stamp)  kill -9 the leader (candidate 1)"
+leader=$(cat "$zkdir/cand1.pid")
+orphan=$(pgrep -P "$leader" || true)
+kill -KILL "$leader"
+[ -n "$orphan" ] && kill -KILL $orphan
+t0=$(date +%s%N)
+until [ -e "$zkdir/led2" ]; do sleep 0.05; done # poll for the handover
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sleep 0.5
+printf '  Candidate 2 took over %d.%d s after the kill, when its session expired;\n' \
+  $((ms / 1000)) $((ms % 1000 / 100))
+echo "  candidate 3 still waits, and the listener saw each change."
+kill $(cat "$zkdir/cand2.pid") $(cat "$zkdir/cand3.pid") 2>/dev/null || true
+sleep 1
+kill "$listener" 2>/dev/null || true
+
+# ---------------------------------------------------------------------------
+echo
 say "done: ZooKeeper stops now"
 cat <<'TXT'
 Where next:
-  zklock --help, man zklock, man zklock-ls     the tools (build/plain/tools)
+  zklock --help, man zklock, man zklock-ls,
+  man zklock-elect                             the tools (build/plain/tools)
   README.md                                    using the library from C
   man 3 zklock, docs/design.md                 the API and how it works
   scripts/test.sh                              the whole test suite
