@@ -319,7 +319,7 @@ kill -TERM $kz; wait $kz
 
 # ---- zklock-bench: usage -------------------------------------------------------------------------
 expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
-check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi or async-many" "$T/err"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election or async-many" "$T/err"
 expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
 check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
 expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4

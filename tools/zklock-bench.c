@@ -46,6 +46,8 @@ static const char usage_text[] =
     "                              latency\n"
     "  many LOCKS                  one session holds LOCKS distinct locks: acquisitions per\n"
     "                              second and resident memory per held lock\n"
+    "  election N                  two participants of one election take turns leading, N\n"
+    "                              times: the time from a resign to the next leader\n"
     "  multi LOCKS N               one session takes LOCKS locks and releases them, N times\n"
     "                              through one multi-lock, then N times one lock after\n"
     "                              another: cycles per second, latency, requests per cycle\n"
@@ -582,6 +584,81 @@ static int many(const char *hosts, long k)
     return 0;
 }
 
+/* ---- election: resign to new leader --------------------------------------------------------------- */
+
+struct term_chain {
+    pthread_mutex_t mu;
+    double resigned_at; /* when the last leader called release; 0 before */
+    double *handover;   /* resign -> next leader, per handover */
+    long handovers, max;
+};
+
+struct participant {
+    struct term_chain *chain;
+    zklock_session_t *s;
+    zklock_t *l;
+    pthread_t t;
+};
+
+/* Campaigns, leads, resigns, again: with two participants they take turns,
+ * each resign handing over to the other, waiting in line. */
+static void *take_terms(void *arg)
+{
+    struct participant *p = arg;
+    struct term_chain *c = p->chain;
+
+    for (;;) {
+        must_acquire(p->s, p->l);
+        pthread_mutex_lock(&c->mu);
+        if (c->resigned_at > 0 && c->handovers < c->max)
+            c->handover[c->handovers++] = now_us() - c->resigned_at;
+        if (c->handovers >= c->max) {
+            c->resigned_at = now_us();
+            pthread_mutex_unlock(&c->mu);
+            must(zklock_release(p->l), "resign");
+            return NULL;
+        }
+        c->resigned_at = now_us();
+        pthread_mutex_unlock(&c->mu);
+        must(zklock_release(p->l), "resign");
+    }
+}
+
+static int election(const char *hosts, long n)
+{
+    struct term_chain c = {PTHREAD_MUTEX_INITIALIZER, 0, calloc((size_t)n, sizeof(double)), 0, n};
+    struct participant p[2];
+    char path[512];
+
+    snprintf(path, sizeof path, "%s/election-%d", prefix, (int)getpid());
+    for (int i = 0; i < 2; i++) {
+        int rc;
+        p[i] = (struct participant){&c, open_session(hosts), NULL, 0};
+        if ((rc = zklock_election_new(&p[i].l, p[i].s, path, NULL)) != 0)
+            tool_die(EXIT_INTERNAL, "%s: %s", path, zklock_strerror(rc));
+    }
+    forget_secrets();
+    for (int i = 0; i < 2; i++)
+        pthread_create(&p[i].t, NULL, take_terms, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(p[i].t, NULL);
+    qsort(c.handover, (size_t)c.handovers, sizeof *c.handover, cmp_double);
+    printf("election: %ld handovers between two participants: resign to new leader p50 %.0f us, "
+           "p99 %.0f us, mean %.0f us\n",
+           c.handovers, percentile(c.handover, (size_t)c.handovers, .5),
+           percentile(c.handover, (size_t)c.handovers, .99), mean(c.handover, (size_t)c.handovers));
+    printf("{\"peer\":\"zklock\",\"workload\":\"election\",\"handovers\":%ld,"
+           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f}\n",
+           c.handovers, percentile(c.handover, (size_t)c.handovers, .5),
+           percentile(c.handover, (size_t)c.handovers, .99), mean(c.handover, (size_t)c.handovers));
+    for (int i = 0; i < 2; i++) {
+        zklock_free(p[i].l);
+        close_session(p[i].s);
+    }
+    free(c.handover);
+    return 0;
+}
+
 /* ---- multi: several locks at once, against one by one ------------------------------------------- */
 
 struct cycles {
@@ -800,6 +877,11 @@ static int run_semaphore(const char *hosts, char **args)
                      tool_seconds("SECONDS", args[2]));
 }
 
+static int run_election(const char *hosts, char **args)
+{
+    return election(hosts, tool_integer("N", args[0], 1, 10000000));
+}
+
 static int run_multi(const char *hosts, char **args)
 {
     return multi(hosts, tool_integer("LOCKS", args[0], 1, ZKLOCK_MULTI_MAX),
@@ -830,9 +912,10 @@ static const struct workload {
     {"herd", "WAITERS", 1, run_herd},
     {"many", "LOCKS", 1, run_many},
     {"multi", "LOCKS and N", 2, run_multi},
+    {"election", "N", 1, run_election},
     {"async-many", "LOCKS", 1, run_async_many},
 };
-#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many, multi or async-many"
+#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many, multi, election or async-many"
 #define TRY_HELP " (try 'zklock-bench --help')"
 
 /* The workload argv names, with its arguments checked, or a usage error. */
