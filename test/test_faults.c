@@ -622,6 +622,57 @@ static void test_stale_node_after_local_expiry(void)
     tu_assert_clean(path);
 }
 
+/* An election's leader cut off until its lease runs out, while its old
+ * session lives on on the server (node and all): it is told it lost, the
+ * next participant leads once that node is gone, and the old leader, back
+ * on a new session, does not lead beside it (its old node is not its own). */
+static void test_election_re_session_one_leader(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    const char *path = tu_path("elect-resession");
+    zklock_session_t *other = tu_session();
+    zklock_t *a, *b = NULL;
+    struct tu_acquirer next;
+    zhandle_t *twin;
+    clientid_t id;
+    int64_t old_token = 0, new_token = 0;
+
+    faulty_open(&f, 2000);
+    TU_REQUIRE_RC(zklock_election_new(&a, f.s, path, &lo), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_election_new(&b, other, path, &by_handle), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(a, &old_token), ZKLOCK_OK);
+    tu_start_acquirer(&next, b, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    id = *zoo_client_id(zklock_session_zhandle(f.s));
+    cut(&f);
+    twin = tu_connect_as(&id); /* the old session lives on, node and all */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS)); /* told first */
+    TU_ASSERT_INT(tu_acquirer_done(&next), ==, 0); /* the old node still leads */
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_EXPIRED));
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
+    /* The new session removes the old node: the next participant leads. */
+    TU_ASSERT_RC(tu_join_acquirer(&next), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(b, &new_token), ZKLOCK_OK);
+    CU_ASSERT(new_token > old_token);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(a, 500), ZKLOCK_ETIMEDOUT); /* one leader: b */
+    TU_ASSERT_RC(zklock_release(b), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(a, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    zookeeper_close(twin);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
 /* ---- adopted handles ------------------------------------------------------------------------ */
 
 /* The application's handle, its global watcher forwarding to zklock. */
@@ -842,6 +893,7 @@ static const tu_test_t fault_tests[] = {
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},
     {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
+    {"election_re_session_one_leader", test_election_re_session_one_leader},
     {"adopted_local_expiry_and_readopt", test_adopted_local_expiry_and_readopt},
     {"adopted_session_revived", test_adopted_session_revived},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
