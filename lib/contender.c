@@ -192,6 +192,27 @@ void zklock__disown(zkl_contender_t *c, zkl_contender_t *m)
     m->attached = false;
 }
 
+void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
+{
+    if (m->let_go)
+        return;
+    m->let_go = true;
+    m->by_parent = false; /* a node made for it is its own to delete */
+    if (m->phase == ZKL_HELD) {
+        m->holds = 0;
+        zklock__release_start(m, NULL, NULL);
+    } else if (m->waiting) {
+        m->canceled = true;
+        zklock__call_check(m);
+    } else if (m->phase == ZKL_QUEUING) {
+        zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
+    }
+    if (m->parent != c)
+        zklock__reap(m); /* decided at once, and disowned */
+    /* else: one with nothing left (lost) is let go by zklock__sub_pending(),
+     * not here: m may be in use up the stack (its own loss ends c's hold) */
+}
+
 bool zklock__sub_pending(zkl_contender_t *c)
 {
     zkl_contender_t *m = c->subs, *next;

@@ -69,6 +69,10 @@ void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_
 bool zklock__sub_pending(zkl_contender_t *c);
 /* c lets go of its sub m (the caller frees it, or its next event does). */
 void zklock__disown(zkl_contender_t *c, zkl_contender_t *m);
+/* c no longer wants its sub m: a hold is released, an acquisition canceled,
+ * in the background (its decision, through m->internal, disowns it); c
+ * finishes only once m's node is gone. */
+void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
 /* ... and we do not know why: a probe asks (fallback: if the session lives). */

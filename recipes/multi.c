@@ -80,27 +80,6 @@ static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
     return NULL;
 }
 
-/* M no longer wants m: a hold is released, an acquisition canceled, in the
- * background; M finishes once m's node is gone. */
-static void let_go_of(zkl_contender_t *c, zkl_contender_t *m)
-{
-    if (m->let_go)
-        return;
-    m->let_go = true;
-    m->by_parent = false; /* its node, if a transaction made one, is its to delete */
-    if (m->phase == ZKL_HELD) {
-        m->holds = 0;
-        zklock__release_start(m, NULL, NULL);
-    } else if (m->waiting) {
-        m->canceled = true;
-        zklock__call_check(m);
-    } else if (m->phase == ZKL_QUEUING) {
-        zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
-    }
-    if (m->parent != c)
-        zklock__reap(m); /* decided at once */
-}
-
 /* A call on member m of M is decided. Runs in m's events: M is stepped
  * when the event ends, or here only once m is disowned (engine.h). */
 static void member_decided(zkl_contender_t *m, int rc)
@@ -390,7 +369,7 @@ static void multi_ending(zkl_contender_t *c)
 {
     for (zkl_contender_t *m = c->subs, *next; m; m = next) {
         next = m->next_sub;
-        let_go_of(c, m);
+        zklock__let_go(c, m);
     }
 }
 

@@ -55,22 +55,10 @@ static struct zklock_semaphore *sem_of(const zklock_t *l)
  * gone (engine.h), so a failed acquisition leaves nothing behind. */
 static void let_go_of_mutex(zkl_contender_t *c)
 {
-    zkl_contender_t *m = c->subs;
-
-    if (!m || m->let_go)
+    if (!c->subs)
         return;
-    m->let_go = true;
-    if (m->phase == ZKL_HELD) {
-        m->holds = 0;
-        zklock__release_start(m, NULL, NULL);
-    } else if (m->waiting) {
-        m->canceled = true;
-        zklock__call_check(m);
-    }
-    if (c->subs != m)
-        zklock__reap(m); /* decided at once, and let go */
-    else
-        zklock__sub_pending(c); /* lets it go now if nothing of it is left */
+    zklock__let_go(c, c->subs);
+    zklock__sub_pending(c); /* lets it go now if nothing of it is left */
 }
 
 /* A call on m, the mutex of lease contender m->parent, is decided. Runs in
