@@ -1,7 +1,6 @@
 /* test_election.c: leader election against a real ZooKeeper. */
 #include "testutil.h"
 
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,23 +12,6 @@ static zklock_t *new_election(zklock_session_t *s, const char *path, const zkloc
     return l;
 }
 
-static int children_matching(const char *path, const char *pattern)
-{
-    regex_t re;
-    char **kids;
-    int n, matched = 0;
-
-    regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++)
-        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
-    tu_free_strings(kids);
-    regfree(&re);
-    return matched;
-}
-
-#define UUID "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
-
 static void test_wire_names(void)
 {
     zklock_session_t *s = tu_session();
@@ -39,13 +21,13 @@ static void test_wire_names(void)
     zklock_queue_t *q = NULL;
 
     TU_REQUIRE_RC(zklock_acquire(c, -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(path, "^" UUID "latch-[0-9]{10}$"), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(path, "^" TU_CURATOR_PREFIX "latch-[0-9]{10}$"), ==, 1);
     TU_REQUIRE_RC(zklock_queue_read(s, path, &q), ZKLOCK_OK);
     CU_ASSERT_STRING_EQUAL(q->nodes[0].kind, "latch");
     zklock_queue_free(q);
     TU_ASSERT_RC(zklock_release(c), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(k, -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(path, "^[0-9a-f]{32}__lock__[0-9]{10}$"), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(path, "^[0-9a-f]{32}__lock__[0-9]{10}$"), ==, 1);
     TU_ASSERT_RC(zklock_release(k), ZKLOCK_OK);
     zklock_free(c);
     zklock_free(k);

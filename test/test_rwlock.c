@@ -1,7 +1,6 @@
 /* test_rwlock.c: the read/write lock against a real ZooKeeper. */
 #include "testutil.h"
 
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,24 +14,6 @@ static zklock_rwlock_t *new_rw(zklock_session_t *s, const char *path, const zklo
     return rw;
 }
 
-/* The names of path's children, sorted by their sequence suffix. */
-static int children_matching(const char *path, const char *pattern)
-{
-    regex_t re;
-    char **kids;
-    int n, matched = 0;
-
-    regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++)
-        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
-    tu_free_strings(kids);
-    regfree(&re);
-    return matched;
-}
-
-#define UUID "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
-
 static void test_wire_names(void)
 {
     zklock_session_t *a = tu_session(), *b = tu_session();
@@ -41,11 +22,11 @@ static void test_wire_names(void)
 
     TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(ra), -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rb), -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(path, "^" UUID "__READ__[0-9]{10}$"), ==, 2);
+    TU_ASSERT_INT(tu_children_matching(path, "^" TU_CURATOR_PREFIX "__READ__[0-9]{10}$"), ==, 2);
     TU_ASSERT_RC(zklock_release(zklock_rwlock_read(ra)), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rb)), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(ra), -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(path, "^" UUID "__WRIT__[0-9]{10}$"), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(path, "^" TU_CURATOR_PREFIX "__WRIT__[0-9]{10}$"), ==, 1);
     TU_ASSERT_INT(tu_count(path), ==, 1);
     TU_ASSERT_RC(zklock_release(zklock_rwlock_write(ra)), ZKLOCK_OK);
     zklock_rwlock_free(ra);
@@ -214,7 +195,7 @@ static void downgrade_keeps_place(int wire, const char *read_tag)
     TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_read(rw)), ==, 1);
     TU_ASSERT_RC(zklock_fence(zklock_rwlock_read(rw), &rtoken), ZKLOCK_OK);
     TU_ASSERT_INT(rtoken, ==, wtoken); /* the heir holds by its writer's place */
-    TU_ASSERT_INT(children_matching(path, read_tag), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(path, read_tag), ==, 1);
 
     TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
     /* The queued writer was woken by the write release and looked again:

@@ -1,7 +1,7 @@
 /* test_semaphore.c: the counting semaphore against a real ZooKeeper. */
 #include "testutil.h"
 
-#include <regex.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,29 +22,13 @@ static const char *sub(const char *path, const char *child)
     static char buf[4][512];
     static int next;
     char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", path, child);
+    if (snprintf(b, sizeof buf[0], "%s/%s", path, child) >= (int)sizeof buf[0])
+        abort(); /* the test's own paths are short */
     return b;
 }
 
 /* A lease any thread may release: taken by an acquirer thread, released by the test. */
 static const zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
-
-static int children_matching(const char *path, const char *pattern)
-{
-    regex_t re;
-    char **kids;
-    int n, matched = 0;
-
-    regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++)
-        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
-    tu_free_strings(kids);
-    regfree(&re);
-    return matched;
-}
-
-#define UUID "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
 
 /* ---- the wire ------------------------------------------------------------------------------ */
 
@@ -55,7 +39,7 @@ static void test_curator_layout(void)
     zklock_t *a = new_sem(s, path, 2, NULL);
 
     TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(sub(path, "leases"), "^" UUID "lease-[0-9]{10}$"), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(sub(path, "leases"), "^" TU_CURATOR_PREFIX "lease-[0-9]{10}$"), ==, 1);
     /* The acquisition mutex is let go once the lease is held. */
     CU_ASSERT(tu_wait_children(sub(path, "locks"), 0));
     TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
@@ -75,7 +59,7 @@ static void test_kazoo_layout(void)
     char lockdir[512];
 
     TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
-    TU_ASSERT_INT(children_matching(path, "^[0-9a-f]{32}$"), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(path, "^[0-9a-f]{32}$"), ==, 1);
     TU_ASSERT_INT(tu_get(path, data, sizeof data), ==, 1);
     CU_ASSERT_STRING_EQUAL(data, "3"); /* kazoo keeps max_leases there */
     snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
@@ -538,8 +522,9 @@ static void test_kazoo_waiter_expired(void)
 struct churn {
     const char *path;
     pthread_t t;
-    volatile int stop;
-    int changes;
+    atomic_int stop;
+    atomic_int changes;
+    int goal; /* for churned_enough */
 };
 
 static void *churn_main(void *arg)
@@ -548,12 +533,18 @@ static void *churn_main(void *arg)
     char node[600];
 
     snprintf(node, sizeof node, "%s/churn", ch->path);
-    while (!ch->stop) {
+    while (!atomic_load(&ch->stop)) {
         if (zoo_create(tu_zk(), node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK &&
             zoo_delete(tu_zk(), node, -1) == ZOK)
-            ch->changes++;
+            atomic_fetch_add(&ch->changes, 1);
     }
     return NULL;
+}
+
+static bool churned_enough(void *arg)
+{
+    struct churn *ch = arg;
+    return atomic_load(&ch->changes) >= ch->goal;
 }
 
 /* kazoo's layout: a waiter for room that gives up (timeout) while its look
@@ -569,7 +560,7 @@ static void test_kazoo_waiter_gives_up_watch(void)
     const char *path = tu_path("sem-kazoo-giveup-watch");
     char lockdir[512], pathcopy[512];
     zklock_t *h = new_sem(a, path, 1, &o), *w = new_sem(b, path, 1, &o);
-    struct churn ch = {pathcopy, 0, 0, 0};
+    struct churn ch = {.path = pathcopy};
 
     snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
     snprintf(pathcopy, sizeof pathcopy, "%s", path);
@@ -578,9 +569,9 @@ static void test_kazoo_waiter_gives_up_watch(void)
     for (int i = 0; i < 40; i++)
         TU_ASSERT_RC(zklock_acquire(w, 60 + 7 * (i % 10)), ZKLOCK_ETIMEDOUT);
     /* Any watch left behind fires now. */
-    for (int goal = ch.changes + 50; ch.changes < goal;)
-        usleep(1000);
-    ch.stop = 1;
+    ch.goal = atomic_load(&ch.changes) + 50;
+    CU_ASSERT(tu_wait_until(churned_enough, &ch, TU_WAIT_MS));
+    atomic_store(&ch.stop, 1);
     pthread_join(ch.t, NULL);
     TU_ASSERT_INT(TU_STAT(b, wakeups), >, 0); /* the waiter did watch */
     TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);

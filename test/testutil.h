@@ -96,6 +96,10 @@ void tu_free_strings(char **v);
 int tu_count(const char *path);
 /* path has no children or is gone (the server reaps empty containers). */
 bool tu_no_children(const char *path);
+/* How many children of path match the extended regular expression. */
+int tu_children_matching(const char *path, const char *pattern);
+/* The Curator protection prefix of a node name: _c_<uuid>- */
+#define TU_CURATOR_PREFIX "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
 
 /* Ephemeral nodes anywhere under path (0 if path does not exist). */
 int tu_ephemerals(const char *path);
@@ -118,6 +122,10 @@ bool tu_wait_until(bool (*cond)(void *), void *arg, int ms);
 
 /* Monotonic milliseconds. */
 int64_t tu_now_ms(void);
+/* n, or n / 10 when the suite runs under valgrind (make check-valgrind):
+ * scale tests keep their shape but not their size, which memcheck would
+ * stretch past any session timeout. */
+int tu_scaled(int n);
 
 /* Runs argv (argv[0] is a path) and returns its pid. */
 int tu_spawn(char *const argv[]);

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
@@ -118,6 +119,22 @@ int tu_count(const char *path)
     int n;
     tu_free_strings(tu_children(path, &n));
     return n;
+}
+
+int tu_children_matching(const char *path, const char *pattern)
+{
+    regex_t re;
+    char **kids;
+    int n, matched = 0;
+
+    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        return -1;
+    kids = tu_children(path, &n);
+    for (int i = 0; i < n; i++)
+        matched += regexec(&re, kids[i], 0, NULL, 0) == 0;
+    tu_free_strings(kids);
+    regfree(&re);
+    return matched;
 }
 
 bool tu_no_children(const char *path)
@@ -468,4 +485,10 @@ bool tu_wait_listings(zklock_session_t *s, uint64_t n)
 {
     struct listings_arg a = {s, n};
     return tu_wait_until(listings_seen, &a, TU_WAIT_MS);
+}
+
+int tu_scaled(int n)
+{
+    const char *vg = getenv("ZKLOCK_TEST_VALGRIND");
+    return vg && *vg ? n / 10 : n;
 }
