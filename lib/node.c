@@ -3,7 +3,9 @@
  * Every naming zklock knows ends in a tag and the server's sequence number:
  *   Curator  _c_<uuid>-lock-0000000042   _c_<uuid>-__READ__0000000042
  *            _c_<uuid>-__WRIT__0000000042
+ *            _c_<uuid>-lease-0000000042   _c_<uuid>-latch-0000000042
  *   kazoo    <32 hex>__lock__0000000042  <32 hex>__rlock__0000000042
+ * and one without a sequence: a kazoo semaphore's lease is <32 hex> alone.
  * The sequence is the parent's cversion printed with "%010d": a signed
  * 32-bit number that goes negative after 2^31 creations under one parent.
  * Pure functions only: this file is what the fuzz target exercises. */
