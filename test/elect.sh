@@ -24,8 +24,9 @@ check "the listener says nobody leads" wait_for 20 grep -q '"leader":null' "$T/l
 "$ELECT" --session-timeout 3000 $P/e alpha >"$T/alpha" & alpha=$!
 check "alpha leads" wait_for 20 grep -qx leader "$T/alpha"
 "$ELECT" $P/e beta >"$T/beta" & beta=$!
+check "beta waits in line" wait_for 20 queued $P/e 2
 "$ELECT" $P/e gamma >"$T/gamma" & gamma=$!
-check "beta and gamma wait in line" wait_for 20 queued $P/e 3
+check "gamma waits in line, behind beta" wait_for 20 queued $P/e 3
 check "...without leading" [ ! -s "$T/beta" ] && [ ! -s "$T/gamma" ]
 expect_status 1 "-t 0 while someone leads: the conflict code" "$ELECT" -t 0 $P/e delta
 check "the listener shows alpha" wait_for 20 grep -q '"leader":"alpha"' "$T/listen"
