@@ -460,6 +460,65 @@ static void test_lost_heir_reply(void)
     tu_assert_clean(path);
 }
 
+/* The full path of the child of path other than `writer` (caller frees). */
+static char *other_child(const char *path, const char *writer)
+{
+    int n;
+    char **kids = tu_children(path, &n), *other = NULL;
+
+    for (int i = 0; i < n && !other; i++) {
+        if (strcmp(kids[i], writer) != 0 && (other = malloc(strlen(path) + strlen(kids[i]) + 2)))
+            sprintf(other, "%s/%s", path, kids[i]);
+    }
+    tu_free_strings(kids);
+    return other;
+}
+
+/* A downgrade heir's create loses its reply, and while its client is cut
+ * off an operator replaces the heir's node (deleted, a node of that name
+ * made by another session). The owner check says "not ours" while its
+ * writer still holds: it must be made again as a heir. Queued as a plain
+ * reader, it waited behind its own thread's write node for ever (found by
+ * the model: design.md, "A model of the protocol"). */
+static void test_heir_node_replaced(void)
+{
+    struct faulty f;
+    const char *path = tu_path("heir-replaced");
+    zklock_rwlock_t *rw = NULL;
+    int64_t wtoken, rtoken = 0;
+    char *writer, *heir;
+    struct tu_acquirer a; /* the handle's owner, on another thread */
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+
+    faulty_open(&f, 8000);
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, f.s, path, &by_handle), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_write(rw), &wtoken), ZKLOCK_OK);
+    writer = only_child(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(writer);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    tu_start_acquirer(&a, zklock_rwlock_read(rw), 20000, false);
+    CU_ASSERT_FATAL(tu_wait_state(&f.ev, ZKLOCK_SUSPENDED));
+    heir = other_child(path, writer);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(heir);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), heir, -1), ZOK);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), heir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+    restore(&f);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(zklock_rwlock_read(rw), &rtoken), ZKLOCK_OK);
+    TU_ASSERT_INT(rtoken, ==, wtoken); /* a heir again, not a reader behind itself */
+    TU_ASSERT_INT(owner_of(path, strrchr(heir, '/') + 1), ==, zoo_client_id(tu_zk())->client_id);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), heir, -1), ZOK); /* the operator's node */
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_OK);
+    free(writer);
+    free(heir);
+    zklock_rwlock_free(rw);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
 /* ---- someone else's hand ----------------------------------------------------------------- */
 
 static void test_waiter_node_deleted(void)
@@ -882,6 +941,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
     {"lost_heir_reply", test_lost_heir_reply},
+    {"heir_node_replaced", test_heir_node_replaced},
     {"hold_through_connection_loss", test_hold_through_connection_loss},
     {"wait_through_connection_loss", test_wait_through_connection_loss},
     {"release_during_connection_loss", test_release_during_connection_loss},

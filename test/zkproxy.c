@@ -49,6 +49,7 @@ struct zkproxy {
     int npairs;
     bool refusing, stopping;
     int drop_type;   /* arm: swallow the reply to the next request of this type */
+    bool cut_on_drop; /* ... and refuse connections from then on */
     int dropped;     /* replies swallowed so far */
     int accepted;    /* connections accepted so far */
 };
@@ -137,6 +138,8 @@ static bool inspect(struct zkproxy *p, struct pair *pr, bool upward, const unsig
     }
     if (!upward && pr->doomed && (int32_t)be32(msg) == pr->doomed_xid) {
         p->dropped++;
+        p->refusing = p->refusing || p->cut_on_drop;
+        p->cut_on_drop = false;
         return false;
     }
     return true;
@@ -278,11 +281,22 @@ void zkproxy_restore(zkproxy_t *p)
     poke(p);
 }
 
-void zkproxy_drop_reply(zkproxy_t *p, int optype)
+static void arm_drop(zkproxy_t *p, int optype, bool cut)
 {
     pthread_mutex_lock(&p->mu);
     p->drop_type = optype;
+    p->cut_on_drop = cut;
     pthread_mutex_unlock(&p->mu);
+}
+
+void zkproxy_drop_reply(zkproxy_t *p, int optype)
+{
+    arm_drop(p, optype, false);
+}
+
+void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype)
+{
+    arm_drop(p, optype, true);
 }
 
 int zkproxy_dropped(zkproxy_t *p)

@@ -17,6 +17,9 @@ void zkproxy_restore(zkproxy_t *p);
 /* Arms a lost reply: the next request of this type (ZOO_CREATE2_OP, ...)
  * reaches the server; its reply is dropped and the connection closed. */
 void zkproxy_drop_reply(zkproxy_t *p, int optype);
+/* The same, and from the drop on, refuses connections until zkproxy_restore:
+ * the client stays cut off while the test changes the server behind it. */
+void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype);
 /* Replies dropped, connections accepted so far. */
 int zkproxy_dropped(zkproxy_t *p);
 int zkproxy_accepted(zkproxy_t *p);
