@@ -245,8 +245,11 @@ void zklock__finish(zkl_contender_t *c)
     wake(c);
 }
 
-/* Starts over with a new node name (the old one is gone or was never ours). */
-void zklock__requeue(zkl_contender_t *c)
+static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
+
+/* Starts over with a new node name (the old one is gone or was never ours);
+ * a downgrade heir stays one if `keep_heir`, else queues as a reader. */
+static void start_over(zkl_contender_t *c, bool keep_heir)
 {
     zklock__set_node(c, NULL);
     zklock__forget_blocker(c);
@@ -256,10 +259,39 @@ void zklock__requeue(zkl_contender_t *c)
         return; /* a contender that gave up never queues again: nothing to delete */
     c->phase = ZKL_QUEUING;
     c->need_list = false;
-    c->heir = false; /* its writer's place is gone too: queue as a reader */
-    free(c->heir_of);
-    c->heir_of = NULL;
+    if (!keep_heir) {
+        c->heir = false;
+        free(c->heir_of);
+        c->heir_of = NULL;
+    }
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
+}
+
+void zklock__requeue(zkl_contender_t *c)
+{
+    start_over(c, false); /* its writer's place is gone too: queue as a reader */
+}
+
+/* The downgrade heir c's writer (same owner, the other view) still holds
+ * by the node c was made beside. */
+static bool writer_still_holds(const zkl_contender_t *c)
+{
+    const zklock_t *writers = c->l->sibling;
+
+    for (const zkl_contender_t *w = writers ? writers->contenders : NULL; w; w = w->lock_next)
+        if (same_owner(w, c) && w->phase == ZKL_HELD && w->node && c->heir_of &&
+            strcmp(w->node, c->heir_of) == 0)
+            return true;
+    return false;
+}
+
+/* Only our own node went (deleted by hand, or not ours after all). A heir
+ * whose writer still holds is made again as a heir, its multi's check
+ * deciding as the first time: queued as a reader, it would wait behind its
+ * own owner's write node for ever (found by the model: design.md). */
+void zklock__requeue_own(zkl_contender_t *c)
+{
+    start_over(c, c->heir && writer_still_holds(c));
 }
 
 void zklock__become_holder(zkl_contender_t *c)

@@ -565,7 +565,7 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
         zklock__set_node(c, NULL);
     } else {
         /* Gone, or not ours after all: never touch it, start afresh. */
-        zklock__requeue(c);
+        zklock__requeue_own(c);
     }
     ZKL_COMPLETION_END(c);
 }

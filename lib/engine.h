@@ -56,8 +56,12 @@ static inline void wake(zkl_contender_t *c)
 void zklock__set_node(zkl_contender_t *c, char *node);
 /* Finished: nothing of ours is on the server. */
 void zklock__finish(zkl_contender_t *c);
-/* Starts over with a new node name (the old one is gone or was never ours). */
+/* Starts over with a new node name (the old one is gone or was never ours),
+ * a downgrade heir as a plain reader (its writer's place is gone). */
 void zklock__requeue(zkl_contender_t *c);
+/* The same when only our own node went: a heir whose writer still holds
+ * stays a heir. */
+void zklock__requeue_own(zkl_contender_t *c);
 void zklock__become_holder(zkl_contender_t *c);
 /* Sub-acquisitions (c->subs, contenders of other handles owned by c). The
  * rule that keeps their lifetimes simple: nothing done for a sub's own event

@@ -106,7 +106,7 @@ void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const 
     if (self < 0) {
         /* Our node vanished while we waited (deleted by someone else):
          * queue again at the back. */
-        zklock__requeue(c);
+        zklock__requeue_own(c);
         free(q);
         return;
     }

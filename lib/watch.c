@@ -202,7 +202,7 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
         zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
     } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
-        zklock__requeue(c); /* our place was deleted before we could watch it */
+        zklock__requeue_own(c); /* our place was deleted before we could watch it */
     }
     ZKL_COMPLETION_END(c);
 }
@@ -221,7 +221,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
         if (c->phase == ZKL_HELD)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
         else if (c->phase == ZKL_QUEUING)
-            zklock__requeue(c); /* someone deleted our place in the queue */
+            zklock__requeue_own(c); /* someone deleted our place in the queue */
     }
     /* a data change: step() arms the watch again */
     zklock__event_end(c, up);
