@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -442,7 +443,7 @@ static bool tally_done(void *t)
  * and no thread more than the session's own. */
 static void test_ten_thousand_locks(void)
 {
-    enum { LOCKS = 10000 };
+    const int LOCKS = tu_scaled(10000);
     /* A long session timeout: 20,000 requests queue up in the client at
      * once, and a lease counts from when a request was queued (a slow,
      * sanitized build takes seconds to drain them). */
@@ -497,7 +498,7 @@ static void take_turn(zklock_t *l, int rc, void *ctx)
 
 static void test_thousand_waiters(void)
 {
-    enum { WAITERS = 1000 };
+    const int WAITERS = tu_scaled(1000);
     zklock_session_t *s = poll_session_timeout(60000), *h = tu_session();
     const char *path = tu_path("thousand");
     zklock_t *holder = tu_mutex(h, path, NULL);
@@ -615,7 +616,8 @@ static void test_release_while_acquirer_wakes(void)
 
         pthread_create(&t, NULL, acquire_main, &a);
         while (zklock_hold_count(l) != 1 && tu_now_ms() < end)
-            ; /* spin: the window is the acquirer's wake-up */
+            sched_yield(); /* spin: the window is the acquirer's wake-up */
+        CU_ASSERT_FATAL(zklock_hold_count(l) == 1);
         if (zklock_release(l) == ZKLOCK_OK && tu_count(path) > 0)
             early++;
         pthread_join(t, NULL);
