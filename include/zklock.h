@@ -495,8 +495,9 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
 /* How long the caller's hold may still be acted on without hearing from the
  * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
- * holds or waits (a sync every sixth of the session timeout); it is the
- * send time of the latest request the leader answered, plus the negotiated
+ * holds or waits (a write that needs a quorum every sixth of the session
+ * timeout, unless one of its own was answered meanwhile); it is the send
+ * time of the latest write of ours answered, plus the negotiated
  * session timeout, minus a margin (a twentieth of it) for clock-rate drift
  * and delivery. No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the

@@ -630,6 +630,7 @@ static void engine_resumed(zklock_session_t *s)
      * session answers in order. Then the probes of lost holds, so that an
      * on_lost comes before any new hold of the same owner. */
     zklock__stale_sweep(s);
+    zklock__lease_resumed(s);
     for (int lost_first = 1; lost_first >= 0; lost_first--) {
         for (c = s->contenders; c; c = next) {
             next = c->sess_next;

@@ -158,6 +158,8 @@ void zklock__stale_free_all(zklock_session_t *s);
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 /* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
 void zklock__lease_keep(zklock_session_t *s);
+/* Connected again: a heartbeat at once, if anyone queues or holds. */
+void zklock__lease_resumed(zklock_session_t *s);
 /* The handle is closed: forget its heartbeat in flight. */
 void zklock__lease_handle_closed(zklock_session_t *s);
 

@@ -4,9 +4,11 @@
  *
  * The server a client talks to touches the session when a request arrives,
  * and the leader expires a session a session timeout after the last touch
- * it knows of. A request that went through the leader (a write, a sync) and
- * was answered proves the session was touched no earlier than the moment it
- * was sent. So, with `heard_at` the send time of the latest such request
+ * it knows of; a new leader gives every session a whole timeout from its
+ * start. A write (a create, a delete, a multi) is answered only once a
+ * quorum accepted it, so its answer proves the session was touched no
+ * earlier than the moment it was sent, and that any later leader started
+ * after that moment. So, with `heard_at` the send time of the latest write
  * answered, no server can expire the session before heard_at + the
  * negotiated timeout, and no other client can hold our lock before then.
  * A holder's belief is bounded by that, less a margin (LEASE_MARGIN): when
@@ -14,10 +16,13 @@
  * lost (ZKLOCK_LOST_UNSURE) before any other client can have taken it over.
  * design.md ("Told first") has the argument and its limits.
  *
- * To keep heard_at fresh while the session holds or waits, a sync goes out
- * every sixth of the session timeout; the engine's creates and deletes count
- * too (zklock__lease_heard), and so does a reconnection of the same session
- * (session.c: the server revalidated it with the leader).
+ * Only writes count: a deposed leader that has not noticed yet that it lost
+ * its quorum still answers syncs and revalidates reconnecting sessions, for
+ * up to a tick after a new leader restarted every session's timeout (the
+ * partition rig saw it). To keep heard_at fresh while the session holds or
+ * waits, a heartbeat goes out every sixth of the session timeout unless a
+ * write was answered meanwhile: a multi with one check of the root, the
+ * cheapest request that needs a quorum. A reconnection sends one at once.
  */
 #include "engine.h"
 
@@ -32,6 +37,8 @@ struct zkl_heartbeat {
     zklock_session_t *s;
     unsigned gen;
     struct timespec sent;
+    zoo_op_t check;            /* of the root, any version */
+    zoo_op_result_t result;
 };
 
 static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
@@ -109,13 +116,14 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 
 /* ---- the heartbeat -------------------------------------------------------------- */
 
-static void heartbeat_done(int rc, const char *value, const void *data)
+static void heartbeat_done(int rc, const void *data)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
     zklock_session_t *s = hb->s;
 
     pthread_mutex_lock(&s->mu);
-    /* Any answer of the server's: "no connection" is the client's own. */
+    /* Any answer of the server's (a refused check too: a multi that fails
+     * is committed all the same); "no connection" is the client's own. */
     if (hb->gen == s->gen && !transient(rc) && !session_ending(rc))
         zklock__lease_heard(s, &hb->sent);
     if (s->heartbeat == hb)
@@ -135,9 +143,8 @@ static void send_heartbeat(zklock_session_t *s)
     hb->s = s;
     hb->gen = s->gen;
     zklock__now(&hb->sent);
-    /* A sync goes through the leader: a follower cut off from it cannot
-     * answer it, as it could a read. */
-    if (zoo_async(s->zh, "/", heartbeat_done, hb) != ZOK) {
+    zoo_check_op_init(&hb->check, "/", -1);
+    if (zoo_amulti(s->zh, 1, &hb->check, &hb->result, heartbeat_done, hb) != ZOK) {
         free(hb);
         return;
     }
@@ -146,12 +153,35 @@ static void send_heartbeat(zklock_session_t *s)
     s->stats.requests++;
 }
 
+static int heartbeat_ms(const zklock_session_t *s)
+{
+    return s->negotiated_ms / HEARTBEATS_PER_TIMEOUT;
+}
+
+/* A write of ours was answered within the last heartbeat interval. */
+static bool heard_lately(const zklock_session_t *s)
+{
+    struct timespec now;
+
+    zklock__now(&now);
+    return s->heard_known && zklock__ms_between(&s->heard_at, &now) < heartbeat_ms(s);
+}
+
 static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
     if (!anyone_in_queue(s, false))
         return; /* nobody to keep a lease for: the next contender restarts it */
-    send_heartbeat(s);
-    zklock__timer_arm_in(s, t, s->negotiated_ms / HEARTBEATS_PER_TIMEOUT);
+    if (!heard_lately(s))
+        send_heartbeat(s);
+    zklock__timer_arm_in(s, t, heartbeat_ms(s));
+}
+
+/* Connected again: only a write answered on this connection proves the
+ * session lives on (a deposed leader revalidates sessions too). */
+void zklock__lease_resumed(zklock_session_t *s)
+{
+    if (anyone_in_queue(s, false))
+        send_heartbeat(s);
 }
 
 /* The handle is closed: its last heartbeat will not be answered. */
@@ -169,7 +199,7 @@ void zklock__lease_keep(zklock_session_t *s)
     if (s->negotiated_ms <= 0)
         return;
     if (!zklock__timer_armed(&s->heartbeat_timer))
-        zklock__timer_arm_in(s, &s->heartbeat_timer, s->negotiated_ms / HEARTBEATS_PER_TIMEOUT);
+        zklock__timer_arm_in(s, &s->heartbeat_timer, heartbeat_ms(s));
     if (!zklock__timer_armed(&s->belief_timer))
         arm_belief(s);
 }

@@ -252,9 +252,7 @@ static void connected(zklock_session_t *s)
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
-    if (resumed && (!s->heard_known || zklock__earlier(&s->heard_at, &s->suspended_at)))
-        s->heard_at = s->suspended_at; /* it revalidated the session with the leader */
-    else if (!resumed)
+    if (!resumed)
         s->heard_known = false; /* a new session: its first write will tell */
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);

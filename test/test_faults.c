@@ -433,6 +433,59 @@ static void test_lease_lost_session_lives(void)
     tu_assert_clean(path);
 }
 
+/* The czxid of a node made now: the ensemble's last committed zxid + 1. */
+static int64_t next_zxid(const char *path)
+{
+    char probe[512];
+    struct Stat st;
+
+    snprintf(probe, sizeof probe, "%s-probe", path);
+    if (zoo_create2(tu_zk(), probe, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0, &st) != ZOK)
+        return -1;
+    zoo_delete(tu_zk(), probe, -1);
+    return st.czxid;
+}
+
+/* Commits seen between the probes that were not the probes' own. */
+struct foreign_commits {
+    const char *path;
+    int64_t last;
+    int seen;
+};
+
+static bool two_foreign_commits(void *arg)
+{
+    struct foreign_commits *fc = arg;
+    int64_t z = next_zxid(fc->path);
+
+    if (fc->last > 0 && z - fc->last > 2) /* more than our create and delete */
+        fc->seen++;
+    fc->last = z;
+    return fc->seen >= 2;
+}
+
+/* An idle holder's heartbeats are writes (each commits a transaction): a
+ * sync or a revalidation is answered by a deposed leader too, for up to a
+ * tick after a new leader restarted the session's timeout. */
+static void test_heartbeat_needs_a_quorum(void)
+{
+    zklock_session_opts_t so = {.timeout_ms = 3000};
+    zklock_session_t *s = NULL;
+    const char *path = tu_path("heartbeat");
+    struct foreign_commits fc = {path, 0, 0};
+    zklock_t *l;
+
+    TU_REQUIRE_RC(zklock_session_open(&s, tu_hosts(), &so), ZKLOCK_OK);
+    l = tu_mutex(s, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    /* Nothing else writes meanwhile: the holder is idle. */
+    CU_ASSERT(tu_wait_until(two_foreign_commits, &fc, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 /* A downgrade heir's create (a multi with its writer's check) loses its
  * reply: the heir finds its node again, owned by its session, and holds by
  * its writer's place. */
@@ -949,6 +1002,7 @@ static const tu_test_t fault_tests[] = {
     {"give_up_during_connection_loss", test_give_up_during_connection_loss},
     {"partition_expires_locally", test_partition_expires_locally},
     {"lease_lost_session_lives", test_lease_lost_session_lives},
+    {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},
