@@ -24,6 +24,43 @@
 #include <time.h>
 #include <unistd.h>
 
+
+/* ---- the shared options ------------------------------------------------------ */
+
+struct hold_options hold_defaults(char mode)
+{
+    return (struct hold_options){.mode = mode, .timeout_s = -1, .conflict_code = 1,
+                                 .connect_s = 10, .kill_after_s = 10};
+}
+
+bool hold_option(struct hold_options *o, int option, const char *arg, const char *tool)
+{
+    switch (option) {
+    case 's': o->servers = arg; break;
+    case HOLD_OPT_KAZOO: o->kazoo = true; break;
+    case 't': o->timeout_s = tool_seconds("--timeout", arg); break;
+    case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", arg, 0, 255); break;
+    case HOLD_OPT_SESSION: o->session_ms = (int)tool_integer("--session-timeout", arg, 1, 3600000); break;
+    case HOLD_OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", arg); break;
+    case HOLD_OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", arg); break;
+    case HOLD_OPT_ON_SUSPEND:
+        if (strcmp(arg, "stop") != 0 && strcmp(arg, "continue") != 0)
+            tool_die(EXIT_USAGE, "--on-suspend takes stop or continue (try '%s --help')", tool);
+        o->stop_on_suspend = strcmp(arg, "stop") == 0;
+        break;
+    case 'v': o->verbose = true; break;
+    case 'q': o->quiet = true; break;
+    default: return false;
+    }
+    return true;
+}
+
+void hold_check_options(const struct hold_options *o, const char *tool)
+{
+    if (o->verbose && o->quiet)
+        tool_die(EXIT_USAGE, "choose -v or -q (try '%s --help')", tool);
+}
+
 /* ---- the lock thread --------------------------------------------------------------- */
 
 struct holder {

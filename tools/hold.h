@@ -26,6 +26,36 @@ struct hold_options {
     struct tool_security sec;
 };
 
+/* The options zklock and zklock-elect share: put HOLD_OPTIONS in the
+ * getopt_long table (short letters s: t: E: v q), and give what getopt_long
+ * returns to hold_option() first. */
+enum {
+    HOLD_OPT_KAZOO = 900,
+    HOLD_OPT_SESSION,
+    HOLD_OPT_CONNECT,
+    HOLD_OPT_KILL_AFTER,
+    HOLD_OPT_ON_SUSPEND,
+};
+#define HOLD_OPTIONS                                                            \
+    {"servers", required_argument, NULL, 's'},                                  \
+    {"kazoo", no_argument, NULL, HOLD_OPT_KAZOO},                               \
+    {"timeout", required_argument, NULL, 't'},                                  \
+    {"conflict-exit-code", required_argument, NULL, 'E'},                       \
+    {"session-timeout", required_argument, NULL, HOLD_OPT_SESSION},             \
+    {"connect-timeout", required_argument, NULL, HOLD_OPT_CONNECT},             \
+    {"kill-after", required_argument, NULL, HOLD_OPT_KILL_AFTER},               \
+    {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
+    {"verbose", no_argument, NULL, 'v'},                                        \
+    {"quiet", no_argument, NULL, 'q'}
+
+/* The defaults, for `mode`. */
+struct hold_options hold_defaults(char mode);
+/* Takes one shared option (false: `option` is none of them); a bad value
+ * ends the program with EXIT_USAGE, naming `tool` for its --help. */
+bool hold_option(struct hold_options *o, int option, const char *arg, const char *tool);
+/* After the options: refuses what does not go together (-v with -q). */
+void hold_check_options(const struct hold_options *o, const char *tool);
+
 /* Runs it all; returns the exit status (see zklock(1)). */
 int hold_run(struct hold_options *o);
 

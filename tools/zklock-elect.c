@@ -77,20 +77,10 @@ static void usage_error(const char *msg)
 
 static void parse(int argc, char **argv, struct options *o)
 {
-    enum { OPT_SESSION = 256, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND };
     static const struct option longs[] = {
-        {"servers", required_argument, NULL, 's'},
+        HOLD_OPTIONS,
         {"listen", no_argument, NULL, 'l'},
         {"json", no_argument, NULL, 'j'},
-        {"kazoo", no_argument, NULL, OPT_KAZOO},
-        {"timeout", required_argument, NULL, 't'},
-        {"conflict-exit-code", required_argument, NULL, 'E'},
-        {"session-timeout", required_argument, NULL, OPT_SESSION},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT},
-        {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-        {"on-suspend", required_argument, NULL, OPT_ON_SUSPEND},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,
@@ -100,30 +90,15 @@ static void parse(int argc, char **argv, struct options *o)
     struct hold_options *h = &o->hold;
     int c;
 
-    *o = (struct options){.hold = {.mode = 'e', .timeout_s = -1, .conflict_code = 1,
-                                   .connect_s = 10, .kill_after_s = 10}};
+    *o = (struct options){.hold = hold_defaults('e')};
     opterr = 0;
     /* '+': options end at PATH; what follows VALUE is the command's */
     while ((c = getopt_long(argc, argv, "+:s:ljt:E:vqhV", longs, NULL)) != -1) {
+        if (hold_option(h, c, optarg, "zklock-elect"))
+            continue;
         switch (c) {
-        case 's': h->servers = optarg; break;
         case 'l': o->listen = true; break;
         case 'j': o->json = true; break;
-        case OPT_KAZOO: h->kazoo = true; break;
-        case 't': h->timeout_s = tool_seconds("--timeout", optarg); break;
-        case 'E': h->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
-        case OPT_SESSION:
-            h->session_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
-            break;
-        case OPT_CONNECT: h->connect_s = tool_seconds("--connect-timeout", optarg); break;
-        case OPT_KILL_AFTER: h->kill_after_s = tool_seconds("--kill-after", optarg); break;
-        case OPT_ON_SUSPEND:
-            if (strcmp(optarg, "stop") != 0 && strcmp(optarg, "continue") != 0)
-                usage_error("--on-suspend takes stop or continue");
-            h->stop_on_suspend = strcmp(optarg, "stop") == 0;
-            break;
-        case 'v': h->verbose = true; break;
-        case 'q': h->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock-elect %s\n", zklock_version()); exit(0);
         default:
@@ -131,8 +106,7 @@ static void parse(int argc, char **argv, struct options *o)
                 tool_bad_option(c, argv, "zklock-elect");
         }
     }
-    if (h->verbose && h->quiet)
-        usage_error("choose -v or -q");
+    hold_check_options(h, "zklock-elect");
     if (o->json && !o->listen)
         usage_error("--json goes with -l (--listen)");
     if (optind >= argc)

@@ -101,26 +101,16 @@ static void set_limit(struct hold_options *o, const char *arg, int *modes)
 
 static void parse(int argc, char **argv, struct hold_options *o)
 {
-    enum { OPT_IDENTITY = 256, OPT_SESSION, OPT_CONNECT, OPT_KILL_AFTER, OPT_KAZOO, OPT_ON_SUSPEND,
-           OPT_LIMIT, OPT_AND };
+    enum { OPT_IDENTITY = 256, OPT_LIMIT, OPT_AND };
     static const struct option longs[] = {
-        {"servers", required_argument, NULL, 's'},
+        HOLD_OPTIONS,
         {"exclusive", no_argument, NULL, 'x'},
         {"read", no_argument, NULL, 'r'},
         {"write", no_argument, NULL, 'w'},
-        {"kazoo", no_argument, NULL, OPT_KAZOO},
-        {"timeout", required_argument, NULL, 't'},
         {"nonblock", no_argument, NULL, 'n'},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"and", required_argument, NULL, OPT_AND},
-        {"conflict-exit-code", required_argument, NULL, 'E'},
         {"identity", required_argument, NULL, OPT_IDENTITY},
-        {"session-timeout", required_argument, NULL, OPT_SESSION},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT},
-        {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-        {"on-suspend", required_argument, NULL, OPT_ON_SUSPEND},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,
@@ -129,17 +119,15 @@ static void parse(int argc, char **argv, struct hold_options *o)
     };
     int c, modes = 0;
 
-    *o = (struct hold_options){.mode = 'x', .timeout_s = -1, .conflict_code = 1,
-                          .connect_s = 10, .kill_after_s = 10};
+    *o = hold_defaults('x');
     /* '+': options end at the lock path; what follows is the command's.
      * ':' and opterr = 0: tool_bad_option() says what is wrong. */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:s:xrwt:n::E:vqhV", longs, NULL)) != -1) {
+        if (hold_option(o, c, optarg, "zklock"))
+            continue;
         switch (c) {
-        case 's': o->servers = optarg; break;
         case 'x': case 'r': case 'w': o->mode = (char)c; modes++; break;
-        case OPT_KAZOO: o->kazoo = true; break;
-        case 't': o->timeout_s = tool_seconds("--timeout", optarg); break;
         case 'n':
             /* flock's -n (try once), or consul's -n N (a limit): a lock path
              * starts with '/', so a number after -n can only be a limit. */
@@ -158,20 +146,7 @@ static void parse(int argc, char **argv, struct hold_options *o)
             tool_check_path(optarg);
             o->and_paths[o->nand++] = optarg;
             break;
-        case 'E': o->conflict_code = (int)tool_integer("--conflict-exit-code", optarg, 0, 255); break;
         case OPT_IDENTITY: o->identity = optarg; break;
-        case OPT_SESSION:
-            o->session_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
-            break;
-        case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
-        case OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", optarg); break;
-        case OPT_ON_SUSPEND:
-            if (strcmp(optarg, "stop") != 0 && strcmp(optarg, "continue") != 0)
-                usage_error("--on-suspend takes stop or continue");
-            o->stop_on_suspend = strcmp(optarg, "stop") == 0;
-            break;
-        case 'v': o->verbose = true; break;
-        case 'q': o->quiet = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
         default:
@@ -181,8 +156,7 @@ static void parse(int argc, char **argv, struct hold_options *o)
     }
     if (modes > 1)
         usage_error("choose one of -x, -r, -w, --limit");
-    if (o->verbose && o->quiet)
-        usage_error("choose -v or -q");
+    hold_check_options(o, "zklock");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
      * tool_open() can only take for a bad server list. */
     if (o->identity && strlen(o->identity) > ZKLOCK_DATA_MAX)
