@@ -9,7 +9,9 @@ typedef struct zkproxy zkproxy_t;
 
 /* Listens on a free loopback port and forwards to upstream ("ip:port"). */
 zkproxy_t *zkproxy_start(const char *upstream);
-/* The connect string of the proxy ("127.0.0.1:port"). */
+/* The same, listening on `listen` ("ip:port"; port 0 = any free one). */
+zkproxy_t *zkproxy_start_at(const char *listen, const char *upstream);
+/* The connect string of the proxy ("ip:port"). */
 const char *zkproxy_hosts(zkproxy_t *p);
 /* Closes every connection and refuses new ones until zkproxy_restore. */
 void zkproxy_cut(zkproxy_t *p);
@@ -20,6 +22,11 @@ void zkproxy_drop_reply(zkproxy_t *p, int optype);
 /* The same, and from the drop on, refuses connections until zkproxy_restore:
  * the client stays cut off while the test changes the server behind it. */
 void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype);
+/* Delays every message, each way, by min_ms..max_ms (uniformly at random),
+ * keeping their order: a message never leaves before the one ahead of it,
+ * as on one TCP connection. 0, 0 (the default) forwards at once. Applies to
+ * messages that arrive from now on. */
+void zkproxy_set_delay(zkproxy_t *p, int min_ms, int max_ms);
 /* Replies dropped, connections accepted so far. */
 int zkproxy_dropped(zkproxy_t *p);
 int zkproxy_accepted(zkproxy_t *p);
