@@ -45,7 +45,9 @@ def now_ns():
 
 
 class Storage:
-    """The fenced storage: accepts a write iff its token >= the highest yet."""
+    """The fenced storage: accepts a write ("W") iff its token >= the highest
+    it accepted yet, and a reader's read ("R") iff its token >= the highest
+    write it accepted (readers share the lock, but not with a newer writer)."""
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -53,7 +55,8 @@ class Storage:
         self.sock.listen(256)
         self.conns = []
         self.highest = defaultdict(int)
-        self.history = []  # (ns, lock, token, holder, accepted)
+        self.highest_write = defaultdict(int)
+        self.history = []  # (ns, lock, token, holder, accepted, op)
 
     def serve(self, timeout):
         rl, _, _ = select.select([self.sock] + self.conns, [], [], timeout)
@@ -70,12 +73,14 @@ class Storage:
                 self.conns.remove(s)
                 s.close()
                 continue
-            _, lock, token, who, hold = msg.decode().split()
+            op, lock, token, who, hold = msg.decode().split()
             lock, token = int(lock), int(token)
-            ok = token >= self.highest[lock]
+            ok = token >= (self.highest_write if op == "R" else self.highest)[lock]
             if ok:
-                self.highest[lock] = token
-            self.history.append((now_ns(), lock, token, f"{who}#{hold}", ok))
+                self.highest[lock] = max(self.highest[lock], token)
+                if op == "W":
+                    self.highest_write[lock] = token
+            self.history.append((now_ns(), lock, token, f"{who}#{hold}", ok, op))
             try:
                 s.send(b"A" if ok else b"R")
             except OSError:
@@ -243,7 +248,7 @@ def check(dirname, history, faults, leftover):
     violations = []
     holds = read_holds(dirname)
     by_lock = defaultdict(list)
-    for ns, lock, token, who, ok in history:
+    for ns, lock, token, who, ok, _ in history:
         if ok:
             by_lock[lock].append((ns, token, who))
 

@@ -1,17 +1,34 @@
-/* soak_client.c: one process of the chaos soak (test/soak.py drives it).
+/* soak_client.c: one process of the chaos soak (test/soak.py drives it)
+ * and of the partition rig (test/partition/rig.py).
  *
- *   soak_client HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE_SOCKET LOG ID
+ *   soak_client [-r RW] [-H MIN:MAX [-l PCT:MIN:MAX]] [-g GAP] [-t TIMEOUT]
+ *               HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE_SOCKET LOG ID
  *       Each thread has its own session and, until SIGTERM, takes a random
- *       lock /ROOT/lock-<k>, writes to the "storage" three times with its
- *       fencing token (the storage refuses stale tokens), and releases.
+ *       lock, writes to the "storage" with its fencing token (the storage
+ *       refuses stale tokens) until it is told the hold is lost or its time
+ *       is up, and releases. Locks 0..LOCKS-RW-1 are mutexes /ROOT/lock-<k>;
+ *       the last RW (-r, default 0) are read/write locks /ROOT/rw-<k>, taken
+ *       on either side at random: a reader sends reads ("R"), which the
+ *       storage refuses only behind a newer writer. By default a hold makes
+ *       three writes 5-20 ms apart; -H holds MIN..MAX ms, writing every GAP
+ *       ms (-g, default 50), and -l PCT:MIN:MAX makes PCT % of the holds
+ *       last MIN..MAX ms instead (long holds, for faults to land in).
+ *       -t: the acquire timeout (default 3000 ms).
  *       Every event goes to LOG with a CLOCK_MONOTONIC timestamp.
  *   soak_client --ephemerals HOSTS ROOT
  *       Prints how many ephemeral nodes are left under ROOT.
+ *   soak_client --make-paths HOSTS ROOT LOCKS
+ *       Creates /ROOT/lock-<k> as persistent nodes.
  *
  * Log lines: <ns> <client> <thread> <EVENT> <lock> <token> <hold> <detail>
- *   ACQ       acquire returned OK        WRITE  detail A (accepted) / R (refused)
+ *   ACQ       acquire returned OK (the time it returned; detail: X or S for
+ *             exclusive or shared, the session id in hex and how long the
+ *             hold is meant to last in ms, ":" between them)
+ *   WRITE     detail A (accepted) / R (refused)
+ *   LAPSED    about to write with zklock_valid_until() passed and no on_lost
  *   LOST      on_lost (detail: reason)   REL    release returned (detail: rc name)
  *   RELSTART  about to release
+ *   CONN      on_state (token: the session id; detail: STATE@server)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +46,9 @@
 #include <zklock.h>
 
 static const char *hosts, *root, *storage_path;
-static int nlocks, session_ms, log_fd;
+static int nlocks, nrw, session_ms, log_fd;
+static int hold_min_ms = -1, hold_max_ms = -1, gap_ms = 50, acquire_ms = 3000;
+static int long_pct, long_min_ms, long_max_ms;
 static const char *client_id;
 static volatile sig_atomic_t stopping;
 
@@ -40,7 +59,10 @@ struct worker {
     pthread_cond_t told;
     int lock, hold, lost_hold;
     int64_t token;
-    bool holding;
+    bool holding, shared;
+    int64_t early_lost_ns; /* on_lost before the hold was recorded */
+    int early_reason;
+    zklock_session_t *s;
 };
 
 static int64_t now_ns(void)
@@ -50,26 +72,53 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void log_event(const struct worker *w, const char *event, int lock, int64_t token,
-                      int hold, const char *detail)
+static void log_event_at(int64_t ns, const struct worker *w, const char *event, int lock,
+                         int64_t token, int hold, const char *detail)
 {
     char line[256];
-    int n = snprintf(line, sizeof line, "%lld %s %d %s %d %lld %d %s\n", (long long)now_ns(),
+    int n = snprintf(line, sizeof line, "%lld %s %d %s %d %lld %d %s\n", (long long)ns,
                      client_id, w->index, event, lock, (long long)token, hold, detail);
     /* one write(2) per line on an O_APPEND file: lines never interleave */
     if (write(log_fd, line, (size_t)n) < 0)
         perror("log");
 }
 
+static void log_event(const struct worker *w, const char *event, int lock, int64_t token,
+                      int hold, const char *detail)
+{
+    log_event_at(now_ns(), w, event, lock, token, hold, detail);
+}
+
 static void on_lost(zklock_t *l, int reason, void *ctx)
 {
     struct worker *w = ctx;
+    int64_t ns = now_ns();
+
     pthread_mutex_lock(&w->mu);
-    if (w->holding || w->lost_hold != w->hold)
-        log_event(w, "LOST", w->lock, w->token, w->hold, zklock_err_name(reason));
-    w->lost_hold = w->hold;
+    if (w->holding || w->lost_hold != w->hold) {
+        log_event_at(ns, w, "LOST", w->lock, w->token, w->hold, zklock_err_name(reason));
+        w->lost_hold = w->hold;
+    } else {
+        /* the acquire that this hold came from has returned, and its
+         * thread has not recorded the hold yet: it logs this after ACQ */
+        w->early_lost_ns = ns;
+        w->early_reason = reason;
+    }
     pthread_cond_broadcast(&w->told);
     pthread_mutex_unlock(&w->mu);
+}
+
+/* The session's state and the server it talks to, for the rig's faults
+ * aimed at one link. */
+static void on_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct worker *w = ctx;
+    zhandle_t *zh = zklock_session_zhandle(s);
+    const char *server = zh ? zoo_get_current_server(zh) : NULL;
+    char detail[128];
+
+    snprintf(detail, sizeof detail, "%s@%s", zklock_state_name(state), server ? server : "-");
+    log_event(w, "CONN", -1, zklock_session_id(s), w->hold, detail);
 }
 
 static int storage_connect(void)
@@ -85,12 +134,12 @@ static int storage_connect(void)
     return -1;
 }
 
-/* One write to the storage: true if accepted. */
+/* One write (a read for a reader) to the storage: true if accepted. */
 static bool storage_write(int fd, const struct worker *w)
 {
     char msg[128], reply[8] = "";
-    int n = snprintf(msg, sizeof msg, "W %d %lld %s-%d %d", w->lock, (long long)w->token,
-                     client_id, w->index, w->hold);
+    int n = snprintf(msg, sizeof msg, "%c %d %lld %s-%d %d", w->shared ? 'R' : 'W', w->lock,
+                     (long long)w->token, client_id, w->index, w->hold);
     if (send(fd, msg, (size_t)n, 0) != n || recv(fd, reply, sizeof reply, 0) <= 0)
         return false;
     return reply[0] == 'A';
@@ -103,28 +152,104 @@ static void pause_ms(int ms)
         ;
 }
 
-static void hold_once(struct worker *w, zklock_t *lock, int k, int fd)
-{
-    int64_t token = 0;
-    int rc = zklock_acquire(lock, 3000);
+/* The lock handle a hold of lock k goes through, and whether it is shared. */
+struct lockset {
+    zklock_t **mutex;         /* [k] for k < nlocks - nrw */
+    zklock_rwlock_t **rw;     /* [k] for the others */
+};
 
+static zklock_t *pick(const struct lockset *ls, int k, bool *shared)
+{
+    *shared = false;
+    if (k < nlocks - nrw)
+        return ls->mutex[k];
+    *shared = rand() % 2 == 0;
+    return *shared ? zklock_rwlock_read(ls->rw[k]) : zklock_rwlock_write(ls->rw[k]);
+}
+
+static bool told_lost(struct worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    bool lost = w->lost_hold == w->hold;
+    pthread_mutex_unlock(&w->mu);
+    return lost;
+}
+
+/* Before a write: has the lease run out while on_lost has not come? */
+static void check_lease(struct worker *w, zklock_t *lock, bool *lapsed)
+{
+    struct timespec until;
+
+    if (*lapsed || told_lost(w))
+        return;
+    if (zklock_valid_until(lock, &until) == ZKLOCK_OK &&
+        (int64_t)until.tv_sec * 1000000000 + until.tv_nsec > now_ns())
+        return;
+    *lapsed = true;
+    log_event(w, "LAPSED", w->lock, w->token, w->hold, "-");
+}
+
+/* How long the next hold lasts (-H, -l), in ms; 0: three quick writes. */
+static int plan_hold(void)
+{
+    if (hold_max_ms < 0)
+        return 0;
+    if (long_pct > 0 && rand() % 100 < long_pct)
+        return long_min_ms + rand() % (long_max_ms - long_min_ms + 1);
+    return hold_min_ms + rand() % (hold_max_ms - hold_min_ms + 1);
+}
+
+/* The writes of one hold: three quick ones by default (a pause can land in
+ * the middle), or every gap_ms for plan_ms. No write once on_lost said the
+ * hold is over. */
+static void write_while_held(struct worker *w, zklock_t *lock, int fd, int64_t acq_ns, int plan_ms)
+{
+    bool timed = hold_max_ms >= 0, lapsed = false;
+    int64_t end = acq_ns + (int64_t)plan_ms * 1000000;
+
+    for (int i = 0; timed ? now_ns() < end && !stopping : i < 3; i++) {
+        if (told_lost(w))
+            break;
+        check_lease(w, lock, &lapsed);
+        bool ok = storage_write(fd, w);
+        log_event(w, "WRITE", w->lock, w->token, w->hold, ok ? "A" : "R");
+        if (timed)
+            pause_ms(gap_ms);
+        else if (i < 2)
+            pause_ms(5 + rand() % 15);
+    }
+}
+
+static void hold_once(struct worker *w, const struct lockset *ls, int k, int fd)
+{
+    int64_t token = 0, acq_ns;
+    bool shared;
+    zklock_t *lock = pick(ls, k, &shared);
+    int rc = zklock_acquire(lock, acquire_ms), plan_ms;
+    char detail[64];
+
+    acq_ns = now_ns(); /* the holder believes it holds from here on */
     if (rc != ZKLOCK_OK)
         return; /* busy lock or a session in trouble: try again */
     zklock_fence(lock, &token);
+    plan_ms = plan_hold();
+    snprintf(detail, sizeof detail, "%c:%llx:%d", shared ? 'S' : 'X',
+             (unsigned long long)zklock_session_id(w->s), plan_ms);
     pthread_mutex_lock(&w->mu);
     w->lock = k;
     w->token = token;
+    w->shared = shared;
     w->hold++;
     w->holding = true;
-    log_event(w, "ACQ", k, token, w->hold, "-");
-    pthread_mutex_unlock(&w->mu);
-    /* Three writes with gaps: a pause can land in the middle. */
-    for (int i = 0; i < 3; i++) {
-        bool ok = storage_write(fd, w);
-        log_event(w, "WRITE", k, token, w->hold, ok ? "A" : "R");
-        if (i < 2)
-            pause_ms(5 + rand() % 15);
+    log_event_at(acq_ns, w, "ACQ", k, token, w->hold, detail);
+    if (w->early_lost_ns) {
+        log_event_at(w->early_lost_ns, w, "LOST", k, token, w->hold,
+                     zklock_err_name(w->early_reason));
+        w->lost_hold = w->hold;
+        w->early_lost_ns = 0;
     }
+    pthread_mutex_unlock(&w->mu);
+    write_while_held(w, lock, fd, acq_ns, plan_ms);
     log_event(w, "RELSTART", k, token, w->hold, "-");
     rc = zklock_release(lock);
     pthread_mutex_lock(&w->mu);
@@ -158,30 +283,40 @@ static void log_stats(struct worker *w, zklock_session_t *s)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    zklock_session_opts_t so = {.timeout_ms = session_ms};
+    zklock_session_opts_t so = {.timeout_ms = session_ms, .on_state = on_state, .ctx = w};
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = w};
     zklock_session_t *s = NULL;
-    zklock_t **locks = calloc((size_t)nlocks, sizeof *locks);
+    struct lockset ls = {calloc((size_t)nlocks, sizeof *ls.mutex),
+                         calloc((size_t)nlocks, sizeof *ls.rw)};
     int fd = storage_connect();
 
-    if (fd < 0 || zklock_session_open(&s, hosts, &so) != ZKLOCK_OK) {
+    if (fd < 0 || !ls.mutex || !ls.rw || zklock_session_open(&s, hosts, &so) != ZKLOCK_OK) {
         fprintf(stderr, "soak_client %s/%d: cannot start\n", client_id, w->index);
         exit(1);
     }
+    w->s = s;
     for (int k = 0; k < nlocks; k++) {
         char path[256];
-        snprintf(path, sizeof path, "%s/lock-%d", root, k);
-        zklock_mutex_new(&locks[k], s, path, &lo);
+        if (k < nlocks - nrw) {
+            snprintf(path, sizeof path, "%s/lock-%d", root, k);
+            zklock_mutex_new(&ls.mutex[k], s, path, &lo);
+        } else {
+            snprintf(path, sizeof path, "%s/rw-%d", root, k);
+            zklock_rwlock_new(&ls.rw[k], s, path, &lo);
+        }
     }
     while (!stopping) {
         int k = rand() % nlocks;
-        hold_once(w, locks[k], k, fd);
+        hold_once(w, &ls, k, fd);
     }
     log_stats(w, s);
-    for (int k = 0; k < nlocks; k++)
-        zklock_free(locks[k]);
+    for (int k = 0; k < nlocks; k++) {
+        zklock_free(ls.mutex[k]);
+        zklock_rwlock_free(ls.rw[k]);
+    }
     zklock_session_close(s);
-    free(locks);
+    free(ls.mutex);
+    free(ls.rw);
     close(fd);
     return NULL;
 }
@@ -247,22 +382,46 @@ static int make_paths_main(const char *h, const char *r, int n)
     return rc;
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: soak_client [-r RW] [-H MIN:MAX [-l PCT:MIN:MAX]] [-g GAP] [-t TIMEOUT]\n"
+                    "                   HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE LOG ID\n"
+                    "       soak_client --ephemerals HOSTS ROOT\n"
+                    "       soak_client --make-paths HOSTS ROOT LOCKS\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     struct worker *w;
-    int threads;
+    int threads, opt;
 
     zoo_set_debug_level(0);
     if (argc == 4 && strcmp(argv[1], "--ephemerals") == 0)
         return ephemerals_main(argv[2], argv[3]);
     if (argc == 5 && strcmp(argv[1], "--make-paths") == 0)
         return make_paths_main(argv[2], argv[3], atoi(argv[4]));
-    if (argc != 9) {
-        fprintf(stderr, "usage: soak_client HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE LOG ID\n"
-                        "       soak_client --ephemerals HOSTS ROOT\n"
-                        "       soak_client --make-paths HOSTS ROOT LOCKS\n");
-        return 2;
+    while ((opt = getopt(argc, argv, "r:H:l:g:t:")) != -1) {
+        switch (opt) {
+        case 'r': nrw = atoi(optarg); break;
+        case 'H':
+            if (sscanf(optarg, "%d:%d", &hold_min_ms, &hold_max_ms) != 2 || hold_min_ms < 0 ||
+                hold_max_ms < hold_min_ms)
+                return usage();
+            break;
+        case 'l':
+            if (sscanf(optarg, "%d:%d:%d", &long_pct, &long_min_ms, &long_max_ms) != 3 ||
+                long_pct < 0 || long_pct > 100 || long_min_ms < 0 || long_max_ms < long_min_ms)
+                return usage();
+            break;
+        case 'g': gap_ms = atoi(optarg); break;
+        case 't': acquire_ms = atoi(optarg); break;
+        default: return usage();
+        }
     }
+    if (argc - optind != 8)
+        return usage();
+    argv += optind - 1;
     hosts = argv[1];
     root = argv[2];
     nlocks = atoi(argv[3]);
@@ -271,7 +430,7 @@ int main(int argc, char **argv)
     storage_path = argv[6];
     client_id = argv[8];
     log_fd = open(argv[7], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (log_fd < 0 || nlocks <= 0 || threads <= 0) {
+    if (log_fd < 0 || nlocks <= 0 || threads <= 0 || nrw < 0 || nrw > nlocks || gap_ms < 0) {
         perror(argv[7]);
         return 2;
     }
