@@ -9,7 +9,8 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 ZKLOCK_PACKAGES="build-essential autoconf automake libtool pkg-config cmake
   libzookeeper-mt-dev libjansson-dev libcunit1-dev libuv1-dev zookeeper default-jre-headless
   valgrind clang python3 procps
-  default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo"
+  default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo
+  iproute2 nftables liblog4j1.2-java"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""The partition rig's checker (test/partition/rig.py runs it on every
+scenario; run it by hand on a directory the rig kept: check.py DIR...).
+
+From a scenario's history (the clients' logs, the fenced storage's record,
+the faults injected and the sessions the servers expired) it proves:
+  - no two accepted critical sections of a lock overlap (a writer's span
+    of accepted writes contains no other holder's accepted operation, a
+    reader's none of a writer's), and no token is accepted from two holds;
+  - tokens are accepted in increasing order;
+  - no two believed holds overlap in time: a hold is believed from the
+    moment zklock_acquire returned until on_lost or the release call
+    (CLOCK_MONOTONIC, which every namespace shares); exclusive holds
+    exclude every other, readers may share;
+  - no hold outlives, believed, its session's expiry on the server;
+  - every hold that ended other than by a clean release was reported
+    (on_lost);
+  - no lock node is left on the server at the end;
+  - progress after every heal (the rig measured it: some holder on every
+    lock, and the healed clients themselves, acquire again);
+  - the scenario's own promise: a short blip is ridden out without a loss,
+    a client cut off from its own server moves to another with its session.
+A holder paused with SIGSTOP cannot be told anything while it is stopped:
+its overlaps are counted apart ("paused") and are not violations, and its
+margin is (the expiry, or the next holder) - (the end of its belief), told
+or released; the fencing tokens must still keep its writes out.
+
+"Told first" margins, for every hold that was lost: (the next conflicting
+acquisition by another holder) - (the moment the holder stopped believing),
+and, where the leader's log shows the session's expiry, (the expiry) - (that
+moment). Positive: told first.
+"""
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+NS = 1_000_000_000
+
+
+class Hold:
+    def __init__(self, client, thread, n, lock, token, kind, sid, acq):
+        self.client, self.thread, self.n = client, thread, n
+        self.lock, self.token, self.kind, self.sid, self.acq = lock, token, kind, sid, acq
+        self.relstart = None    # the release call
+        self.rel = None         # what it returned
+        self.lost = None        # on_lost: when, and why
+        self.reason = None
+        self.lapsed = None      # a write was about to go out past zklock_valid_until
+        self.paused = False
+
+    @property
+    def who(self):
+        return f"{self.client}-{self.thread}#{self.n}"
+
+    @property
+    def holder(self):
+        return (self.client, self.thread)
+
+    @property
+    def end(self):
+        """The end of the belief: on_lost or the release call, whichever first."""
+        ends = [t for t in (self.lost, self.relstart) if t is not None]
+        return min(ends) if ends else None
+
+
+def read_logs(dirname):
+    """The holds and the session events (CONN lines) of a scenario."""
+    holds, current, conns = [], {}, []
+    for name in sorted(os.listdir(dirname)):
+        if not name.endswith(".log"):
+            continue
+        with open(os.path.join(dirname, name)) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) != 8:
+                    continue
+                ns, client, thread, event, lock, token, n, detail = parts
+                ns, key = int(ns), (client, thread, n)
+                if event == "CONN":
+                    state, _, server = detail.partition("@")
+                    conns.append((ns, client, thread, int(token), state, server))
+                elif event == "ACQ":
+                    kind, sid = (detail.split(":") + ["0"])[:2]
+                    current[key] = Hold(client, thread, int(n), int(lock), int(token), kind,
+                                        int(sid, 16), ns)
+                    holds.append(current[key])
+                elif key in current:
+                    h = current[key]
+                    if event == "LOST" and h.lost is None:
+                        h.lost, h.reason = ns, detail
+                    elif event == "RELSTART":
+                        h.relstart = ns
+                    elif event == "REL":
+                        h.rel = detail
+                    elif event == "LAPSED":
+                        h.lapsed = ns
+    conns.sort()
+    return holds, conns
+
+
+def conflict(a, b):
+    return a == "X" or b == "X"
+
+
+def spread(values):
+    """min / median / max in seconds, or None."""
+    if not values:
+        return None
+    return (min(values) / NS, statistics.median(values) / NS, max(values) / NS)
+
+
+def fmt_spread(s):
+    return "-" if s is None else f"{s[0]:+.2f} / {s[1]:+.2f} / {s[2]:+.2f}"
+
+
+def mark_paused(holds, events):
+    for ev in events:
+        if ev["kind"] != "pause":
+            continue
+        for h in holds:
+            end = h.end if h.end is not None else float("inf")
+            if h.client in ev["clients"] and h.acq < ev["t1"] and end > ev["t0"]:
+                h.paused = True
+
+
+def believed_overlaps(holds):
+    """Pairs of conflicting holds of one lock whose believed intervals overlap."""
+    pairs = []
+    by_lock = defaultdict(list)
+    for h in holds:
+        by_lock[h.lock].append(h)
+    for hs in by_lock.values():
+        hs.sort(key=lambda h: h.acq)
+        active = []
+        for h in hs:
+            active = [a for a in active if a.end is None or a.end > h.acq]
+            for a in active:
+                if a.holder != h.holder and conflict(a.kind, h.kind):
+                    pairs.append((a, h))
+            active.append(h)
+    return pairs
+
+
+def accepted_overlaps(history, kinds):
+    """Accepted operations that fall inside a conflicting hold's span of
+    accepted operations, per lock in the storage's order; and the token
+    rules. kinds: who -> X/S."""
+    problems = []
+    by_lock = defaultdict(list)
+    for ns, lock, token, who, ok, op in history:
+        if ok:
+            by_lock[lock].append((token, who, op))
+    for lock, ops in by_lock.items():
+        span, owner = {}, {}
+        highest = highest_write = 0
+        for i, (token, who, op) in enumerate(ops):
+            span.setdefault(who, [i, i])[1] = i
+            if owner.setdefault(token, who) != who:
+                problems.append(f"lock {lock}: token {token} accepted from {owner[token]} and {who}")
+            if token < (highest_write if op == "R" else highest):
+                problems.append(f"lock {lock}: token {token} ({op}) accepted after {highest}")
+            highest = max(highest, token)
+            if op == "W":
+                highest_write = max(highest_write, token)
+        seen = set()
+        for i, (token, who, op) in enumerate(ops):
+            for other, (first, last) in span.items():
+                if other != who and first < i < last and (other, who) not in seen and \
+                        conflict(kinds.get(other, "X"), "X" if op == "W" else "S"):
+                    seen.add((other, who))
+                    problems.append(f"lock {lock}: {who}'s accepted {op} inside {other}'s critical section")
+    return problems
+
+
+def first_expiry(expiries, sid, after):
+    times = [t for t, s in expiries if s == sid and t >= after]
+    return min(times) if times else None
+
+
+def check_scenario(d):
+    """d: the scenario's record (rig.py's scenario.json). Returns (stats, violations)."""
+    dirname = d["dir"]
+    holds, conns = read_logs(dirname)
+    history = [tuple(e) for e in d["history"]]
+    events = d["events"]
+    expiries = [tuple(e) for e in d["expiries"]]
+    mark_paused(holds, events)
+    v = []
+
+    # accepted critical sections and tokens
+    kinds = {h.who: h.kind for h in holds}
+    acc = accepted_overlaps(history, kinds)
+    v += acc
+
+    # believed holds
+    pairs = believed_overlaps(holds)
+    paused_pairs = [(a, b) for a, b in pairs if a.paused or b.paused]
+    for a, b in pairs:
+        if not (a.paused or b.paused):
+            both = min(a.end or float("inf"), b.end or float("inf")) - b.acq
+            v.append(f"lock {a.lock}: {a.who} ({a.kind}) and {b.who} ({b.kind}) believed they held "
+                     f"together for {both / 1e6:.0f} ms")
+
+    # every hold ends; every loss is told; no belief past the session's end
+    margins_next, margins_exp, paused_margins = [], [], []
+    released_first = 0
+    by_lock = defaultdict(list)
+    for h in holds:
+        by_lock[h.lock].append(h)
+    for h in holds:
+        if h.end is None:
+            v.append(f"{h.who}: the hold never ended (no release, no on_lost)")
+            continue
+        if h.rel not in (None, "ZKLOCK_OK") and h.lost is None:
+            v.append(f"{h.who}: release answered {h.rel} and on_lost never came")
+        if h.rel == "ZKLOCK_OK" and h.lost is not None:
+            v.append(f"{h.who}: on_lost ({h.reason}) and yet the release answered OK")
+        exp = first_expiry(expiries, h.sid, h.acq)
+        if exp is not None and exp < (h.relstart or float("inf")) and h.lost is None:
+            v.append(f"{h.who}: its session expired on the server while it held, and it was never told")
+        nxt = [g.acq for g in by_lock[h.lock]
+               if g.holder != h.holder and g.acq > h.acq and conflict(h.kind, g.kind)]
+        if h.paused:
+            # stopped, it could be told nothing: how long past the moment
+            # another could hold (the expiry, else the next holder) it believed
+            first = exp if exp is not None else min(nxt) if nxt else None
+            if first is not None and (h.lost is not None or h.rel != "ZKLOCK_OK"):
+                paused_margins.append(first - h.end)
+            continue
+        if exp is not None and h.end > exp:
+            v.append(f"{h.who}: believed it held {(h.end - exp) / 1e6:.0f} ms past its session's "
+                     f"expiry on the server")
+        if h.lost is None:
+            continue
+        if h.relstart is not None and h.relstart < h.lost:
+            released_first += 1  # it stopped believing by itself before it was told
+            continue
+        told = h.lost
+        m_next = min(nxt) - told if nxt else None
+        m_exp = exp - told if exp is not None else None
+        if m_next is not None:
+            margins_next.append(m_next)
+        if m_exp is not None:
+            margins_exp.append(m_exp)
+
+    # what the scenario promised
+    for ev in events:
+        if ev.get("progress_s", 0) is None:
+            v.append(f"no progress within {ev.get('progress_limit_s')} s after the {ev['kind']} "
+                     f"at {ev['t0'] / NS:.1f} s healed")
+        if ev["kind"] == "blip":
+            for h in holds:
+                if h.client in ev["clients"] and h.lost is not None and \
+                        h.acq < ev["t1"] and h.lost > ev["t0"] and h.lost < ev["t1"] + 3 * NS:
+                    v.append(f"{h.who}: lost ({h.reason}) in a {(ev['t1'] - ev['t0']) / NS:.1f} s blip")
+            for t, c, th, sid, state, server in conns:
+                if c in ev["clients"] and state == "EXPIRED" and ev["t0"] <= t <= ev["t1"] + 3 * NS:
+                    v.append(f"{c}-{th}: session expired in a blip")
+        if ev["kind"] == "own_server":
+            c, th = ev["clients"][0], str(ev["thread"])
+            before = [sid for t, cc, tt, sid, s, _ in conns if (cc, tt) == (c, th) and t < ev["t0"]]
+            moved = [server for t, cc, tt, sid, s, server in conns
+                     if (cc, tt) == (c, th) and ev["t0"] <= t <= ev["t1"] and s == "RECONNECTED"
+                     and before and sid == before[-1] and server != ev["server"]]
+            lost_session = [s for t, cc, tt, sid, s, _ in conns
+                            if (cc, tt) == (c, th) and ev["t0"] <= t <= ev["t1"] and s == "EXPIRED"]
+            ev["moved_to"] = moved[0] if moved else None
+            if not moved or lost_session:
+                v.append(f"{c}-{th}: cut off from its server {ev['server']}, it did not move to "
+                         f"another with its session ({'expired' if lost_session else 'no reconnection'})")
+    if d["leftover"] != 0:
+        v.append(f"{d['leftover']} lock node(s) left on the server")
+    for c in d.get("stuck", []):
+        v.append(f"client {c} did not stop on SIGTERM")
+    for c in d.get("crashed", []):
+        v.append(f"client {c} exited on its own: {d['crashed'][c]}")
+
+    handoffs = 0
+    for hs in by_lock.values():
+        hs.sort(key=lambda h: h.acq)
+        handoffs += sum(1 for a, b in zip(hs, hs[1:]) if a.holder != b.holder)
+    reasons = defaultdict(int)
+    for h in holds:
+        if h.lost is not None:
+            reasons[h.reason.replace("ZKLOCK_LOST_", "").replace("ZKLOCK_E", "")] += 1
+    stats = {
+        "holds": len(holds),
+        "handoffs": handoffs,
+        "faults": sum(ev.get("count", 1) for ev in events),
+        "losses": dict(reasons),
+        "believed_overlaps": len(pairs) - len(paused_pairs),
+        "paused_overlaps": len(paused_pairs),
+        "accepted_overlaps": len(acc),
+        "refused": sum(1 for e in history if not e[4]),
+        "lapsed": sum(1 for h in holds if h.lapsed is not None and (h.lost is None or h.lapsed < h.lost)),
+        "nodes_left": d["leftover"],
+        "released_first": released_first,
+        "margins_next": margins_next,
+        "margins_expiry": margins_exp,
+        "paused_margins": paused_margins,
+        "violations": len(v),
+    }
+    return stats, v
+
+
+def main():
+    status = 0
+    for dirname in sys.argv[1:]:
+        with open(os.path.join(dirname, "scenario.json")) as f:
+            d = json.load(f)
+        d["dir"] = dirname
+        stats, v = check_scenario(d)
+        print(dirname, json.dumps({k: x for k, x in stats.items() if not k.startswith("margins")}))
+        print("  told first (next holder):", fmt_spread(spread(stats["margins_next"])))
+        print("  told first (expiry):     ", fmt_spread(spread(stats["margins_expiry"])))
+        for line in v:
+            print("  VIOLATION", line)
+        status |= bool(v)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
