@@ -266,6 +266,32 @@ class Ensemble:
             time.sleep(0.2)
         raise RuntimeError(f"the ensemble did not serve within {timeout} s (modes {modes})")
 
+    def wall_to_mono(self, stamp, offset_s):
+        wall = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
+        return int((wall - offset_s) * NS)
+
+    def leader_change(self, t0, t1, offset_s):
+        """Between t0 and t1: when the deposed leader gave up (it serves until it
+        sees it lost its quorum) and when the new leader began to serve (it
+        restarts every session's timeout then). (deposed, new) in CLOCK_MONOTONIC
+        ns, either None if the logs do not show it."""
+        deposed = new = None
+        pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*(Not sufficient followers synced|"
+                         r"Peer state changed: leading - broadcast)")
+        for i in range(1, SERVERS + 1):
+            with open(os.path.join(self.dir, f"s{i}", "server.log"), errors="replace") as f:
+                for line in f:
+                    m = pat.match(line)
+                    if not m:
+                        continue
+                    t = self.wall_to_mono(m.group(1), offset_s)
+                    if t0 <= t <= t1:
+                        if m.group(2).startswith("Not"):
+                            deposed = deposed or t
+                        else:
+                            new = new or t
+        return deposed, new
+
     def expiries(self, offset_s):
         """(CLOCK_MONOTONIC ns, session id) of every session expiry the servers logged."""
         out = []
@@ -275,9 +301,7 @@ class Ensemble:
                 for line in f:
                     m = pat.match(line)
                     if m:
-                        wall = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") \
-                            .replace(tzinfo=timezone.utc).timestamp()
-                        out.append((int((wall - offset_s) * NS), int(m.group(2), 16)))
+                        out.append((self.wall_to_mono(m.group(1), offset_s), int(m.group(2), 16)))
         return out
 
     def stop(self):
@@ -476,21 +500,26 @@ class Rig:
     def sc_leader_minority(self, f, events):
         """3: the leader cut off with a minority of the clients; holders on both sides."""
         leader = self.zk.wait_serving(60)
-        # a long hold on the minority side, and a holder on the majority side
+        # a long hold on the minority side, best one whose session talks to the
+        # leader (a deposed leader answers until it sees it lost its quorum),
+        # and a holder on the majority side
 
-        def two_sides():
+        def two_sides(on_leader):
             now = mono()
             long = [k[0] for k, (acq, lock, kind, end) in f.holding.items()
-                    if end > now + (SESSION_MS / 1000 + 1) * NS]
+                    if end > now + (SESSION_MS / 1000 + 1) * NS and
+                    (not on_leader or f.conn[k][2].startswith(server_ip(leader) + ":"))]
             others = [k[0] for k in f.holding if long and k[0] != long[0]]
             return [long[0]] if others else None
-        minority = self.wait_for(f, two_sides, 45)
+        minority = self.wait_for(f, lambda: two_sides(True), 30) or self.wait_for(f, lambda: two_sides(False), 30)
         if not minority:
             raise RuntimeError("no moment with holders for both sides")
         side_a = [f"s{leader}"] + minority
         side_b = [h for h in self.net.hosts if h not in side_a]
         f.poll()
         ev = {"kind": "leader_minority", "clients": minority, "leader": leader, "t0": mono(),
+              "on_leader": sorted(f"{c}-{t}" for (c, t), conn in f.conn.items()
+                                  if c in minority and conn[2].startswith(server_ip(leader) + ":")),
               "holders_minority": sorted(f"{c}-{t}" for c, t in f.holding if c in minority),
               "holders_majority": sorted(f"{c}-{t}" for c, t in f.holding if c not in minority)}
         self.net.block(side_a, side_b)
@@ -499,6 +528,12 @@ class Rig:
         ev["t1"] = mono()
         events.append(ev)
         ev["new_leader"] = self.zk.wait_serving(60)
+        deposed, new = self.zk.leader_change(ev["t0"], ev["t1"], self.offset_s)
+        if deposed and new:
+            # > 0: the old leader still answered after the new one had restarted
+            # the sessions' timeouts (design.md, "The partition rig")
+            ev["deposed_after_new_ms"] = (deposed - new) // 1_000_000
+            ev["new_leader_after_s"] = round((new - ev["t0"]) / NS, 2)
         self.progress(f, ev, [f"c{i}" for i in range(1, CLIENTS + 1)])
 
     def sc_flap(self, f, events):
