@@ -52,6 +52,11 @@ static int long_pct, long_min_ms, long_max_ms;
 static const char *client_id;
 static volatile sig_atomic_t stopping;
 
+struct lockset {
+    zklock_t **mutex;         /* [k] for k < nlocks - nrw */
+    zklock_rwlock_t **rw;     /* [k] for the others */
+};
+
 struct worker {
     int index;
     pthread_t t;
@@ -63,6 +68,8 @@ struct worker {
     int64_t early_lost_ns; /* on_lost before the hold was recorded */
     int early_reason;
     zklock_session_t *s;
+    struct lockset *ls; /* while the worker runs: its locks, for stop_workers() */
+    bool done;
 };
 
 static int64_t now_ns(void)
@@ -153,11 +160,6 @@ static void pause_ms(int ms)
 }
 
 /* The lock handle a hold of lock k goes through, and whether it is shared. */
-struct lockset {
-    zklock_t **mutex;         /* [k] for k < nlocks - nrw */
-    zklock_rwlock_t **rw;     /* [k] for the others */
-};
-
 static zklock_t *pick(const struct lockset *ls, int k, bool *shared)
 {
     *shared = false;
@@ -305,10 +307,16 @@ static void *worker_main(void *arg)
             zklock_rwlock_new(&ls.rw[k], s, path, &lo);
         }
     }
+    pthread_mutex_lock(&w->mu);
+    w->ls = &ls;
+    pthread_mutex_unlock(&w->mu);
     while (!stopping) {
         int k = rand() % nlocks;
         hold_once(w, &ls, k, fd);
     }
+    pthread_mutex_lock(&w->mu);
+    w->ls = NULL;
+    pthread_mutex_unlock(&w->mu);
     log_stats(w, s);
     for (int k = 0; k < nlocks; k++) {
         zklock_free(ls.mutex[k]);
@@ -318,12 +326,40 @@ static void *worker_main(void *arg)
     free(ls.mutex);
     free(ls.rw);
     close(fd);
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
 static void on_term(int sig)
 {
     stopping = 1;
+}
+
+/* After SIGTERM: a worker waiting in zklock_acquire would see `stopping`
+ * only when its timeout is up; cancel its waits until it has stopped. */
+static void stop_workers(struct worker *w, int threads)
+{
+    for (;;) {
+        int running = 0;
+        for (int i = 0; i < threads; i++) {
+            pthread_mutex_lock(&w[i].mu);
+            running += !w[i].done;
+            for (int k = 0; w[i].ls && k < nlocks; k++) {
+                if (k < nlocks - nrw) {
+                    zklock_cancel(w[i].ls->mutex[k]);
+                } else {
+                    zklock_cancel(zklock_rwlock_read(w[i].ls->rw[k]));
+                    zklock_cancel(zklock_rwlock_write(w[i].ls->rw[k]));
+                }
+            }
+            pthread_mutex_unlock(&w[i].mu);
+        }
+        if (running == 0)
+            return;
+        pause_ms(50);
+    }
 }
 
 static int count_ephemerals(zhandle_t *zh, const char *path)
@@ -450,6 +486,9 @@ int main(int argc, char **argv)
         }
         pthread_create(&w[i].t, NULL, worker_main, &w[i]);
     }
+    while (!stopping)
+        pause_ms(100);
+    stop_workers(w, threads);
     for (int i = 0; i < threads; i++)
         pthread_join(w[i].t, NULL);
     free(w);
