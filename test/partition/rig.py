@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (read-only under distcheck)
 import soak  # noqa: E402  (the fenced storage)
 import check  # noqa: E402
 
@@ -46,7 +47,7 @@ SUBNET = "198.18.15"
 SERVERS, CLIENTS, THREADS = 3, 4, 2
 LOCKS, RW_LOCKS = 2, 1           # lock 0 a mutex, lock 1 a read/write lock
 SESSION_MS = 4000
-HOLD, LONG = "300:1500", "30:6000:12000"  # holds of 0.3-1.5 s, 30 % of 6-12 s; a write every 50 ms
+HOLD, LONG = "300:1500", "20:5000:10000"  # holds of 0.3-1.5 s, 20 % of 5-10 s; a write every 50 ms
 ZK_PORT, PROXY_PORT = 2181, 12180
 ZK_CP = os.environ.get("ZK_CP", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:"
                                 "/usr/share/java/log4j-1.2.jar")
@@ -381,7 +382,7 @@ class Rig:
         for c in range(1, CLIENTS + 1):
             cid = f"c{c}"
             self.clients[cid] = subprocess.Popen(self.net.exec(cid, [
-                self.a.client, "-r", str(RW_LOCKS), "-H", HOLD, "-l", LONG, "-g", "50", "-t", "10000",
+                self.a.client, "-r", str(RW_LOCKS), "-H", HOLD, "-l", LONG, "-g", "50", "-t", "30000",
                 hosts, root, str(LOCKS), str(THREADS), str(SESSION_MS), os.path.join(sdir, "storage.sock"),
                 os.path.join(sdir, f"{cid}.log"), cid]), start_new_session=True,
                 stdin=subprocess.DEVNULL)
@@ -444,7 +445,7 @@ class Rig:
             raise RuntimeError("no client took a lock")
         return k
 
-    def progress(self, f, ev, clients, limit=45):
+    def progress(self, f, ev, clients, limit=60):
         """After a heal: every lock is acquired again, and so is some lock by each
         healed client. Records how long it took (None: not within the limit)."""
         t1 = ev["t1"]
@@ -554,9 +555,10 @@ class Rig:
     def sc_slow(self, f, events):
         """5: 100-300 ms of delay with jitter (the proxies) and 5 % loss on every link."""
         ev = {"kind": "slow_lossy", "clients": [], "t0": mono()}
+        before = self.net.lost_packets()
         self.net.loss(5)
         self.sleep(self.a.slow_seconds)
-        ev["packets_dropped"] = self.net.lost_packets()
+        ev["packets_dropped"] = self.net.lost_packets() - before
         self.net.loss(0)
         ev["t1"] = mono()
         events.append(ev)
