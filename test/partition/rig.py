@@ -716,34 +716,54 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--json", default="", help="write the table's figures here")
     ap.add_argument("--keep", action="store_true", help="keep the logs even when everything held")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="fail (after the teardown) past this many seconds; default 600 per run")
     a = ap.parse_args()
     a.client, a.proxy = os.path.abspath(a.client), os.path.abspath(a.proxy)
+    limit = a.time_limit or 600 * a.runs
     seed = a.seed if a.seed is not None else int(time.time())
     random.seed(seed)
     print(f"seed {seed}")
+
+    # SIGTERM, SIGHUP, SIGINT (Ctrl-C) and the time limit end the run the
+    # same way: through the teardown below, which nothing interrupts
+    class Interrupted(BaseException):
+        pass
+
+    def interrupted(sig, frame):
+        raise Interrupted("over its time limit of %.0f s" % limit if sig == signal.SIGALRM
+                          else f"interrupted by {signal.Signals(sig).name}")
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGALRM):
+        signal.signal(s, interrupted)
     try:
         probe(f"zkp{os.getpid() % 100000}")
     except Skip as e:
         print(f"SKIP: partition rig: {e}")
         return 77
-
-    def interrupted(sig, frame):
-        raise SystemExit(128 + sig)
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, interrupted)
+    except Interrupted as e:
+        print(f"FAIL: partition rig: {e}")
+        return 1
     rig = Rig(a)
-    ok = False
+    ok, why = False, ""
+    signal.alarm(int(limit + 0.5))
     try:
         ok = rig.run()
+    except Interrupted as e:
+        why = f": {e}"
+    except Exception as e:  # a scenario that could not be set up: a failure, after the teardown
+        import traceback
+        traceback.print_exc()
+        why = f": {e}"
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the teardown runs to its end
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.alarm(0)
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)  # the teardown runs to its end
         rig.teardown()
         if ok and not a.keep:
             shutil.rmtree(rig.dir, ignore_errors=True)
         else:
             print(f"logs kept in {rig.dir}")
-    print("PASS: partition rig" if ok else "FAIL: partition rig")
+    print("PASS: partition rig" if ok else f"FAIL: partition rig{why}")
     return 0 if ok else 1
 
 
