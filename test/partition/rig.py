@@ -672,7 +672,8 @@ class Rig:
                     losses[k] += n
             tot = {k: sum(r[k] for r in rs) for k in ("holds", "handoffs", "faults", "believed_overlaps",
                                                       "paused_overlaps", "accepted_overlaps", "nodes_left",
-                                                      "violations", "lapsed", "refused")}
+                                                      "violations", "lapsed", "refused",
+                                                      "granted_on_expired")}
             mn = [m for r in rs for m in r["margins_next"]]
             me = [m for r in rs for m in r["margins_expiry"]]
             pm = [m for r in rs for m in r["paused_margins"]]
@@ -685,7 +686,9 @@ class Rig:
             if pm:
                 print(f"{'':<19}paused holders (told only once running again): expiry - end of belief "
                       f"{check.fmt_spread(check.spread(pm))} ({len(pm)}); writes past valid_until before "
-                      f"on_lost: {tot['lapsed']}; writes refused by fencing: {tot['refused']}")
+                      f"on_lost: {tot['lapsed']}; writes refused by fencing: {tot['refused']}; "
+                      f"acquires that returned on a session expired during the pause: "
+                      f"{tot['granted_on_expired']}")
             summary[name] = {"what": what, "runs": len(rs), **tot, "losses": dict(losses),
                              "margins_next": mn, "margins_expiry": me, "paused_margins": pm}
         if self.a.json:
