@@ -201,31 +201,37 @@ class Hold:
         self.refused = False  # a write was refused
 
 
-def read_holds(dirname):
-    holds, current = [], {}
+def log_records(dirname):
+    """The clients' log lines (every *.log in dirname, file by file), each
+    split in its 8 fields: ns client thread event lock token hold detail.
+    test/partition/check.py reads them too."""
     for name in sorted(os.listdir(dirname)):
         if not name.endswith(".log"):
             continue
         with open(os.path.join(dirname, name)) as f:
             for line in f:
                 parts = line.split()
-                if len(parts) != 8:
-                    continue  # a line cut short by SIGKILL
-                ns, client, thread, event, lock, token, hold, detail = parts
-                key = (client, thread, hold)
-                if event == "ACQ":
-                    current[key] = Hold(f"{client}-{thread}#{hold}", int(lock), int(token), int(ns))
-                    holds.append(current[key])
-                elif key in current:
-                    h = current[key]
-                    if event == "WRITE" and detail == "R":
-                        h.refused = True
-                    elif event == "LOST":
-                        h.lost = True
-                    elif event == "RELSTART":
-                        h.end = int(ns)
-                    elif event == "REL":
-                        h.rel = detail
+                if len(parts) == 8:  # not a line cut short by SIGKILL
+                    yield parts
+
+
+def read_holds(dirname):
+    holds, current = [], {}
+    for ns, client, thread, event, lock, token, hold, detail in log_records(dirname):
+        key = (client, thread, hold)
+        if event == "ACQ":
+            current[key] = Hold(f"{client}-{thread}#{hold}", int(lock), int(token), int(ns))
+            holds.append(current[key])
+        elif key in current:
+            h = current[key]
+            if event == "WRITE" and detail == "R":
+                h.refused = True
+            elif event == "LOST":
+                h.lost = True
+            elif event == "RELSTART":
+                h.end = int(ns)
+            elif event == "REL":
+                h.rel = detail
     return holds
 
 
@@ -233,14 +239,10 @@ def read_fast(dirname):
     """Acquisitions and fast-path ones, from the STATS lines of the clients
     that stopped cleanly."""
     acquired = fast = 0
-    for name in os.listdir(dirname):
-        if name.endswith(".log"):
-            with open(os.path.join(dirname, name)) as f:
-                for line in f:
-                    parts = line.split()
-                    if len(parts) == 8 and parts[3] == "STATS":
-                        acquired += int(parts[5])
-                        fast += int(parts[7])
+    for parts in log_records(dirname):
+        if parts[3] == "STATS":
+            acquired += int(parts[5])
+            fast += int(parts[7])
     return acquired, fast
 
 

@@ -39,6 +39,10 @@ import statistics
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import soak  # noqa: E402  (the clients' log lines)
+
 NS = 1_000_000_000
 
 
@@ -71,34 +75,26 @@ class Hold:
 def read_logs(dirname):
     """The holds and the session events (CONN lines) of a scenario."""
     holds, current, conns = [], {}, []
-    for name in sorted(os.listdir(dirname)):
-        if not name.endswith(".log"):
-            continue
-        with open(os.path.join(dirname, name)) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) != 8:
-                    continue
-                ns, client, thread, event, lock, token, n, detail = parts
-                ns, key = int(ns), (client, thread, n)
-                if event == "CONN":
-                    state, _, server = detail.partition("@")
-                    conns.append((ns, client, thread, int(token), state, server))
-                elif event == "ACQ":
-                    kind, sid = (detail.split(":") + ["0"])[:2]
-                    current[key] = Hold(client, thread, int(n), int(lock), int(token), kind,
-                                        int(sid, 16), ns)
-                    holds.append(current[key])
-                elif key in current:
-                    h = current[key]
-                    if event == "LOST" and h.lost is None:
-                        h.lost, h.reason = ns, detail
-                    elif event == "RELSTART":
-                        h.relstart = ns
-                    elif event == "REL":
-                        h.rel = detail
-                    elif event == "LAPSED":
-                        h.lapsed = ns
+    for ns, client, thread, event, lock, token, n, detail in soak.log_records(dirname):
+        ns, key = int(ns), (client, thread, n)
+        if event == "CONN":
+            state, _, server = detail.partition("@")
+            conns.append((ns, client, thread, int(token), state, server))
+        elif event == "ACQ":
+            kind, sid = (detail.split(":") + ["0"])[:2]
+            current[key] = Hold(client, thread, int(n), int(lock), int(token), kind,
+                                int(sid, 16), ns)
+            holds.append(current[key])
+        elif key in current:
+            h = current[key]
+            if event == "LOST" and h.lost is None:
+                h.lost, h.reason = ns, detail
+            elif event == "RELSTART":
+                h.relstart = ns
+            elif event == "REL":
+                h.rel = detail
+            elif event == "LAPSED":
+                h.lapsed = ns
     conns.sort()
     return holds, conns
 
