@@ -497,9 +497,10 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
  * holds or waits (a write that needs a quorum every sixth of the session
  * timeout, unless one of its own was answered meanwhile); it is the send
- * time of the latest write of ours answered, plus the negotiated
- * session timeout, minus a margin (a twentieth of it) for clock-rate drift
- * and delivery. No server expires the session before then, so no other
+ * time of the latest of its writes (creates, deletes, multis) answered,
+ * plus the negotiated session timeout, minus a margin (a twentieth of it)
+ * for clock-rate drift and delivery. A waiter is never granted a hold on a
+ * lease that ran out while it waited. No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the
  * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
  * as the session is heard from again. docs/design.md has the argument.

@@ -294,10 +294,20 @@ void zklock__requeue_own(zkl_contender_t *c)
     start_over(c, c->heir && writer_still_holds(c));
 }
 
-void zklock__become_holder(zkl_contender_t *c)
+bool zklock__become_holder(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
+    if (!c->l->recipe->nodeless && zklock__lease_over(s)) {
+        /* The lease ran out while c waited (its process did not run, or a
+         * watch event came late): the session may have expired, and
+         * another client may hold. Look again after a heartbeat: a session
+         * answers in order, so that look sees a fresh lease (or the
+         * session's end). */
+        zklock__lease_renew(s);
+        c->need_list = true;
+        return false;
+    }
     zklock__forget_blocker(c);
     if (c->heir) {
         /* A downgrade heir holds by its writer's place, and so by its token:
@@ -311,6 +321,7 @@ void zklock__become_holder(zkl_contender_t *c)
     zklock__lease_keep(s);
     zklock__arm_own_watch(c); /* if its delay is over */
     wake(c);
+    return true;
 }
 
 /* Tells the owner, through on_lost, that a hold it had is over. */

@@ -404,9 +404,9 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
 
 /* A write's answer (it went through the leader): the lease runs from when
  * it was sent. */
-static void heard(zkl_contender_t *c, int rc)
+void zklock__heard(zkl_contender_t *c, int rc)
 {
-    if (!transient(rc) && !session_ending(rc))
+    if (zklock__lease_proves(rc))
         zklock__lease_heard(session_of(c), &c->sent_at);
 }
 
@@ -415,7 +415,7 @@ static void create_done(int rc, const char *name, const struct Stat *st, const v
     ZKL_COMPLETION_BEGIN(c);
     bool fast = c->fast;
 
-    heard(c, rc);
+    zklock__heard(c, rc);
     c->fast = false;
     c->busy--;
     if (rc == ZOK) {
@@ -449,7 +449,7 @@ static void heir_done(int rc, const void *data)
     struct zkl_heir_multi *m = c->heir_multi;
     int check = m->results[0].err, create = m->results[1].err;
 
-    heard(c, rc);
+    zklock__heard(c, rc);
     c->busy--;
     if (rc == ZOK) {
         zklock__set_node(c, strdup(m->created));
@@ -573,7 +573,7 @@ static void owner_done(int rc, const char *value, int len, const struct Stat *st
 static void delete_done(int rc, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
-    heard(c, rc);
+    zklock__heard(c, rc);
     c->busy--;
     if (rc == ZOK || rc == ZNONODE) {
         /* "No node" after a delete whose reply was lost is that delete's

@@ -62,7 +62,8 @@ void zklock__requeue(zkl_contender_t *c);
 /* The same when only our own node went: a heir whose writer still holds
  * stays a heir. */
 void zklock__requeue_own(zkl_contender_t *c);
-void zklock__become_holder(zkl_contender_t *c);
+/* c holds (false: not on a lease that ran out; it looks again). */
+bool zklock__become_holder(zkl_contender_t *c);
 /* Sub-acquisitions (c->subs, contenders of other handles owned by c). The
  * rule that keeps their lifetimes simple: nothing done for a sub's own event
  * steps or frees its parent, except after disowning it; the event's end
@@ -160,6 +161,14 @@ void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 void zklock__lease_keep(zklock_session_t *s);
 /* Connected again: a heartbeat at once, if anyone queues or holds. */
 void zklock__lease_resumed(zklock_session_t *s);
+/* A heartbeat now (unless one is in flight). */
+void zklock__lease_renew(zklock_session_t *s);
+/* rc, the answer to a write of ours, proves the session's lease. */
+bool zklock__lease_proves(int rc);
+/* The lease is known and ran out. */
+bool zklock__lease_over(const zklock_session_t *s);
+/* A write of c's was answered rc: the lease runs from when it was sent. */
+void zklock__heard(zkl_contender_t *c, int rc);
 /* The handle is closed: forget its heartbeat in flight. */
 void zklock__lease_handle_closed(zklock_session_t *s);
 

@@ -112,8 +112,8 @@ void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const 
     }
     w = zklock__blocker(q, (size_t)self, &blockers);
     if (w < 0) {
-        zklock__become_holder(c);
-        c->alone = zklock__fast_alone_in(c, n, parent);
+        if (zklock__become_holder(c))
+            c->alone = zklock__fast_alone_in(c, n, parent);
     } else if (c->try_once) {
         zklock__give_up(c, ZKLOCK_EBUSY);
     } else {

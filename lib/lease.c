@@ -71,14 +71,35 @@ static void arm_belief(zklock_session_t *s)
         zklock__timer_arm(s, &s->belief_timer, &until);
 }
 
+/* The answers a write gets only once the leader has proposed it (with a
+ * quorum behind it): success, or the errors ZooKeeper's PrepRequestProcessor
+ * turns into an error transaction. Not a read-only server's refusal, nor
+ * the client's own errors. */
+bool zklock__lease_proves(int rc)
+{
+    switch (rc) {
+    case ZOK: case ZNONODE: case ZNOAUTH: case ZBADVERSION: case ZNODEEXISTS:
+    case ZNOTEMPTY: case ZNOCHILDRENFOREPHEMERALS: case ZRUNTIMEINCONSISTENCY:
+    case ZINVALIDACL: case ZBADARGUMENTS:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
 {
     if (s->heard_known && zklock__earlier(sent, &s->heard_at))
         return;
     s->heard_at = *sent;
     s->heard_known = true;
-    if (zklock__timer_armed(&s->belief_timer))
-        arm_belief(s); /* later now */
+    arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
+}
+
+bool zklock__lease_over(const zklock_session_t *s)
+{
+    struct timespec until;
+    return zklock__lease_valid_until(s, &until) && zklock__passed(&until);
 }
 
 /* The lease ran out: every hold of the session ends, reported, and its node
@@ -122,9 +143,9 @@ static void heartbeat_done(int rc, const void *data)
     zklock_session_t *s = hb->s;
 
     pthread_mutex_lock(&s->mu);
-    /* Any answer of the server's (a refused check too: a multi that fails
-     * is committed all the same); "no connection" is the client's own. */
-    if (hb->gen == s->gen && !transient(rc) && !session_ending(rc))
+    /* A refused check proves it too: a multi that fails is committed all
+     * the same. */
+    if (hb->gen == s->gen && zklock__lease_proves(rc))
         zklock__lease_heard(s, &hb->sent);
     if (s->heartbeat == hb)
         s->heartbeat = NULL;
@@ -134,10 +155,12 @@ static void heartbeat_done(int rc, const void *data)
     free(hb);
 }
 
-static void send_heartbeat(zklock_session_t *s)
+void zklock__lease_renew(zklock_session_t *s)
 {
     struct zkl_heartbeat *hb;
 
+    if (s->heartbeat && s->heartbeat->gen != s->gen)
+        s->heartbeat = NULL; /* an old handle's: its answer, if any, frees it */
     if (s->heartbeat || !zklock__connected(s) || !(hb = malloc(sizeof *hb)))
         return;
     hb->s = s;
@@ -169,10 +192,18 @@ static bool heard_lately(const zklock_session_t *s)
 
 static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
+    struct timespec next;
+
     if (!anyone_in_queue(s, false))
         return; /* nobody to keep a lease for: the next contender restarts it */
-    if (!heard_lately(s))
-        send_heartbeat(s);
+    if (heard_lately(s)) {
+        /* An interval after that write, not after now: heard_at then never
+         * ages past one interval and a round trip. */
+        zklock__later(&next, &s->heard_at, heartbeat_ms(s));
+        zklock__timer_arm(s, t, &next);
+        return;
+    }
+    zklock__lease_renew(s);
     zklock__timer_arm_in(s, t, heartbeat_ms(s));
 }
 
@@ -180,14 +211,19 @@ static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
  * session lives on (a deposed leader revalidates sessions too). */
 void zklock__lease_resumed(zklock_session_t *s)
 {
-    if (anyone_in_queue(s, false))
-        send_heartbeat(s);
+    if (!anyone_in_queue(s, false))
+        return;
+    zklock__lease_renew(s);
+    zklock__lease_keep(s); /* the first connection of an adopted handle, say */
 }
 
-/* The handle is closed: its last heartbeat will not be answered. */
+/* A handle is closed: a heartbeat of an older handle will not be answered
+ * (one of the current handle, an adopted session's new one, still may:
+ * its answer frees it). */
 void zklock__lease_handle_closed(zklock_session_t *s)
 {
-    free(s->heartbeat);
+    if (s->heartbeat && s->heartbeat->gen != s->gen)
+        free(s->heartbeat);
     s->heartbeat = NULL;
 }
 

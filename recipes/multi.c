@@ -207,6 +207,7 @@ static void enqueued(int rc, const void *data)
     ZKL_COMPLETION_BEGIN(c);
     struct enqueue *e = c->recipe_data;
 
+    zklock__heard(c, rc);
     c->busy--;
     for (int i = 0; i < e->n; i++)
         e->who[i]->busy--;

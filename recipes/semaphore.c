@@ -332,8 +332,8 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
         zklock__requeue(c); /* our node went (deleted by hand) */
     } else if (names->count <= sem_of(c->l)->max) {
         zklock__unwatch_queue(c);
-        zklock__become_holder(c);
-        let_go_of_mutex(c);
+        if (zklock__become_holder(c))
+            let_go_of_mutex(c);
     } else if (c->try_once) {
         zklock__give_up(c, ZKLOCK_EBUSY);
     } else if (!under_mutex(c)) {

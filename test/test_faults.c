@@ -433,6 +433,54 @@ static void test_lease_lost_session_lives(void)
     tu_assert_clean(path);
 }
 
+/* A waiter cut off past its lease (not its session): its predecessor goes
+ * meanwhile, and the watch event comes as it reconnects. The hold must not
+ * be granted on the run-out lease (then lost at once, or acted on in the
+ * past: the partition rig saw a holder return from zklock_acquire with
+ * zklock_valid_until behind it); it is granted once a heartbeat answered. */
+static void test_no_grant_on_a_run_out_lease(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT, wlost = TU_EVENTS_INIT;
+    zklock_opts_t po = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_opts_t wo = {.on_lost = tu_on_lost, .ctx = &wlost, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *h = tu_session();
+    const char *path = tu_path("no-grant-run-out");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw, *probe;
+    struct tu_acquirer w;
+    struct timespec until, now;
+    uint64_t acquired;
+
+    faulty_open(&f, 10000);
+    lw = tu_mutex(f.s, path, &wo);
+    /* A hold of the waiter's session whose on_lost says when its lease ran out. */
+    probe = tu_mutex(f.s, tu_path("no-grant-probe"), &po);
+    TU_REQUIRE_RC(zklock_acquire(probe, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, lw, 60000, false);
+    CU_ASSERT_FATAL(tu_wait_children(path, 2));
+    acquired = TU_STAT(f.s, acquired);
+    cut(&f);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(lw, &until), ZKLOCK_OK);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    CU_ASSERT(until.tv_sec > now.tv_sec + 5); /* a fresh lease: about 9.5 s ahead */
+    TU_ASSERT_INT(TU_STAT(f.s, acquired), ==, acquired + 1); /* granted once */
+    CU_ASSERT(!tu_lost_once(&wlost));
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(probe), ZKLOCK_ELOST);
+    zklock_free(probe);
+    zklock_free(lw);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+}
+
 /* The czxid of a node made now: the ensemble's last committed zxid + 1. */
 static int64_t next_zxid(const char *path)
 {
@@ -1003,6 +1051,7 @@ static const tu_test_t fault_tests[] = {
     {"partition_expires_locally", test_partition_expires_locally},
     {"lease_lost_session_lives", test_lease_lost_session_lives},
     {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
+    {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static zklock_t *new_multi(zklock_t *const *locks, size_t n, const zklock_opts_t *o)
@@ -345,6 +346,31 @@ static void test_with_semaphore(void)
     tu_assert_clean(ps);
 }
 
+/* The first hold of a new session is a multi-lock's: its lease is known
+ * (the transaction is a write) and bounds the hold from the start. It was
+ * not counted, and the belief timer was never armed: cut off, the holder
+ * was told only when the session expired. */
+static void test_lease_from_the_first_hold(void)
+{
+    zklock_session_t *s = tu_session();
+    zklock_t *a = tu_mutex(s, path_n("multi-lease", 0), NULL);
+    zklock_t *b = tu_mutex(s, path_n("multi-lease", 1), NULL);
+    zklock_t *m = new_multi((zklock_t *[]){a, b}, 2, NULL);
+    struct timespec until, now;
+
+    TU_REQUIRE_RC(zklock_acquire(m, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(m, &until), ZKLOCK_OK);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    CU_ASSERT(until.tv_sec > now.tv_sec);
+    TU_ASSERT_RC(zklock_valid_until(a, &until), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_session_close(s);
+    tu_assert_clean(path_n("multi-lease", 0));
+}
+
 static const tu_test_t multi_tests[] = {
     {"all_held_one_token", test_all_held_one_token},
     {"overlapping_sets_no_deadlock", test_overlapping_sets_no_deadlock},
@@ -353,6 +379,7 @@ static const tu_test_t multi_tests[] = {
     {"bad_input", test_bad_input},
     {"expiry_loses_all", test_expiry_loses_all},
     {"with_semaphore", test_with_semaphore},
+    {"lease_from_the_first_hold", test_lease_from_the_first_hold},
     {NULL, NULL},
 };
 
