@@ -288,7 +288,7 @@ static bool writer_still_holds(const zkl_contender_t *c)
 /* Only our own node went (deleted by hand, or not ours after all). A heir
  * whose writer still holds is made again as a heir, its multi's check
  * deciding as the first time: queued as a reader, it would wait behind its
- * own owner's write node for ever (found by the model: design.md). */
+ * own owner's write node for ever (found by the model, model/zklock.pml). */
 void zklock__requeue_own(zkl_contender_t *c)
 {
     start_over(c, c->heir && writer_still_holds(c));
