@@ -116,6 +116,7 @@ static void test_async_refusals(void)
     zklock_session_t *s = poll_session(), *ts = tu_session();
     const char *path = tu_path("async-refused");
     zklock_t *thread_owned = tu_mutex(s, path, NULL), *l = handle_mutex(s, path, NULL);
+    zklock_t *holder = tu_mutex(ts, path, NULL);
     struct outcome a = {0}, b = {0};
 
     TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EINVAL);
@@ -126,16 +127,22 @@ static void test_async_refusals(void)
     TU_ASSERT_RC(zklock_session_fd(ts), ZKLOCK_EINVAL); /* it dispatches itself */
     TU_ASSERT_RC(zklock_session_dispatch(ts), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_session_dispatch(NULL), ZKLOCK_EINVAL);
-    TU_REQUIRE_RC(zklock_acquire_async(l, 10000, done, &a), ZKLOCK_OK);
+    /* Held elsewhere, so that l's acquisition stays pending (it could be
+     * over before the next line on a slow machine, and the next acquire
+     * would then count up). */
+    TU_REQUIRE_RC(zklock_acquire(holder, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire_async(l, TU_WAIT_MS, done, &a), ZKLOCK_OK);
     /* One acquisition at a time per handle, blocking or not. */
     TU_ASSERT_RC(zklock_acquire_async(l, 10000, done, &b), ZKLOCK_EBUSY);
     TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_release(holder), ZKLOCK_OK);
     CU_ASSERT(loop_until(s, &a, TU_WAIT_MS));
     TU_ASSERT_RC(a.rc, ZKLOCK_OK);
     TU_ASSERT_INT(b.calls, ==, 0);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_free(thread_owned);
+    zklock_free(holder);
     zklock_session_close(s);
     zklock_session_close(ts);
     tu_assert_clean(path);
