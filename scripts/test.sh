@@ -115,8 +115,9 @@ stage_fuzz() {
 
 stage_distcheck() {
   build "$B/plain"
-  make -C "$B/plain" -j"$JOBS" distcheck >"$B/distcheck.log" 2>&1 ||
-    { tail -n 60 "$B/distcheck.log"; return 1; }
+  # VERBOSE=1 reaches the inner make check: a failing test's log is printed
+  make -C "$B/plain" -j"$JOBS" distcheck VERBOSE=1 >"$B/distcheck.log" 2>&1 ||
+    { grep -E -A200 '^(FAIL|ERROR): ' "$B/distcheck.log" | tail -n 300; return 1; }
   echo "PASS: make distcheck"
 }
 
