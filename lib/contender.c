@@ -255,6 +255,7 @@ static void start_over(zkl_contender_t *c, bool keep_heir)
     zklock__forget_blocker(c);
     c->create_unknown = false;
     c->fast = false;
+    c->lease_wait = false;
     if (c->phase == ZKL_LEAVING)
         return; /* a contender that gave up never queues again: nothing to delete */
     c->phase = ZKL_QUEUING;
@@ -274,7 +275,7 @@ void zklock__requeue(zkl_contender_t *c)
 
 /* The downgrade heir c's writer (same owner, the other view) still holds
  * by the node c was made beside. */
-static bool writer_still_holds(const zkl_contender_t *c)
+bool zklock__writer_still_holds(const zkl_contender_t *c)
 {
     const zklock_t *writers = c->l->sibling;
 
@@ -291,23 +292,24 @@ static bool writer_still_holds(const zkl_contender_t *c)
  * own owner's write node for ever (found by the model, model/zklock.pml). */
 void zklock__requeue_own(zkl_contender_t *c)
 {
-    start_over(c, c->heir && writer_still_holds(c));
+    start_over(c, c->heir && zklock__writer_still_holds(c));
 }
 
 bool zklock__become_holder(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    if (!c->l->recipe->nodeless && zklock__lease_over(s)) {
+    if (zklock__lease_over(s)) {
         /* The lease ran out while c waited (its process did not run, or a
          * watch event came late): the session may have expired, and
-         * another client may hold. Look again after a heartbeat: a session
-         * answers in order, so that look sees a fresh lease (or the
-         * session's end). */
+         * another client may hold. Granted once a heartbeat proves the
+         * session lives (zklock__lease_regrant): then it never expired,
+         * our node never went, and this turn still stands. */
+        c->lease_wait = true;
         zklock__lease_renew(s);
-        c->need_list = true;
         return false;
     }
+    c->lease_wait = false;
     zklock__forget_blocker(c);
     if (c->heir) {
         /* A downgrade heir holds by its writer's place, and so by its token:
@@ -320,6 +322,8 @@ bool zklock__become_holder(zkl_contender_t *c)
     s->stats.acquired++;
     zklock__lease_keep(s);
     zklock__arm_own_watch(c); /* if its delay is over */
+    if (c->l->recipe->granted)
+        c->l->recipe->granted(c);
     wake(c);
     return true;
 }

@@ -394,9 +394,10 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
     if (c->heir) {
         zklock__become_holder(c);
     } else if (fast && zklock__fast_holds(c, czxid)) {
-        c->alone = true;
-        session_of(c)->stats.fast_acquired++;
-        zklock__become_holder(c);
+        if (zklock__become_holder(c)) {
+            c->alone = true;
+            session_of(c)->stats.fast_acquired++;
+        }
     } else if (fast) {
         c->need_list = true;
     }

@@ -62,7 +62,10 @@ void zklock__requeue(zkl_contender_t *c);
 /* The same when only our own node went: a heir whose writer still holds
  * stays a heir. */
 void zklock__requeue_own(zkl_contender_t *c);
-/* c holds (false: not on a lease that ran out; it looks again). */
+/* The downgrade heir c's writer still holds by the node c was made beside. */
+bool zklock__writer_still_holds(const zkl_contender_t *c);
+/* c holds (false: not on a lease that ran out; granted once a heartbeat
+ * proves the session, c->lease_wait). */
 bool zklock__become_holder(zkl_contender_t *c);
 /* Sub-acquisitions (c->subs, contenders of other handles owned by c). The
  * rule that keeps their lifetimes simple: nothing done for a sub's own event

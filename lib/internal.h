@@ -197,6 +197,8 @@ struct zkl_contender {
     char *heir_of;         /* ... and its writer's node, checked as it is made */
     struct zkl_heir_multi *heir_multi; /* that check and create in flight */
     bool heir;
+    bool lease_wait;       /* its turn came on a lease that ran out: granted
+                              once a heartbeat proves the session (lease.c) */
 
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
@@ -267,6 +269,8 @@ struct zkl_recipe {
     /* What a listing of the queue means for c, instead of the default rule
      * (the listing also set a watch on the queue if c->queue_watch). */
     void (*judge)(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir);
+    /* c holds now: let go of what it took to get there. */
+    void (*granted)(zkl_contender_t *c);
     /* c gives up, or its hold ends: end what the recipe started for it. */
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */

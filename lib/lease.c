@@ -137,6 +137,28 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 
 /* ---- the heartbeat -------------------------------------------------------------- */
 
+/* The session is heard from again: the contenders whose turn came while
+ * their lease had run out (zklock__become_holder) hold now, a heir only if
+ * its writer still does; a multi-lock's step decides again. */
+static void regrant(zklock_session_t *s)
+{
+    zkl_contender_t *c, *next, *up;
+
+    for (c = s->contenders; c; c = next) {
+        next = c->sess_next;
+        if (!c->lease_wait || c->phase != ZKL_QUEUING)
+            continue;
+        up = c->parent;
+        if (c->l->recipe->nodeless)
+            ; /* its step looks at its members again */
+        else if (c->heir && !zklock__writer_still_holds(c))
+            zklock__requeue(c);
+        else
+            zklock__become_holder(c);
+        zklock__event_end(c, up);
+    }
+}
+
 static void heartbeat_done(int rc, const void *data)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
@@ -145,10 +167,14 @@ static void heartbeat_done(int rc, const void *data)
     pthread_mutex_lock(&s->mu);
     /* A refused check proves it too: a multi that fails is committed all
      * the same. */
-    if (hb->gen == s->gen && zklock__lease_proves(rc))
+    bool proved = hb->gen == s->gen && zklock__lease_proves(rc);
+
+    if (proved)
         zklock__lease_heard(s, &hb->sent);
     if (s->heartbeat == hb)
         s->heartbeat = NULL;
+    if (proved)
+        regrant(s);
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);

@@ -332,8 +332,7 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
         zklock__requeue(c); /* our node went (deleted by hand) */
     } else if (names->count <= sem_of(c->l)->max) {
         zklock__unwatch_queue(c);
-        if (zklock__become_holder(c))
-            let_go_of_mutex(c);
+        zklock__become_holder(c); /* and lets go of the mutex (granted) */
     } else if (c->try_once) {
         zklock__give_up(c, ZKLOCK_EBUSY);
     } else if (!under_mutex(c)) {
@@ -367,6 +366,7 @@ static void mutex_handle_gone(zklock_t *l)
 static const struct zkl_recipe lease_recipe = {
     .may_create = may_create,
     .judge = judge,
+    .granted = let_go_of_mutex,
     .ending = ending,
     .destroy = lease_handle_gone,
     .in_turn = true,
