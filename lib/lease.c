@@ -21,8 +21,11 @@
  * up to a tick after a new leader restarted every session's timeout (the
  * partition rig saw it). To keep heard_at fresh while the session holds or
  * waits, a heartbeat goes out every sixth of the session timeout unless a
- * write was answered meanwhile: a multi with one check of the root, the
- * cheapest request that needs a quorum. A reconnection sends one at once.
+ * write was answered meanwhile: a write of the root's data with a version
+ * no node has, refused (never applied) but committed as an error
+ * transaction, the cheapest request that needs a quorum. (A multi with one
+ * check did the same, but ZooKeeper's C client leaks a multi still pending
+ * when its session ends.) A reconnection sends one at once.
  */
 #include "engine.h"
 
@@ -37,9 +40,10 @@ struct zkl_heartbeat {
     zklock_session_t *s;
     unsigned gen;
     struct timespec sent;
-    zoo_op_t check;            /* of the root, any version */
-    zoo_op_result_t result;
 };
+
+/* A version no node has: the write is refused, never applied. */
+#define NO_SUCH_VERSION (-2)
 
 static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
 {
@@ -159,14 +163,15 @@ static void regrant(zklock_session_t *s)
     }
 }
 
-static void heartbeat_done(int rc, const void *data)
+static void heartbeat_done(int rc, const struct Stat *st, const void *data)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
     zklock_session_t *s = hb->s;
 
     pthread_mutex_lock(&s->mu);
-    /* A refused check proves it too: a multi that fails is committed all
-     * the same. */
+    /* Refused (as it always is: no node has that version), it proves the
+     * lease all the same: a refused write is committed as an error
+     * transaction. */
     bool proved = hb->gen == s->gen && zklock__lease_proves(rc);
 
     if (proved)
@@ -192,8 +197,7 @@ void zklock__lease_renew(zklock_session_t *s)
     hb->s = s;
     hb->gen = s->gen;
     zklock__now(&hb->sent);
-    zoo_check_op_init(&hb->check, "/", -1);
-    if (zoo_amulti(s->zh, 1, &hb->check, &hb->result, heartbeat_done, hb) != ZOK) {
+    if (zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done, hb) != ZOK) {
         free(hb);
         return;
     }
