@@ -19,7 +19,19 @@
  *  P3  progress: when nothing can move, every owner did all its rounds
  *      (p3_progress); `ltl progress` (spin -a -f) also rules out cycles.
  *
- * Deliberately broken variants (-D...), each must fail: see check.sh.
+ * Switches (-D): the scenario (SCEN, NK, NSHARED, READER), the owners'
+ * rounds (ROUNDS0, ROUNDS), a budget per fault (LOSSES, OPDELS, EXPIRES,
+ * LEXPIRES, REAPS, GIVEUPS, LIMBOS, DOWNGRADES). Deliberately broken
+ * variants, each must fail (check.sh): BROKEN_FAST_PATH (no zxid gap
+ * check), BROKEN_SOLE_BLOCKER (the handoff without a listing whatever the
+ * count of blockers), BROKEN_HEIR_RELIST (no second look behind a writer),
+ * BROKEN_HEIR (a heir without its writer's check), BROKEN_OWNER_CHECK (an
+ * adoption without the ephemeralOwner check; STICKY_PREFIX keeps a name
+ * prefix for the owner's life, which that check then needs),
+ * BROKEN_LEASE_CLEANUP (a hold lost by the lease keeps its node),
+ * BROKEN_HEIR_ORPHAN (a heir lost with its writer keeps its node),
+ * BROKEN_WATCH_NONODE (a predecessor gone before its watch is ignored).
+ * FIX_HEIR_REQUEUE: the fix the model suggests for the engine (requeue_).
  */
 
 /* ---- configuration --------------------------------------------------------- */
@@ -96,10 +108,12 @@
 #define DOWNGRADES 0 /* SCEN 2: the write holder takes the read side (a heir) */
 #endif
 
-/* Feature n is reached (no state of its own). check.sh reads pan's list of
- * unreached statements and asks that the correct runs reach every one: a
- * property that holds only because its case never happens proves nothing.
- * With -DWITNESS=n, reaching it fails (a trace to it). */
+/* Feature n is reached (an assignment to a hidden variable: nothing of the
+ * state changes). check.sh reads pan's list of unreached statements (spin
+ * -o3 keeps the assignment a statement of its own) and asks that the correct
+ * runs reach every feature: a property that holds only because its case
+ * never happens proves nothing. With -DWITNESS=n, reaching it fails (a
+ * trace to it). */
 #ifndef WITNESS
 #define WITNESS 0
 #endif
