@@ -37,6 +37,7 @@ sessions    pass         -DNK=2 -DROUNDS0=1 -DLOSSES=2 -DEXPIRES=1
 givenup     pass         -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DLEXPIRES=1 -DLIMBOS=1
 rwlock      pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DLEXPIRES=1
 rwopdel     pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
+rwlost      pass         -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 sticky      pass         -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
 b-fastpath  p1_mutex     -DNK=2 -DREAPS=1 -DBROKEN_FAST_PATH
 b-sole      p1_mutex     -DNK=3 -DROUNDS0=1 -DGIVEUPS=1 -DBROKEN_SOLE_BLOCKER
@@ -46,6 +47,7 @@ b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -
 b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
 b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
 b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
+b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
 }
 
@@ -57,12 +59,11 @@ opdel       pass         -DNK=3 -DROUNDS0=1 -DOPDELS=1 -DGIVEUPS=1
 sessions    pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DEXPIRES=1 -DLEXPIRES=1 -DLIMBOS=1 -DREAPS=1
 shared      pass         -DNK=3 -DNSHARED=2 -DROUNDS0=1 -DGIVEUPS=1 -DOPDELS=1 -DLOSSES=1
 rwlock      pass         -DSCEN=2 -DROUNDS0=2 -DDOWNGRADES=2 -DLOSSES=2 -DLEXPIRES=1
-rwopdel     pass         -DSCEN=2 -DROUNDS0=2 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DFIX_HEIR_REQUEUE
+rwopdel     pass         -DSCEN=2 -DROUNDS0=2 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 rwprogress  ltl          -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 rwreader    pass         -DSCEN=2 -DREADER -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 sticky      pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
 owner       pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DBROKEN_OWNER_CHECK
-f-heir      p3_progress  -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 b-fastpath  p1_mutex     -DNK=2 -DREAPS=1 -DBROKEN_FAST_PATH
 b-sole      p1_mutex     -DNK=3 -DROUNDS0=1 -DGIVEUPS=1 -DBROKEN_SOLE_BLOCKER
 b-relist    p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DBROKEN_HEIR_RELIST
@@ -71,6 +72,7 @@ b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -
 b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
 b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
 b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
+b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
 }
 
@@ -85,7 +87,8 @@ features="1:a hold by the fast path
 8:a heir's writer check failed: queued as a reader
 9:the owner check refused a node of an older session (STICKY_PREFIX only)
 10:a writer found a heir ahead of it
-11:the fast path refused by the zxid gap alone"
+11:the fast path refused by the zxid gap alone
+12:a heir whose own node went made again as a heir (its writer holds)"
 
 set_=small
 mode=check

@@ -30,8 +30,9 @@
  * prefix for the owner's life, which that check then needs),
  * BROKEN_LEASE_CLEANUP (a hold lost by the lease keeps its node),
  * BROKEN_HEIR_ORPHAN (a heir lost with its writer keeps its node),
- * BROKEN_WATCH_NONODE (a predecessor gone before its watch is ignored).
- * FIX_HEIR_REQUEUE: the fix the model suggests for the engine (requeue_).
+ * BROKEN_WATCH_NONODE (a predecessor gone before its watch is ignored),
+ * BROKEN_HEIR_REQUEUE (a heir whose own node went queues as a reader even
+ * while its writer holds: the engine's defect the model found, fixed).
  */
 
 /* ---- configuration --------------------------------------------------------- */
@@ -528,17 +529,22 @@ inline become_holder(c) {
 #else
 #define HEIR_WRITER_HOLDS(c) 0
 #endif
-#ifdef FIX_HEIR_REQUEUE
-#define KEEP_HEIR 1
-#else
+#ifdef BROKEN_HEIR_REQUEUE
 #define KEEP_HEIR 0
+#else
+#define KEEP_HEIR 1
 #endif
+/* zklock__requeue: our place is gone, a heir's writer's place too (a
+ * session's end, the lock path gone, a recovery without the writer's node) */
 #define requeue(c) requeue_(c, 0)
+/* zklock__requeue_own: only our own node went (an operator deleted it, or
+ * it was not ours after all) */
 #define requeue_own(c) requeue_(c, KEEP_HEIR)
 
-/* keep: only the heir's own node is gone (FIX_HEIR_REQUEUE: it makes a heir
- * again, whose multi checks its writer's node; the engine queues it as a
- * reader, behind its own thread's write node) */
+/* keep: only our own node is gone. A heir whose writer still holds by the
+ * node it was made beside makes a heir again, whose multi checks that node
+ * as the first time. BROKEN_HEIR_REQUEUE (the engine before the fix)
+ * queues it as a reader: behind its own owner's write node, for ever. */
 inline requeue_(c, keep) {
     set_node(c, 0);
     forget_blocker(c);
@@ -549,7 +555,7 @@ inline requeue_(c, keep) {
         C[c].ph = QUEUING;
         C[c].nl = 0;
         if
-        :: keep && C[c].heir && HEIR_WRITER_HOLDS(c)
+        :: keep && C[c].heir && HEIR_WRITER_HOLDS(c) -> REACHED(12) /* a heir again */
         :: else ->
             C[c].heir = 0; /* its writer's place is gone too: queue as a reader */
             C[c].hof = 0;
@@ -708,7 +714,7 @@ inline judge(c, mask, creations) {
         }
         if
         :: C[c].ph != QUEUING
-        :: C[c].ph == QUEUING && !((mask >> C[c].node) & 1) -> requeue(c) /* our node vanished */
+        :: C[c].ph == QUEUING && !((mask >> C[c].node) & 1) -> requeue_own(c) /* our node vanished */
         :: else ->
             tn = 0; /* blockers */
             tw = 0; /* the nearest */
