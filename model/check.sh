@@ -19,7 +19,7 @@
 # model marks with REACHED(n) (a fast-path hold, a handoff without a listing,
 # a heir, an adoption after a lost reply, ...), or a property could hold only
 # because its case never happens. Exit 77 (skip) only if spin is missing.
-# docs/design.md, "A checked model", explains the model and the figures.
+# docs/design.md, "A model of the protocol", explains the model and the figures.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)

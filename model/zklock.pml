@@ -1,8 +1,9 @@
 /*
  * model/zklock.pml: a Promela model of zklock's queue engine (lib/engine.c,
  * contender.c, judge.c, fastpath.c, watch.c, stale.c, the lease's "told
- * first"), checked with spin. docs/design.md, "A checked model", says what
- * is modelled, what is abstracted away and how to run it (model/check.sh).
+ * first"), checked with spin. docs/design.md, "A model of the protocol",
+ * says what is modelled, what is abstracted away and how to run it
+ * (model/check.sh).
  *
  * One server (a linearizable ZooKeeper) and NK client processes, each with
  * one session at a time and one or two contenders. Every step of a process
