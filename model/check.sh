@@ -67,11 +67,14 @@ large() {
 mutex       pass         -DNK=3 -DROUNDS0=2 -DGIVEUPS=1 -DLOSSES=1
 fastpath    ltl          -DNK=2 -DROUNDS0=2 -DROUNDS=2 -DREAPS=2 -DLOSSES=2
 opdel       pass         -DNK=3 -DROUNDS0=1 -DOPDELS=1 -DGIVEUPS=1
-sessions    pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DEXPIRES=1 -DLEXPIRES=1 -DLIMBOS=1 -DREAPS=1
-shared      pass         -DNK=3 -DNSHARED=2 -DROUNDS0=1 -DGIVEUPS=1 -DOPDELS=1 -DLOSSES=1
+sessions    pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DEXPIRES=1 -DLEXPIRES=1 -DLIMBOS=1
+expreap     pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DEXPIRES=1 -DREAPS=1
+givenreap   pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DREAPS=1
+shared      pass         -DNK=3 -DNSHARED=2 -DROUNDS0=1 -DGIVEUPS=1 -DOPDELS=1
+sharedloss  pass         -DNK=3 -DNSHARED=2 -DROUNDS0=1 -DGIVEUPS=1 -DLOSSES=1
 rwlock      pass         -DSCEN=2 -DROUNDS0=2 -DDOWNGRADES=2 -DLOSSES=2 -DLEXPIRES=1
 rwopdel     pass         -DSCEN=2 -DROUNDS0=2 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
-rwprogress  ltl          -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
+rwprogress  ltl          -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 rwreader    pass         -DSCEN=2 -DREADER -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 sticky      pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
 owner       pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DBROKEN_OWNER_CHECK
@@ -187,8 +190,13 @@ run() {
         echo "ERROR $n: out of memory (PAN_MEMLIM=$memlim MB)"
         return 1
     fi
+    if [ -z "$stored" ]; then
+        echo "ERROR $n: the verifier did not finish (killed?)"
+        tail -n 5 "$out"
+        return 1
+    fi
     if [ "$expect" = pass ] || [ "$expect" = ltl ]; then
-        if [ "$errors" = 0 ] && [ -n "$stored" ]; then
+        if [ "$errors" = 0 ]; then
             what=$stored
             [ "$expect" = ltl ] && what="$stored states, progress under weak fairness,"
             [ "$expect" = pass ] && what="$stored states,"
