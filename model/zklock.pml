@@ -1,0 +1,1421 @@
+/*
+ * model/zklock.pml: a Promela model of zklock's queue engine (lib/engine.c,
+ * contender.c, judge.c, fastpath.c, watch.c, stale.c, the lease's "told
+ * first"), checked with spin. docs/design.md, "A model of the protocol",
+ * says what is modelled, what is abstracted away and how to run it
+ * (model/check.sh).
+ *
+ * One server (a linearizable ZooKeeper) and NK client processes, each with
+ * one session at a time and one or two contenders. Every step of a process
+ * is one atomic block: a request served, an answer or watch event handled,
+ * an owner's call, a timer, a fault.
+ *
+ * Properties (checked after every step, and when nothing can move):
+ *  P1  mutual exclusion: no two holders of different owners whose nodes are
+ *      on the server, unless both are shared (p1_mutex); and a holder
+ *      believes without its node only after an operator deleted that node
+ *      (the own-watch window of design.md) (p1_belief).
+ *  P2  no orphan node blocks the queue forever: when nothing can move, every
+ *      node left is one a contender queues, holds or releases by (p2_orphan).
+ *  P3  progress: when nothing can move, every owner did all its rounds
+ *      (p3_progress); `ltl progress` (spin -a -f) also rules out cycles.
+ *
+ * Switches (-D): the scenario (SCEN, NK, NSHARED, READER), the owners'
+ * rounds (ROUNDS0, ROUNDS), a budget per fault (LOSSES, OPDELS, EXPIRES,
+ * LEXPIRES, REAPS, GIVEUPS, LIMBOS, DOWNGRADES). Deliberately broken
+ * variants, each must fail (check.sh): BROKEN_FAST_PATH (no zxid gap
+ * check), BROKEN_SOLE_BLOCKER (the handoff without a listing whatever the
+ * count of blockers), BROKEN_HEIR_RELIST (no second look behind a writer),
+ * BROKEN_HEIR (a heir without its writer's check), BROKEN_OWNER_CHECK (an
+ * adoption without the ephemeralOwner check; STICKY_PREFIX keeps a name
+ * prefix for the owner's life, which that check then needs),
+ * BROKEN_LEASE_CLEANUP (a hold lost by the lease keeps its node),
+ * BROKEN_HEIR_ORPHAN (a heir lost with its writer keeps its node),
+ * BROKEN_WATCH_NONODE (a predecessor gone before its watch is ignored),
+ * BROKEN_HEIR_REQUEUE (a heir whose own node went queues as a reader even
+ * while its writer holds: the engine's defect the model found, fixed).
+ */
+
+/* ---- configuration --------------------------------------------------------- */
+
+#ifndef SCEN
+#define SCEN 1
+#endif
+
+#if SCEN == 1
+/* A mutex (or, with NSHARED, a queue of exclusive and shared nodes without
+ * heirs): client k has contender k. */
+#ifndef NK
+#define NK 3
+#endif
+#define NC NK
+#ifndef NSHARED
+#define NSHARED 0
+#endif
+#define CL(c) (c)
+#define FIRST(k) (k)
+#define NCK(k) 1
+#define EX(c) ((c) < NC - NSHARED)
+#define WRITER_TAG 0 /* "lock-" nodes: no downgrade heirs behind them */
+#else
+/* A read/write lock: client 0 owns a write view (c0) and a read view (c1,
+ * which takes downgrade heirs); client 1 a writer (c2); with READER,
+ * client 2 a reader (c3). */
+#ifdef READER
+#define NK 3
+#define NC 4
+#else
+#define NK 2
+#define NC 3
+#endif
+#define CL(c) ((c) < 2 -> 0 : (c) - 1)
+#define FIRST(k) ((k) == 0 -> 0 : (k) + 1)
+#define NCK(k) ((k) == 0 -> 2 : 1)
+#define EX(c) ((c) == 0 || (c) == 2)
+#define WRITER_TAG 1 /* __WRIT__ nodes: a heir may appear behind them */
+#define RW 1
+#endif
+
+/* acquisitions: contender 0's, everyone else's (client 0's read view in
+ * SCEN 2 only queues as a downgrade heir, DOWNGRADES times) */
+#ifndef ROUNDS0
+#define ROUNDS0 2
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
+/* faults, each a budget for the whole run */
+#ifndef LOSSES
+#define LOSSES 0 /* connection losses: requests unanswered, replies lost */
+#endif
+#ifndef OPDELS
+#define OPDELS 0 /* an operator deletes a node */
+#endif
+#ifndef EXPIRES
+#define EXPIRES 0 /* the server expires a disconnected client's session */
+#endif
+#ifndef LEXPIRES
+#define LEXPIRES 0 /* a disconnected client gives its session up (local expiry) */
+#endif
+#ifndef REAPS
+#define REAPS 0 /* the server removes the empty lock path (a container) */
+#endif
+#ifndef GIVEUPS
+#define GIVEUPS 0 /* a waiter gives up (deadline, cancel) */
+#endif
+#ifndef LIMBOS
+#define LIMBOS 0 /* a create of a given-up session is applied late */
+#endif
+#ifndef DOWNGRADES
+#define DOWNGRADES 0 /* SCEN 2: the write holder takes the read side (a heir) */
+#endif
+
+/* Feature n is reached (an assignment to a hidden variable: nothing of the
+ * state changes). check.sh reads pan's list of unreached statements (spin
+ * -o3 keeps the assignment a statement of its own) and asks that the correct
+ * runs reach every feature: a property that holds only because its case
+ * never happens proves nothing. With -DWITNESS=n, reaching it fails (a
+ * trace to it). */
+#ifndef WITNESS
+#define WITNESS 0
+#endif
+#define REACHED(n) wit = n; assert(WITNESS != n)
+
+#define MAXN 14 /* node slots; never reused */
+#define QCAP 8 /* channel capacity */
+
+/* ---- the server ---------------------------------------------------------------- */
+
+/* Node slot s (1..MAXN): its sequence number, its name (the creating
+ * contender, that contender's name prefix, heir, exclusive), its owner
+ * session (k * 8 + incarnation). A slot is used once: a deleted node's
+ * attributes stay (clients may still name it), only `live` changes. */
+byte nseq[MAXN + 1];
+byte nnm[MAXN + 1];
+byte nsess[MAXN + 1];
+byte wp[MAXN + 1]; /* contenders with a getData watch for the node that blocks them */
+int live;          /* bit s: node s exists */
+int opdel;         /* bit s: node s was deleted by an operator (ghost) */
+byte nslots;
+bool path = 1;     /* the lock path (a container) exists */
+byte cre;          /* creations under it: cversion as ZooKeeper numbers children */
+byte hgap[NC];     /* transactions since this handle's last create (saturating at 3) */
+
+#define N_C(s) (nnm[s] & 3)
+#define N_PFX(s) ((nnm[s] >> 2) & 7)
+#define N_HEIR(s) ((nnm[s] >> 5) & 1)
+#define N_EX(s) ((nnm[s] >> 6) & 1)
+#define NAME(c, p, h, x) ((c) | ((p) << 2) | ((h) << 5) | ((x) << 6))
+#define LIVE(s) ((live >> (s)) & 1)
+#define BIT(x) (1 << (x))
+#define KEY(s) (nseq[s] * 2 + 1 - N_EX(s)) /* queue order: sequence, exclusive first */
+
+/* sessions: client k's current incarnation; alive and given-up ones (bits) */
+byte sinc[NK];
+byte salive[NK];
+byte saband[NK];
+bool conn[NK];
+#define SID(k) ((k) * 8 + sinc[k])
+
+/* A create (or heir multi) of a session the client then gave up, not yet
+ * applied by a lagging server: it may still be, while that session lives. */
+byte lim_c[NK];   /* contender + 1, or 0 */
+byte lim_pfx[NK];
+byte lim_heir[NK];
+byte lim_hof[NK];
+byte lim_hseq[NK];
+byte lim_inc[NK];
+
+byte b_loss = LOSSES, b_opdel = OPDELS, b_exp = EXPIRES, b_lexp = LEXPIRES;
+byte b_reap = REAPS, b_give = GIVEUPS, b_limbo = LIMBOS, b_down = DOWNGRADES;
+
+/* ---- messages ------------------------------------------------------------------ */
+
+mtype = { CREATE, PARENTS, LIST, GETW, OWNW, OWNER, DELETE, HEIR, STALE, STRAY,
+          EV_PRED, EV_OWN };
+/* answers */
+#define OK 0
+#define NONODE 1
+#define EXISTS 2
+#define ERR 3     /* connection loss: the request may or may not have been applied */
+#define NOCHECK 4 /* a heir's multi: its writer's node is gone */
+
+/* requests: op, contender, a, b. Answers and events: op, contender, rc,
+ * a (a slot, or a listing's bit set), b, d. One FIFO pair per client: a
+ * session's requests are answered in order, a watch event comes before the
+ * answer of a later request. */
+chan req[NK] = [QCAP] of { mtype, byte, byte, byte };
+chan rep[NK] = [QCAP] of { mtype, byte, byte, short, byte, byte };
+
+/* ---- contenders ---------------------------------------------------------------- */
+
+#define IDLE 0    /* no call: the owner may acquire (a fresh contender) */
+#define QUEUING 1
+#define HELD 2
+#define LOST 3
+#define LEAVING 4
+#define GONE 5    /* finished; becomes IDLE once nothing of it is in flight */
+
+typedef Cont {
+    unsigned ph : 3;
+    unsigned node : 4;    /* our node's slot, 0: none */
+    unsigned seq : 4;
+    unsigned pfx : 3;     /* the name prefix (a uuid per contender in zklock) */
+    unsigned busy : 3;    /* requests of the current chain in flight */
+    unsigned cu : 1;      /* create_unknown */
+    unsigned nl : 1;      /* need_list */
+    unsigned np : 1;      /* need_parents */
+    unsigned fast : 1;    /* our create went out without a listing */
+    unsigned fseq : 4;    /* ... relying on this alone node */
+    unsigned alone : 1;
+    unsigned heir : 1;
+    unsigned hseq : 4;    /* heir: the writer's sequence number */
+    unsigned hof : 4;     /* heir: the writer's node */
+    unsigned watched : 4; /* the node that blocks us */
+    unsigned sole : 1;    /* sole_blocker */
+    unsigned wwant : 1;
+    unsigned wpend : 1;
+    unsigned wreg : 1;    /* pred_watches */
+    unsigned olate : 1;   /* an operator deleted our node before its own watch was set */
+    unsigned opend : 1;   /* the own watch's getData in flight */
+    unsigned known : 1;   /* the handle's alone_known */
+    unsigned kseq : 4;    /* the handle's alone_seq */
+    unsigned stale : 8;   /* stale.c: prefixes of our nodes of given-up sessions */
+    unsigned ssent : 8;   /* ... whose delete is in flight */
+    unsigned rounds : 2;
+};
+Cont C[NC];
+byte ndone; /* clients that did all their rounds */
+
+/* properties (the names spin prints) */
+hidden byte p1_mutex, p1_belief, p2_orphan, p3_progress;
+
+/* scratch, never kept between steps */
+hidden byte ti, tk, tq, ts, tj, tn, tw, tr, tx, wit;
+hidden byte tm;
+hidden mtype top;
+hidden byte tc, trc, tb, td;
+hidden short ta;
+
+/* ---- the server's side ----------------------------------------------------------- */
+
+/* Every write, failed ones too, is a transaction (zxid). A handle's gap
+ * matters only from its create (while queuing) through an alone hold, its
+ * delete (known) to the fast create that reads it. */
+#define HGAP_USED(c) (C[c].known || C[c].fast || C[c].alone || C[c].ph == QUEUING)
+inline txn() {
+    for (ti : 0 .. NC - 1) {
+        if
+        :: !HGAP_USED(ti) -> hgap[ti] = 3 /* canonical: no later fast create reads it */
+        :: HGAP_USED(ti) && hgap[ti] < 3 -> hgap[ti]++
+        :: else
+        fi
+    }
+}
+
+inline answer(k, op, c, rc, a, b, d) {
+    assert(len(rep[k]) < QCAP);
+    rep[k]!op, c, rc, a, b, d
+}
+
+/* Deletes node s, firing its watches (one-shot). */
+inline zdel(s) {
+    printf("    node %d deleted\n", s);
+    live = live & ~BIT(s);
+    for (tj : 0 .. NC - 1) {
+        if
+        :: (wp[s] >> tj) & 1 -> answer(CL(tj), EV_PRED, tj, OK, s, 0, 0)
+        :: else
+        fi
+    }
+    wp[s] = 0
+}
+
+/* Creates a node; ts is its slot. */
+inline zcreate(c, p, h, x, sq, sid) {
+    assert(nslots < MAXN);
+    nslots++;
+    ts = nslots;
+    nseq[ts] = sq;
+    nnm[ts] = NAME(c, p, h, x);
+    nsess[ts] = sid;
+    live = live | BIT(ts);
+    printf("    node %d created: c%d's, seq %d, exclusive %d, heir %d, session %d\n", ts, c, sq, x, h, sid);
+    cre++ /* any child creation counts, a non-sequential heir's too */
+}
+
+/* A live node named as this heir would be (0: none). */
+inline heir_named(c, p, sq) {
+    tn = 0;
+    for (tj : 1 .. MAXN) {
+        if
+        :: LIVE(tj) && nnm[tj] == NAME(c, p, 1, 0) && nseq[tj] == sq -> tn = tj
+        :: else
+        fi
+    }
+}
+
+/* Ends session (k, incarnation i): its nodes go, its watches too. */
+inline zexpire(k, i) {
+    salive[k] = salive[k] & ~BIT(i);
+    for (tq : 1 .. MAXN) {
+        if
+        :: LIVE(tq) && nsess[tq] == (k) * 8 + (i) -> zdel(tq)
+        :: else
+        fi
+    }
+    for (tq : 0 .. NC - 1) {
+        if
+        :: CL(tq) == k && sinc[k] == i ->
+            for (tj : 1 .. MAXN) {
+                wp[tj] = wp[tj] & ~BIT(tq)
+            }
+        :: else
+        fi
+    }
+    if
+    :: lim_c[k] && lim_inc[k] == i -> lim_c[k] = 0
+    :: else
+    fi;
+    txn()
+}
+
+inline serve(k) {
+    req[k]?top, tc, tb, td;
+    printf("@ server serves %e of c%d (a=%d)\n", top, tc, tb);
+    if
+    :: top == CREATE -> /* tb: prefix */
+        if
+        :: !path -> txn(); answer(k, CREATE, tc, NONODE, 0, 0, 0)
+        :: else ->
+            zcreate(tc, tb, 0, EX(tc), cre, SID(k));
+            tw = hgap[tc];
+            txn();
+            hgap[tc] = 0;
+            answer(k, CREATE, tc, OK, ts, nseq[ts], tw)
+        fi
+    :: top == PARENTS ->
+        if
+        :: !path -> path = 1; cre = 0
+        :: else /* "node exists": fine */
+        fi;
+        txn();
+        answer(k, PARENTS, tc, OK, 0, 0, 0)
+    :: top == LIST ->
+        if
+        :: path -> answer(k, LIST, tc, OK, live, cre, 0)
+        :: else -> answer(k, LIST, tc, NONODE, 0, 0, 0)
+        fi
+    :: top == GETW || top == OWNW -> /* tb: the node */
+        if
+        :: LIVE(tb) && top == GETW -> wp[tb] = wp[tb] | BIT(tc); answer(k, GETW, tc, OK, tb, 0, 0)
+        :: LIVE(tb) && top == OWNW -> assert(0) /* sent only for a deleted node, see OWN WATCH */
+        :: else -> answer(k, top, tc, NONODE, tb, 0, 0)
+        fi
+    :: top == OWNER -> /* getData: is its ephemeralOwner our session? */
+        if
+        :: LIVE(tb) && nsess[tb] == SID(k) -> answer(k, OWNER, tc, OK, tb, 0, 0)
+        :: else -> answer(k, OWNER, tc, NONODE, tb, 0, 0)
+        fi
+    :: top == DELETE ->
+        if
+        :: LIVE(tb) -> zdel(tb); txn(); answer(k, DELETE, tc, OK, tb, 0, 0)
+        :: else -> txn(); answer(k, DELETE, tc, NONODE, tb, 0, 0)
+        fi
+    :: top == HEIR -> /* multi: check the writer's node tb, create the heir (td: pfx | hseq << 3) */
+        tk = td & 7;
+        tr = td >> 3;
+        heir_named(tc, tk, tr);
+        if
+#ifndef BROKEN_HEIR
+        :: !LIVE(tb) -> txn(); answer(k, HEIR, tc, NOCHECK, 0, 0, 0)
+#endif
+        :: !path -> txn(); answer(k, HEIR, tc, NONODE, 0, 0, 0)
+        :: else ->
+            if
+            :: tn -> txn(); answer(k, HEIR, tc, EXISTS, tn, 0, 0)
+            :: else ->
+                zcreate(tc, tk, 1, 0, tr, SID(k));
+                txn();
+                hgap[tc] = 0;
+                answer(k, HEIR, tc, OK, ts, 0, 0)
+            fi
+        fi
+    :: top == STALE -> /* stale.c: delete the nodes of that prefix (tb) */
+        for (tq : 1 .. MAXN) {
+            if
+            :: LIVE(tq) && N_C(tq) == tc && N_PFX(tq) == tb -> REACHED(5); zdel(tq); txn()
+            :: else
+            fi
+        }
+        answer(k, STALE, tc, OK, tb, 0, 0)
+    :: top == STRAY ->
+        if
+        :: LIVE(tb) -> zdel(tb)
+        :: else
+        fi;
+        txn()
+    fi
+}
+
+/* ---- the engine: sending ----------------------------------------------------------- */
+
+inline rq(op, c, a, b) {
+    assert(len(req[CL(c)]) < QCAP);
+    req[CL(c)]!op, c, a, b
+}
+
+inline set_node(c, s) {
+    C[c].node = s;
+    C[c].olate = 0; /* a new node: its own-watch delay starts again */
+    C[c].alone = 0
+}
+
+inline watch_over(c) {
+    C[c].watched = 0;
+    C[c].wwant = 0
+}
+
+/* zklock__forget_blocker: a registration whose event is not on its way
+ * yet is taken back locally. */
+inline forget_blocker(c) {
+    C[c].wwant = 0;
+    if
+    :: C[c].wpend
+    :: else ->
+        if
+        :: C[c].wreg && C[c].watched && ((wp[C[c].watched] >> c) & 1) ->
+            wp[C[c].watched] = wp[C[c].watched] & ~BIT(c);
+            C[c].wreg = 0
+        :: else
+        fi;
+        if
+        :: !C[c].wreg -> watch_over(c)
+        :: else
+        fi
+    fi
+}
+
+inline send_list(c) {
+    C[c].nl = 0;
+    C[c].busy++;
+    rq(LIST, c, 0, 0)
+}
+
+inline send_create(c) {
+    if
+    :: C[c].heir ->
+        C[c].busy++;
+        rq(HEIR, c, C[c].hof, C[c].pfx | (C[c].hseq << 3))
+    :: else ->
+        C[c].fast = 0;
+        if
+        :: !C[c].np -> /* zklock__fast_take */
+            if
+            :: C[c].known -> C[c].fast = 1; C[c].fseq = C[c].kseq
+            :: else
+            fi;
+            C[c].known = 0
+        :: else
+        fi;
+        if
+        :: C[c].np -> C[c].busy++; rq(PARENTS, c, 0, 0)
+        :: else
+        fi;
+        C[c].np = 0;
+        C[c].busy++;
+        rq(CREATE, c, C[c].pfx, 0);
+        if
+        :: !C[c].fast -> send_list(c)
+        :: else
+        fi
+    fi
+}
+
+inline finish(c) {
+    C[c].ph = GONE
+}
+
+inline step_leaving(c) {
+    forget_blocker(c);
+    if
+    :: C[c].busy > 0
+    :: C[c].busy == 0 && !C[c].node && !C[c].cu -> finish(c)
+    :: C[c].busy == 0 && (C[c].node || C[c].cu) && conn[CL(c)] ->
+        if
+        :: C[c].cu -> send_list(c) /* recovery: sync + list */
+        :: else -> C[c].busy++; rq(DELETE, c, C[c].node, 0)
+        fi
+    :: else
+    fi
+}
+
+/* zklock__step: idempotent; sends what c needs next. */
+inline step(c) {
+    if
+    :: C[c].ph == LEAVING -> step_leaving(c)
+    :: C[c].ph != LEAVING && conn[CL(c)] ->
+        if
+        :: C[c].busy == 0 && C[c].ph == QUEUING ->
+            if
+            :: C[c].cu -> send_list(c) /* recovery: sync + list */
+            :: !C[c].cu && !C[c].node -> send_create(c)
+            :: !C[c].cu && C[c].node && C[c].nl -> send_list(c)
+            :: else
+            fi
+        :: else
+        fi
+    :: else
+    fi
+}
+
+inline newpfx(c) {
+#ifndef STICKY_PREFIX
+    assert(C[c].pfx < 7);
+    C[c].pfx++
+#else
+    skip /* a name prefix for the owner's life (not zklock: its uuid is per contender) */
+#endif
+}
+
+/* ---- the engine: outcomes ---------------------------------------------------------- */
+
+inline become_holder(c) {
+    forget_blocker(c);
+    C[c].ph = HELD
+}
+
+#ifdef RW
+#define HEIR_WRITER_HOLDS(c) ((c) == 1 && C[0].ph == HELD && C[0].node == C[1].hof)
+#else
+#define HEIR_WRITER_HOLDS(c) 0
+#endif
+#ifdef BROKEN_HEIR_REQUEUE
+#define KEEP_HEIR 0
+#else
+#define KEEP_HEIR 1
+#endif
+/* zklock__requeue: our place is gone, a heir's writer's place too (a
+ * session's end, the lock path gone, a recovery without the writer's node) */
+#define requeue(c) requeue_(c, 0)
+/* zklock__requeue_own: only our own node went (an operator deleted it, or
+ * it was not ours after all) */
+#define requeue_own(c) requeue_(c, KEEP_HEIR)
+
+/* keep: only our own node is gone. A heir whose writer still holds by the
+ * node it was made beside makes a heir again, whose multi checks that node
+ * as the first time. BROKEN_HEIR_REQUEUE (the engine before the fix)
+ * queues it as a reader: behind its own owner's write node, for ever. */
+inline requeue_(c, keep) {
+    set_node(c, 0);
+    forget_blocker(c);
+    C[c].cu = 0;
+    C[c].fast = 0;
+    if
+    :: C[c].ph != LEAVING ->
+        C[c].ph = QUEUING;
+        C[c].nl = 0;
+        if
+        :: keep && C[c].heir && HEIR_WRITER_HOLDS(c) -> REACHED(12) /* a heir again */
+        :: else ->
+            C[c].heir = 0; /* its writer's place is gone too: queue as a reader */
+            C[c].hof = 0;
+            C[c].hseq = 0
+        fi;
+        newpfx(c)
+    :: else
+    fi
+}
+
+inline stale_add(c) {
+    if
+    :: C[c].node || C[c].cu || C[c].busy > 0 -> C[c].stale = C[c].stale | BIT(C[c].pfx)
+    :: else
+    fi
+}
+
+inline stale_sweep(k) {
+    if
+    :: conn[k] ->
+        for (tr : 0 .. NC - 1) {
+            if
+            :: CL(tr) == k ->
+                for (tw : 0 .. 7) {
+                    if
+                    :: ((C[tr].stale >> tw) & 1) && !((C[tr].ssent >> tw) & 1) ->
+                        C[tr].ssent = C[tr].ssent | BIT(tw);
+                        rq(STALE, tr, tw, 0)
+                    :: else
+                    fi
+                }
+            :: else
+            fi
+        }
+    :: else
+    fi
+}
+
+/* A downgrade heir holds by its writer's place: lost with it, its node
+ * deleted as a stale one (contender.c, lose_heirs_of). */
+inline lose_heirs(w) {
+#ifdef RW
+    if
+    :: w == 0 && C[1].heir && C[1].ph == HELD ->
+#ifndef BROKEN_HEIR_ORPHAN
+        stale_add(1);
+#endif
+        set_node(1, 0);
+        C[1].ph = LOST;
+        stale_sweep(0)
+    :: else
+    fi
+#else
+    skip
+#endif
+}
+
+inline lose(c) {
+    set_node(c, 0);
+    C[c].ph = LOST;
+    lose_heirs(c)
+}
+
+inline give_up(c) {
+    C[c].ph = LEAVING /* the step that ends every client step sends its delete */
+}
+
+/* ---- the engine: what a listing means (judge.c) ---------------------------------------- */
+
+/* read_queue's `mine`: a stray of ours (our prefix, not our node), or a
+ * node of a session we gave up. */
+inline mine(c, s) {
+    tm = (N_C(s) == c && N_PFX(s) == C[c].pfx && s != C[c].node) ||
+         (CL(N_C(s)) == CL(c) && ((C[N_C(s)].stale >> N_PFX(s)) & 1))
+}
+
+inline writer_listed(mask) {
+#ifdef RW
+    tm = C[0].ph == HELD && C[0].node && ((mask >> C[0].node) & 1)
+#else
+    tm = 0
+#endif
+}
+
+inline watch_blocker(c, s, count) {
+    if
+    :: C[c].watched -> forget_blocker(c)
+    :: else
+    fi;
+    if
+    :: C[c].watched -> C[c].nl = 1
+    :: else ->
+        C[c].watched = s;
+#if defined(BROKEN_SOLE_BLOCKER)
+        C[c].sole = !(EX(c) && WRITER_TAG && N_EX(s)) /* the count of blockers ignored */
+#elif defined(BROKEN_HEIR_RELIST)
+        C[c].sole = (count == 1) /* no second look behind a writer */
+#else
+        C[c].sole = (count == 1) && !(EX(c) && WRITER_TAG && N_EX(s))
+#endif
+        ;
+        C[c].busy++;
+        C[c].wpend = 1;
+        C[c].wwant = 1;
+        rq(GETW, c, s, 0)
+    fi
+}
+
+/* After a lost create reply: adopt our node if the listing has it, if our
+ * session owns it. */
+inline recover_from(c, mask) {
+    C[c].cu = 0;
+    tn = 0;
+    for (tq : 1 .. MAXN) {
+        if
+        :: ((mask >> tq) & 1) && N_C(tq) == c && N_PFX(tq) == C[c].pfx && tn == 0 -> tn = tq
+        :: else
+        fi
+    }
+    if
+    :: tn ->
+        set_node(c, tn);
+        C[c].seq = nseq[tn];
+#ifdef BROKEN_OWNER_CHECK
+        if
+        :: C[c].heir && C[c].ph == QUEUING -> become_holder(c)
+        :: else -> C[c].nl = 1
+        fi
+#else
+        C[c].busy++;
+        rq(OWNER, c, tn, 0)
+#endif
+    :: else ->
+        writer_listed(mask);
+        if
+        :: C[c].heir && !tm -> requeue(c)
+        :: else
+        fi
+    fi
+}
+
+inline judge(c, mask, creations) {
+    if
+    :: C[c].cu -> recover_from(c, mask)
+    :: else ->
+        for (tq : 1 .. MAXN) {
+            if
+            :: (mask >> tq) & 1 ->
+                mine(c, tq);
+                if
+                :: tm -> rq(STRAY, c, tq, 0)
+                :: else
+                fi
+            :: else
+            fi
+        }
+        if
+        :: C[c].ph != QUEUING
+        :: C[c].ph == QUEUING && !((mask >> C[c].node) & 1) -> requeue_own(c) /* our node vanished */
+        :: else ->
+            tn = 0; /* blockers */
+            tw = 0; /* the nearest */
+            for (tq : 1 .. MAXN) {
+                if
+                :: ((mask >> tq) & 1) && tq != C[c].node && KEY(tq) < KEY(C[c].node) ->
+                    mine(c, tq);
+                    if
+                    :: !tm && (EX(c) || N_EX(tq)) ->
+                        tn++;
+                        if
+                        :: tw == 0 || KEY(tq) > KEY(tw) -> tw = tq
+                        :: else
+                        fi;
+                        if
+                        :: N_HEIR(tq) && EX(c) -> REACHED(10) /* a writer finds a heir ahead */
+                        :: else
+                        fi
+                    :: else
+                    fi
+                :: else
+                fi
+            }
+            if
+            :: tn == 0 ->
+                become_holder(c);
+                /* fastpath.c: alone, with nothing created after us */
+                C[c].alone = (mask != 0 && (mask & (mask - 1)) == 0 && creations == C[c].seq + 1)
+            :: else -> watch_blocker(c, tw, tn)
+            fi
+        fi
+    fi
+}
+
+/* ---- the engine: answers and events ---------------------------------------------------- */
+
+inline predecessor_gone(c) {
+    if
+    :: C[c].sole -> REACHED(2); become_holder(c) /* no extra read on handoff */
+    :: else -> C[c].nl = 1
+    fi
+}
+
+inline dec_busy(c) {
+    assert(C[c].busy > 0);
+    C[c].busy--
+}
+
+/* An answer (rc) or event for contender c. */
+inline handle(op, c, rc, a, b, d) {
+    if
+    :: op == CREATE ->
+        tm = C[c].fast;
+        C[c].fast = 0;
+        dec_busy(c);
+        if
+        :: rc == OK ->
+            set_node(c, a);
+            C[c].seq = b;
+            if
+            :: C[c].ph == QUEUING && tm ->
+                /* zklock__fast_holds: the very next number, and our delete
+                 * the only transaction between our two creates */
+#ifdef BROKEN_FAST_PATH
+                if
+                :: b == C[c].fseq + 1 && b > 0 ->
+#else
+                if
+                :: b == C[c].fseq + 1 && b > 0 && d + 1 <= 2 ->
+#endif
+                    REACHED(1); /* a hold without a listing: the fast path */
+                    C[c].alone = 1;
+                    become_holder(c)
+                :: else ->
+                    if
+                    :: b == C[c].fseq + 1 && b > 0 -> REACHED(11) /* the next number, but a gap */
+                    :: else
+                    fi;
+                    C[c].nl = 1
+                fi
+            :: else
+            fi
+        :: rc == NONODE -> C[c].np = 1
+        :: rc == ERR -> C[c].cu = 1
+        fi
+    :: op == PARENTS -> dec_busy(c)
+    :: op == LIST ->
+        dec_busy(c);
+        if
+        :: rc == OK ->
+            if
+            :: C[c].node || C[c].cu -> judge(c, a, b)
+            :: else
+            fi
+        :: rc == NONODE ->
+            if
+            :: C[c].cu && C[c].heir -> requeue(c)
+            :: C[c].cu && !C[c].heir -> C[c].cu = 0; C[c].np = 1
+            :: !C[c].cu && C[c].node -> requeue(c)
+            :: else
+            fi
+        :: rc == ERR -> C[c].nl = (C[c].node != 0)
+        fi
+    :: op == GETW ->
+        dec_busy(c);
+        C[c].wpend = 0;
+        if
+        :: rc == OK ->
+            C[c].wreg = 1;
+            if
+            :: !C[c].wwant -> forget_blocker(c)
+            :: else
+            fi
+        :: else ->
+            if
+            :: C[c].wwant && C[c].ph == QUEUING ->
+                if
+#ifndef BROKEN_WATCH_NONODE
+                :: rc == NONODE -> predecessor_gone(c) /* went before the watch was set */
+#else
+                :: rc == NONODE
+#endif
+                :: rc == ERR -> C[c].nl = 1
+                fi
+            :: else
+            fi;
+            watch_over(c)
+        fi
+    :: op == OWNW ->
+        C[c].opend = 0;
+        if
+        :: rc == NONODE && C[c].ph == HELD -> lose(c)
+        :: rc == NONODE && C[c].ph == QUEUING && C[c].node -> requeue_own(c)
+        :: else
+        fi
+    :: op == OWNER ->
+        dec_busy(c);
+        if
+        :: rc == OK ->
+            REACHED(4); /* our node found after a lost reply, and ours */
+            if
+            :: C[c].heir && C[c].ph == QUEUING -> become_holder(c)
+            :: else -> C[c].nl = 1
+            fi
+        :: rc == ERR -> C[c].cu = 1; set_node(c, 0)
+        :: else ->
+            if
+            :: LIVE(a) -> REACHED(9) /* there, but another session's */
+            :: else
+            fi;
+            requeue_own(c) /* gone, or not ours: never touch it */
+        fi
+    :: op == DELETE ->
+        dec_busy(c);
+        if
+        :: rc == OK || rc == NONODE ->
+            if
+            :: rc == OK && C[c].alone -> C[c].known = 1; C[c].kseq = C[c].seq /* fast_remember */
+            :: else
+            fi;
+            set_node(c, 0)
+        :: else
+        fi
+    :: op == HEIR ->
+        dec_busy(c);
+        if
+        :: rc == OK ->
+            set_node(c, a);
+            C[c].seq = C[c].hseq;
+            if
+            :: C[c].ph == QUEUING -> REACHED(3); become_holder(c) /* a downgrade heir */
+            :: else
+            fi
+        :: rc == NOCHECK -> REACHED(8); requeue(c) /* its writer's node is gone: a reader */
+        :: rc == EXISTS -> set_node(c, a); C[c].busy++; rq(OWNER, c, a, 0)
+        :: rc == ERR -> C[c].cu = 1
+        :: rc == NONODE -> give_up(c) /* BROKEN_HEIR only: a raw error */
+        fi
+    :: op == STALE ->
+        C[c].stale = C[c].stale & ~BIT(a);
+        C[c].ssent = C[c].ssent & ~BIT(a)
+    :: op == EV_PRED ->
+        C[c].wreg = 0;
+        if
+        :: a == C[c].watched && C[c].wwant && C[c].ph == QUEUING && C[c].busy == 0 ->
+            watch_over(c);
+            predecessor_gone(c)
+        :: else ->
+            if
+            :: !C[c].wpend ->
+                tm = C[c].wwant && C[c].ph == QUEUING;
+                watch_over(c);
+                if
+                :: tm -> C[c].nl = 1
+                :: else
+                fi
+            :: else
+            fi
+        fi
+    :: op == EV_OWN ->
+        if
+        :: a == C[c].node && C[c].ph == HELD -> lose(c)
+        :: a == C[c].node && C[c].ph == QUEUING -> requeue_own(c) /* someone deleted our place */
+        :: else
+        fi
+    fi
+}
+
+/* A connection loss: every answer not yet read is lost, every request not
+ * yet served is dropped (a lagging server may still apply a create, see
+ * LIMBOS); the client fails each with "connection loss", in order. Watch
+ * events are not lost: the client sets its watches again on reconnection. */
+inline on_err(k, op, c, a) {
+    if
+    :: op == STALE -> C[c].ssent = C[c].ssent & ~BIT(a)
+    :: op == STRAY
+    :: op == OWNW -> C[c].opend = 0
+    :: op == CREATE -> C[c].fast = 0; dec_busy(c); C[c].cu = 1
+    :: op == HEIR -> dec_busy(c); C[c].cu = 1
+    :: op == PARENTS -> dec_busy(c)
+    :: op == LIST -> dec_busy(c); C[c].nl = (C[c].node != 0)
+    :: op == GETW ->
+        dec_busy(c);
+        C[c].wpend = 0;
+        if
+        :: C[c].wwant && C[c].ph == QUEUING -> C[c].nl = 1
+        :: else
+        fi;
+        watch_over(c)
+    :: op == OWNER -> dec_busy(c); C[c].cu = 1; set_node(c, 0)
+    :: op == DELETE -> dec_busy(c)
+    fi
+}
+
+inline conn_loss(k) {
+    conn[k] = 0;
+    tn = len(rep[k]);
+    do
+    :: tn > 0 ->
+        rep[k]?top, tc, trc, ta, tb, td;
+        if
+        :: top == EV_PRED || top == EV_OWN -> rep[k]!top, tc, trc, ta, tb, td
+        :: else -> on_err(k, top, tc, ta)
+        fi;
+        tn--
+    :: else -> break
+    od;
+    do
+    :: nempty(req[k]) ->
+        req[k]?top, tc, tb, td;
+        if
+        :: (top == CREATE || top == HEIR) && b_limbo > 0 && lim_c[k] == 0 ->
+            if
+            :: b_limbo--; /* a lagging server may still apply it */
+                lim_c[k] = tc + 1;
+                lim_pfx[k] = (top == CREATE -> tb : td & 7);
+                lim_heir[k] = (top == HEIR);
+                lim_hof[k] = (top == HEIR -> tb : 0);
+                lim_hseq[k] = (top == HEIR -> td >> 3 : 0);
+                lim_inc[k] = sinc[k]
+            :: skip
+            fi
+        :: else
+        fi;
+        on_err(k, top, tc, tb)
+    :: empty(req[k]) -> break
+    od
+}
+
+/* ---- the session's changes ------------------------------------------------------------- */
+
+inline resume(k) {
+    stale_sweep(k) /* first: then every contender's step (engine_resumed) */
+}
+
+/* engine_ended + engine_handle_closed: the session is over (unconf: given
+ * up by us, it may live on). Answers and events of the old handle are
+ * dropped; its watches are gone; the handle's fast-path knowledge too. */
+inline ended(k, unconf) {
+    for (tk : 0 .. NC - 1) {
+        if
+        :: CL(tk) == k ->
+            if
+            :: unconf && C[tk].ph != IDLE && C[tk].ph != GONE -> stale_add(tk)
+            :: else
+            fi;
+            C[tk].busy = 0;
+            C[tk].nl = 0;
+            C[tk].np = 0;
+            C[tk].cu = 0;
+            C[tk].opend = 0;
+            C[tk].wpend = 0;
+            C[tk].wwant = 0;
+            if
+            :: C[tk].ph == HELD -> lose(tk)
+            :: C[tk].ph == QUEUING -> requeue(tk)
+            :: C[tk].ph == LEAVING -> set_node(tk, 0); finish(tk)
+            :: else
+            fi;
+            C[tk].olate = 0;
+            C[tk].wreg = 0;
+            watch_over(tk);
+            C[tk].known = 0;
+            C[tk].ssent = 0;
+            for (tj : 1 .. MAXN) {
+                wp[tj] = wp[tj] & ~BIT(tk)
+            }
+        :: else
+        fi
+    }
+    do
+    :: nempty(rep[k]) -> rep[k]?top, tc, trc, ta, tb, td
+    :: empty(rep[k]) -> break
+    od
+}
+
+inline new_session(k) {
+    assert(sinc[k] < 7);
+    sinc[k]++;
+    salive[k] = salive[k] | BIT(sinc[k]);
+    txn(); /* createSession */
+    conn[k] = 1
+}
+
+/* The lease ran out while cut off (lease.c, belief_over): every hold of
+ * the session is over, told before the server can expire the session, and
+ * its node is deleted as a stale one when the session is heard from again. */
+inline lease_out(k) {
+    for (tk : 0 .. NC - 1) {
+        if
+        :: CL(tk) == k && C[tk].ph == HELD ->
+#ifndef BROKEN_LEASE_CLEANUP
+            stale_add(tk);
+#endif
+            lose(tk)
+        :: else
+        fi
+    }
+}
+
+/* The contender may be reused for the owner's next call once nothing of it
+ * is in flight (zklock__reap). */
+inline reset_gone(k) {
+    for (tk : 0 .. NC - 1) {
+        if
+        :: CL(tk) == k && C[tk].ph == GONE && C[tk].busy == 0 && !C[tk].opend &&
+           !C[tk].wreg && !C[tk].wpend ->
+            C[tk].ph = IDLE;
+            C[tk].seq = 0;
+            C[tk].cu = 0;
+            C[tk].nl = 0;
+            C[tk].np = 0;
+            C[tk].fast = 0;
+            C[tk].fseq = 0;
+            C[tk].heir = 0;
+            C[tk].hseq = 0;
+            C[tk].hof = 0;
+            C[tk].watched = 0;
+            C[tk].sole = 0;
+            C[tk].wwant = 0;
+            C[tk].olate = 0
+        :: else
+        fi
+    }
+}
+
+/* ---- properties ------------------------------------------------------------------------ */
+
+inline check() {
+    for (ti : 0 .. NC - 1) {
+        if
+        :: C[ti].ph == HELD ->
+            p1_belief = C[ti].node && (LIVE(C[ti].node) || ((opdel >> C[ti].node) & 1));
+            if
+            :: !p1_belief -> printf("c%d believes it holds by node %d, which is gone\n", ti, C[ti].node)
+            :: else
+            fi;
+            if
+            :: !LIVE(C[ti].node) -> REACHED(7) /* the own-watch window */
+            :: else
+            fi;
+            assert(p1_belief);
+            for (tj : 0 .. NC - 1) {
+                if
+                :: tj != ti && CL(tj) != CL(ti) && C[tj].ph == HELD && LIVE(C[ti].node) &&
+                   C[tj].node && LIVE(C[tj].node) ->
+                    p1_mutex = !EX(ti) && !EX(tj);
+                    if
+                    :: !p1_mutex -> printf("c%d (node %d) and c%d (node %d) both hold\n", ti, C[ti].node, tj, C[tj].node)
+                    :: else
+                    fi;
+                    assert(p1_mutex)
+                :: else
+                fi
+            }
+        :: else
+        fi
+    }
+}
+
+#define HELD_IN(k) ((C[FIRST(k)].ph == HELD) || (NCK(k) > 1 && C[FIRST(k) + 1].ph == HELD))
+#define CALL_IN(k, p) ((C[FIRST(k)].ph == p) || (NCK(k) > 1 && C[FIRST(k) + 1].ph == p))
+#ifdef RW
+#define OWNER_MAY_WRITE(k) ((k) != 0 || C[1].ph == IDLE) /* rw_prepare: no upgrade */
+#else
+#define OWNER_MAY_WRITE(k) 1
+#endif
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+/* OWN WATCH (watch.c): a contender watches its own node once the node is
+ * 50 ms old. Only an operator deletes a node that its contender still
+ * queues or holds by (anything else is the contender's own doing or the end
+ * of its session), so the model leaves the watch out until then: when an
+ * operator deletes node s, its watch was either set already (the event goes
+ * out with the deletion) or not (the delay was not over: olate, and the
+ * watch's getData, sent when the timer fires, answers "no node"). This is
+ * the engine's behaviour for every node that matters, without a timer per
+ * node. */
+inline own_watch(s) {
+    for (tj : 0 .. NC - 1) {
+        if
+        :: C[tj].node == s && (C[tj].ph == HELD || C[tj].ph == QUEUING) ->
+            if
+            :: answer(CL(tj), EV_OWN, tj, OK, s, 0, 0)
+            :: C[tj].olate = 1
+            fi
+        :: else
+        fi
+    }
+}
+
+inline late_own_watch(c) {
+    C[c].olate = 0;
+    C[c].opend = 1;
+    rq(OWNW, c, C[c].node, 0)
+}
+
+inline abandoned_expires() {
+    printf("@ the server expires a session client %d gave up\n", tk);
+    tq = 0;
+    do
+    :: ((salive[tk] & saband[tk]) >> tq) & 1 -> break
+    :: else -> tq++
+    od;
+    tr = tq;
+    zexpire(tk, tr)
+}
+
+inline limbo_applies() {
+    printf("@ a lagging server applies client %d's create of a session it gave up\n", tk);
+    tc = lim_c[tk] - 1;
+    lim_c[tk] = 0;
+    if
+    :: path && (!lim_heir[tk] || LIVE(lim_hof[tk])) ->
+        REACHED(6);
+        tw = (lim_heir[tk] -> lim_hseq[tk] : cre);
+        tr = tk * 8 + lim_inc[tk];
+        tq = EX(tc) && !lim_heir[tk];
+        zcreate(tc, lim_pfx[tk], lim_heir[tk], tq, tw, tr)
+    :: else
+    fi;
+    txn()
+}
+
+active proctype server() {
+end:
+    do
+    :: atomic {
+        if
+        :: nempty(req[0]) -> serve(0)
+#if NK > 1
+        :: nempty(req[1]) -> serve(1)
+#endif
+#if NK > 2
+        :: nempty(req[2]) -> serve(2)
+#endif
+        :: b_opdel > 0 && live != 0 -> /* an operator deletes any node */
+            printf("@ an operator deletes a node\n");
+            b_opdel--;
+            ts = 0;
+            tw = 0;
+            do
+            :: ts < nslots ->
+                ts++;
+                if
+                :: LIVE(ts) ->
+                    tw = ts;
+                    if
+                    :: break
+                    :: skip
+                    fi
+                :: else
+                fi
+            :: else -> break
+            od;
+            opdel = opdel | BIT(tw);
+            zdel(tw);
+            txn();
+            own_watch(tw)
+        :: b_reap > 0 && path && live == 0 && ndone < NK -> /* the container is reaped */
+            printf("@ the server reaps the empty lock path\n");
+            b_reap--;
+            path = 0;
+            txn()
+        /* a session whose client is cut off expires: not before the
+         * client's lease ran out (its holds are over: "told first") */
+        :: b_exp > 0 && !conn[0] && !HELD_IN(0) && ((salive[0] >> sinc[0]) & 1) ->
+            printf("@ the server expires client 0's session\n");
+            b_exp--;
+            zexpire(0, sinc[0])
+#if NK > 1
+        :: b_exp > 0 && !conn[1] && !HELD_IN(1) && ((salive[1] >> sinc[1]) & 1) ->
+            printf("@ the server expires client 1's session\n");
+            b_exp--;
+            zexpire(1, sinc[1])
+#endif
+#if NK > 2
+        :: b_exp > 0 && !conn[2] && !HELD_IN(2) && ((salive[2] >> sinc[2]) & 1) ->
+            printf("@ the server expires client 2's session\n");
+            b_exp--;
+            zexpire(2, sinc[2])
+#endif
+        /* a session a client gave up expires in the end */
+        :: salive[0] & saband[0] -> tk = 0; abandoned_expires()
+#if NK > 1
+        :: salive[1] & saband[1] -> tk = 1; abandoned_expires()
+#endif
+#if NK > 2
+        :: salive[2] & saband[2] -> tk = 2; abandoned_expires()
+#endif
+        /* a lagging server applies a create of a given-up session */
+        :: lim_c[0] && ((salive[0] & saband[0]) >> lim_inc[0]) & 1 -> tk = 0; limbo_applies()
+#if NK > 1
+        :: lim_c[1] && ((salive[1] & saband[1]) >> lim_inc[1]) & 1 -> tk = 1; limbo_applies()
+#endif
+#if NK > 2
+        :: lim_c[2] && ((salive[2] & saband[2]) >> lim_inc[2]) & 1 -> tk = 2; limbo_applies()
+#endif
+        fi;
+        check()
+    }
+    od
+}
+
+proctype client(byte k) {
+    mtype op;
+    byte c, rc, b, d;
+    short a;
+
+    do
+    :: atomic {
+        if
+        :: conn[k] && nempty(rep[k]) ->
+            rep[k]?op, c, rc, a, b, d;
+            printf("@ c%d handles %e rc=%d a=%d b=%d d=%d\n", c, op, rc, a, b, d);
+            handle(op, c, rc, a, b, d)
+
+        /* the owner: one call at a time (acquire, release, give up) */
+        :: !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) && C[FIRST(k)].ph == IDLE &&
+           C[FIRST(k)].rounds > 0 && OWNER_MAY_WRITE(k) ->
+            printf("@ owner %d acquires c%d\n", k, FIRST(k));
+            C[FIRST(k)].rounds--;
+            newpfx(FIRST(k));
+            C[FIRST(k)].ph = QUEUING
+#ifdef RW
+        :: k == 0 && !CALL_IN(0, QUEUING) && !CALL_IN(0, LEAVING) && C[0].ph == HELD &&
+           C[1].ph == IDLE && b_down > 0 -> /* downgrade: the read side as a heir */
+            printf("@ owner 0 downgrades: c1 queues as the heir of node %d\n", C[0].node);
+            b_down--;
+            newpfx(1);
+            C[1].heir = 1;
+            C[1].hseq = C[0].seq;
+            C[1].hof = C[0].node;
+            C[1].ph = QUEUING
+        :: k == 0 && !CALL_IN(0, QUEUING) && !CALL_IN(0, LEAVING) &&
+           (C[1].ph == HELD || C[1].ph == LOST) -> /* release the read side */
+            printf("@ owner 0 releases c1\n");
+            give_up(1)
+#endif
+        :: !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) &&
+           (C[FIRST(k)].ph == HELD || C[FIRST(k)].ph == LOST) -> /* release */
+            printf("@ owner %d releases c%d\n", k, FIRST(k));
+            give_up(FIRST(k))
+        :: b_give > 0 && CALL_IN(k, QUEUING) -> /* a deadline, a cancel */
+            printf("@ owner %d gives up\n", k);
+            b_give--;
+            if
+            :: C[FIRST(k)].ph == QUEUING -> give_up(FIRST(k))
+            :: else -> give_up(FIRST(k) + 1)
+            fi
+
+#if OPDELS > 0
+        /* OWN WATCH: the timer that ends the own-watch delay of a node an
+         * operator deleted first; the own watch's getData finds it gone */
+        :: conn[k] && C[FIRST(k)].olate && !C[FIRST(k)].opend &&
+           (C[FIRST(k)].ph == HELD || C[FIRST(k)].ph == QUEUING) ->
+            printf("@ c%d: own-watch delay over: it looks at its node\n", FIRST(k));
+            late_own_watch(FIRST(k))
+#ifdef RW
+        :: k == 0 && conn[0] && C[1].olate && !C[1].opend && (C[1].ph == HELD || C[1].ph == QUEUING) ->
+            printf("@ c1: own-watch delay over: it looks at its node\n");
+            late_own_watch(1)
+#endif
+#endif
+
+        /* faults and the session's life */
+        :: conn[k] && b_loss > 0 && ndone < NK ->
+            printf("@ client %d loses its connection\n", k);
+            b_loss--;
+            conn_loss(k)
+        :: !conn[k] && HELD_IN(k) -> /* the lease runs out */
+            printf("@ client %d: the lease runs out, holds are lost\n", k);
+            lease_out(k)
+        :: !conn[k] && !HELD_IN(k) && b_lexp > 0 -> /* local expiry: give the session up */
+            printf("@ client %d gives its session up (local expiry)\n", k);
+            b_lexp--;
+            ended(k, 1);
+            saband[k] = saband[k] | BIT(sinc[k]);
+            new_session(k);
+            resume(k)
+        :: !conn[k] -> /* reconnected: the same session, or told it expired */
+            printf("@ client %d reconnects\n", k);
+            if
+            :: (salive[k] >> sinc[k]) & 1 ->
+                conn[k] = 1;
+                if
+                :: lim_c[k] && lim_inc[k] == sinc[k] -> lim_c[k] = 0 /* revalidated: the old server's requests fail */
+                :: else
+                fi
+            :: else ->
+                ended(k, 0);
+                new_session(k)
+            fi;
+            resume(k)
+        fi;
+        /* zklock__settle: every contender takes its next step */
+        for (tx : FIRST(k) .. FIRST(k) + NCK(k) - 1) {
+            step(tx)
+        }
+        reset_gone(k);
+        check()
+    }
+    :: atomic { conn[k] && C[FIRST(k)].rounds == 0 && C[FIRST(k)].ph == IDLE &&
+                (NCK(k) == 1 || C[FIRST(k) + 1].ph == IDLE) && empty(rep[k]) && empty(req[k]) &&
+                C[FIRST(k)].stale == 0 && (NCK(k) == 1 || C[FIRST(k) + 1].stale == 0) ->
+        printf("@ owner %d is done\n", k);
+        ndone++;
+        break }
+    od
+}
+
+/* When nothing can move any more: no node is left, every owner is done. */
+active proctype final() {
+    atomic {
+    timeout ->
+    /* an orphan: a node no contender queues, holds or releases by */
+    p2_orphan = 1;
+    for (ts : 1 .. MAXN) {
+        tm = 0;
+        for (ti : 0 .. NC - 1) {
+            if
+            :: C[ti].node == ts && (C[ti].ph == QUEUING || C[ti].ph == HELD || C[ti].ph == LEAVING) -> tm = 1
+            :: else
+            fi
+        }
+        if
+        :: LIVE(ts) && !tm -> p2_orphan = 0; printf("node %d (session %d) is left, nobody's\n", ts, nsess[ts])
+        :: else
+        fi
+    }
+    assert(p2_orphan);
+    p3_progress = (ndone == NK);
+    for (ti : 0 .. NC - 1) {
+        if
+        :: C[ti].ph == QUEUING -> printf("c%d waits for ever (node %d)\n", ti, C[ti].node)
+        :: else
+        fi
+    }
+    assert(p3_progress)
+    }
+}
+
+init {
+    atomic {
+        for (ti : 0 .. NK - 1) {
+            salive[ti] = 1;
+            conn[ti] = 1
+        }
+        for (ti : 0 .. NC - 1) {
+            C[ti].rounds = (ti == 0 -> ROUNDS0 : ROUNDS)
+        }
+#ifdef RW
+        C[1].rounds = 0;
+#endif
+        for (ti : 0 .. NK - 1) {
+            run client(ti)
+        }
+    }
+}
+
+#define alldone (ndone == NK)
+ltl progress { <> alldone }
