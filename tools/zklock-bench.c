@@ -292,67 +292,80 @@ static void *contend(void *arg)
     return NULL;
 }
 
+/* What a timed run of clients, each a thread with its own session, gave. */
+struct run {
+    double wall, cpu; /* seconds; client CPU in microseconds */
+    long total, lo, hi; /* acquisitions: in all, fewest and most by one client */
+};
+
+/* Runs `worker` on every client for `seconds`, and sums up. */
+static struct run run_clients(struct contender *c, long clients, double seconds,
+                              void *(*worker)(void *))
+{
+    struct run r = {.lo = -1};
+    double t0, cpu0;
+
+    forget_secrets();
+    cpu0 = cpu_us();
+    t0 = now_us();
+    for (long i = 0; i < clients; i++) {
+        c[i].stop_at = t0 + seconds * 1e6;
+        pthread_create(&c[i].t, NULL, worker, &c[i]);
+    }
+    for (long i = 0; i < clients; i++)
+        pthread_join(c[i].t, NULL);
+    r.wall = (now_us() - t0) / 1e6;
+    r.cpu = cpu_us() - cpu0;
+    for (long i = 0; i < clients; i++) {
+        r.total += c[i].count;
+        r.lo = r.lo < 0 || c[i].count < r.lo ? c[i].count : r.lo;
+        r.hi = c[i].count > r.hi ? c[i].count : r.hi;
+    }
+    return r;
+}
+
+static void free_clients(struct contender *c, long clients)
+{
+    for (long i = 0; i < clients; i++) {
+        zklock_free(c[i].l);
+        close_session(c[i].s);
+    }
+    free(c);
+}
+
 static int contended(const char *hosts, long clients, double seconds)
 {
     struct contender *c = calloc((size_t)clients, sizeof *c);
     char name[32];
-    long total = 0, lo = -1, hi = 0;
-    double t0, wall, cpu0, cpu;
+    struct run r;
 
     snprintf(name, sizeof name, "c");
     for (long i = 0; i < clients; i++) {
         c[i].s = open_session(hosts);
         c[i].l = new_lock(c[i].s, name);
     }
-    forget_secrets();
-    cpu0 = cpu_us();
-    t0 = now_us();
-    for (long i = 0; i < clients; i++) {
-        c[i].stop_at = t0 + seconds * 1e6;
-        pthread_create(&c[i].t, NULL, contend, &c[i]);
-    }
-    for (long i = 0; i < clients; i++)
-        pthread_join(c[i].t, NULL);
-    wall = (now_us() - t0) / 1e6;
-    cpu = cpu_us() - cpu0;
-    for (long i = 0; i < clients; i++) {
-        total += c[i].count;
-        lo = lo < 0 || c[i].count < lo ? c[i].count : lo;
-        hi = c[i].count > hi ? c[i].count : hi;
-    }
+    r = run_clients(c, clients, seconds, contend);
     printf("contended: %ld clients, %ld handoffs in %.2f s: %.0f/s, per client %ld..%ld "
            "(max/min %.3f), overlaps %ld, client CPU %.1f us per handoff\n",
-           clients, total, wall, (double)total / wall, lo, hi, lo ? (double)hi / (double)lo : 0,
-           overlaps, total ? cpu / (double)total : 0);
+           clients, r.total, r.wall, (double)r.total / r.wall, r.lo, r.hi,
+           r.lo ? (double)r.hi / (double)r.lo : 0, overlaps, r.total ? r.cpu / (double)r.total : 0);
     printf("{\"peer\":\"zklock\",\"workload\":\"contended\",\"clients\":%ld,\"seconds\":%.2f,"
            "\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,\"max_per_client\":%ld,"
            "\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
-           clients, wall, total, (double)total / wall, lo, hi, overlaps,
-           total ? cpu / (double)total : 0);
-    for (long i = 0; i < clients; i++) {
-        zklock_free(c[i].l);
-        close_session(c[i].s);
-    }
-    free(c);
+           clients, r.wall, r.total, (double)r.total / r.wall, r.lo, r.hi, overlaps,
+           r.total ? r.cpu / (double)r.total : 0);
+    free_clients(c, clients);
     return overlaps ? 1 : 0;
 }
 
 /* ---- semaphore ---------------------------------------------------------------------------------- */
-
-struct leaser {
-    zklock_session_t *s;
-    zklock_t *l;
-    double stop_at;
-    long count;
-    pthread_t t;
-};
 
 static int leases_max, leases_inside, leases_most;
 static long lease_overlaps;
 
 static void *take_leases(void *arg)
 {
-    struct leaser *c = arg;
+    struct contender *c = arg;
 
     while (now_us() < c->stop_at) {
         int now, most;
@@ -374,46 +387,26 @@ static void *take_leases(void *arg)
 
 static int semaphore(const char *hosts, long clients, int leases, double seconds)
 {
-    struct leaser *c = calloc((size_t)clients, sizeof *c);
-    long total = 0, lo = -1, hi = 0;
-    double t0, wall, cpu0, cpu;
+    struct contender *c = calloc((size_t)clients, sizeof *c);
+    struct run r;
 
     leases_max = leases;
     for (long i = 0; i < clients; i++) {
         c[i].s = open_session(hosts);
         c[i].l = new_lock_of(c[i].s, "s", NULL, leases);
     }
-    forget_secrets();
-    cpu0 = cpu_us();
-    t0 = now_us();
-    for (long i = 0; i < clients; i++) {
-        c[i].stop_at = t0 + seconds * 1e6;
-        pthread_create(&c[i].t, NULL, take_leases, &c[i]);
-    }
-    for (long i = 0; i < clients; i++)
-        pthread_join(c[i].t, NULL);
-    wall = (now_us() - t0) / 1e6;
-    cpu = cpu_us() - cpu0;
-    for (long i = 0; i < clients; i++) {
-        total += c[i].count;
-        lo = lo < 0 || c[i].count < lo ? c[i].count : lo;
-        hi = c[i].count > hi ? c[i].count : hi;
-    }
+    r = run_clients(c, clients, seconds, take_leases);
     printf("semaphore: %ld clients, %d leases, %ld acquisitions in %.2f s: %.0f/s, per client "
            "%ld..%ld, most inside at once %d, over the limit %ld, client CPU %.1f us per "
            "acquisition\n",
-           clients, leases, total, wall, (double)total / wall, lo, hi, leases_most, lease_overlaps,
-           total ? cpu / (double)total : 0);
+           clients, leases, r.total, r.wall, (double)r.total / r.wall, r.lo, r.hi, leases_most,
+           lease_overlaps, r.total ? r.cpu / (double)r.total : 0);
     printf("{\"peer\":\"zklock\",\"workload\":\"semaphore\",\"clients\":%ld,\"leases\":%d,"
            "\"seconds\":%.2f,\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,"
            "\"max_per_client\":%ld,\"max_inside\":%d,\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
-           clients, leases, wall, total, (double)total / wall, lo, hi, leases_most, lease_overlaps,
-           total ? cpu / (double)total : 0);
-    for (long i = 0; i < clients; i++) {
-        zklock_free(c[i].l);
-        close_session(c[i].s);
-    }
-    free(c);
+           clients, leases, r.wall, r.total, (double)r.total / r.wall, r.lo, r.hi, leases_most,
+           lease_overlaps, r.total ? r.cpu / (double)r.total : 0);
+    free_clients(c, clients);
     return lease_overlaps ? 1 : 0;
 }
 
