@@ -379,13 +379,17 @@ state_of() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; } # R, S, T (stopped)
 stopped() { [ "$(state_of "$1")" = T ]; }
 running() { [ -n "$(state_of "$1")" ] && [ "$(state_of "$1")" != T ]; }
 rm -f "$T/ready"
-"$ZKLOCK" --session-timeout 6000 --on-suspend stop $P/susp \
+# The window between the notice (2/3 of the timeout after the last reply)
+# and the end of the lease (0.95 of it after the last heartbeat answered,
+# one every sixth) is about a ninth of the timeout: 20 s leaves the test
+# ~2 s to see the stop and resume the server, on a loaded machine too.
+"$ZKLOCK" --session-timeout 20000 --on-suspend stop $P/susp \
   sh -c "echo \$\$ > $T/ready; while :; do sleep 0.05; done" 2>"$T/susp-err" & zs=$!
 check "--on-suspend: command running" wait_for 20 started "$T/ready"
 cmd=$(cat "$T/ready")
 # Deliberate fault: the server freezes; the client notices in 2/3 of the timeout.
 "$ZKLOCK_TEST_HARNESS" pause "$ZKLOCK_TEST_ZKDIR" 1
-check "...stopped (SIGSTOP) while the connection is lost" wait_for 20 stopped "$cmd"
+check "...stopped (SIGSTOP) while the connection is lost" wait_for 40 stopped "$cmd"
 "$ZKLOCK_TEST_HARNESS" resume "$ZKLOCK_TEST_ZKDIR" 1
 check "...continued (SIGCONT) when the session is back" wait_for 20 running "$cmd"
 check "...which still holds the lock" queued $P/susp 1
@@ -423,8 +427,12 @@ expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
 expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
 check "...and says so" grep -q "choose one of -x, -r, -w, --limit" "$T/err"
 expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2 $P/ksem true
+# Held meanwhile: an empty lock path (a container) may be reaped, its limit with it.
+"$ZKLOCK" --kazoo --limit 2 $P/ksem sh -c "touch $T/ksem-in; while [ ! -e $T/ksem-go ]; do sleep 0.02; done" & kh=$!
+check "a kazoo semaphore of 2 is held" wait_for 20 test -e "$T/ksem-in"
 expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
 check "...saying why" grep -q "cannot take $P/ksem: the semaphore's path holds another number of leases" "$T/err"
+touch "$T/ksem-go"; wait $kh
 
 # ---- --and: several paths, all or none ----------------------------------------------------------------
 expect_status 0 "--and: the command runs holding both" \
