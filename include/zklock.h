@@ -213,8 +213,10 @@ enum {
  * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX, a
  * credential without scheme, an unknown or malformed acl, an incomplete
  * set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a client without it),
- * ZAUTHFAILED (the server rejected a credential), ZKLOCK_ENOSERVER (no server answered within
- * connect_timeout_ms), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
+ * ZAUTHFAILED (the server rejected a credential, even if the connection
+ * dropped before its answer), ZKLOCK_ENOSERVER (no server answered, or
+ * gave its verdict on the credentials, within connect_timeout_ms),
+ * ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
  * NULL and nothing is left behind. */
 ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
                                    const zklock_session_opts_t *opts);

@@ -5,9 +5,17 @@
  * Credentials are added to every handle the session uses, before its first
  * request: the C client sends them ahead of anything queued, and again on
  * every reconnection of that handle; a new handle (a renewed session, a
- * readopt) gets them here again. A server that rejects them drops the
- * connection and the handle ends in ZOO_AUTH_FAILED_STATE: the session
- * then stops there (session.c), it does not retry.
+ * readopt) gets them here again. A server that rejects them answers so and
+ * closes the connection before reading further: the handle ends in
+ * ZOO_AUTH_FAILED_STATE, and the session stops there (session.c), it does
+ * not retry. A server that accepts them answers the requests after them:
+ * a probe sent once connected tells zklock_session_open that verdict.
+ *
+ * The C client's own answer to a credential is not used: when the
+ * connection goes before the server's, it answers "connection loss" (then
+ * sends them again, without a word of that verdict), and it calls that
+ * answer on its I/O thread inside a lock that every request takes, where
+ * taking s->mu would deadlock against a thread sending under it.
  */
 #include "internal.h"
 
@@ -20,9 +28,10 @@
 
 /* ---- credentials ------------------------------------------------------------ */
 
-struct auth_token {
+/* A probe of the credentials on handle generation gen. */
+struct auth_probe {
     zklock_session_t *s;
-    unsigned gen; /* the handle generation it was sent on */
+    unsigned gen;
 };
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n)
@@ -62,42 +71,61 @@ void zklock__auth_free(zklock_session_t *s)
     s->nauth = 0;
 }
 
-static void auth_done(int rc, const void *data)
+/* Any answer a server gave accepts them; the end of the session refuses. */
+static void probe_answered(int rc, const struct Stat *stat, const void *data)
 {
-    struct auth_token *t = (struct auth_token *)data;
-    zklock_session_t *s = t->s;
+    struct auth_probe *p = (struct auth_probe *)data;
+    zklock_session_t *s = p->s;
 
+    (void)stat;
     pthread_mutex_lock(&s->mu);
-    if (t->gen == s->auth_gen) {
-        s->auth_pending--;
-        if (rc != ZOK && s->auth_rc == 0)
-            s->auth_rc = rc;
-        pthread_cond_broadcast(&s->cond);
+    if (p->gen == s->auth_gen) {
+        s->auth_probing = false;
+        if (!transient(rc)) { /* else the next connection asks again */
+            s->auth_pending = false;
+            if (session_ending(rc) && s->auth_rc == 0)
+                s->auth_rc = rc;
+            pthread_cond_broadcast(&s->cond);
+        }
     }
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
-    free(t);
+    free(p);
+}
+
+void zklock__auth_confirm(zklock_session_t *s)
+{
+    struct auth_probe *p;
+
+    if (!s->auth_pending || s->auth_probing)
+        return;
+    p = malloc(sizeof *p);
+    if (!p) {
+        s->auth_pending = false;
+        s->auth_rc = ZKLOCK_ENOMEM;
+        pthread_cond_broadcast(&s->cond);
+        return;
+    }
+    *p = (struct auth_probe){s, s->auth_gen};
+    if (zoo_aexists(s->zh, "/", 0, probe_answered, p) != ZOK) {
+        free(p); /* the handle is ending: the session code tells why */
+        return;
+    }
+    s->auth_probing = true;
+    s->ops++;
 }
 
 int zklock__auth_send(zklock_session_t *s)
 {
     s->auth_gen++;
-    s->auth_pending = 0;
+    s->auth_pending = s->nauth > 0;
+    s->auth_probing = false;
     s->auth_rc = 0;
     for (size_t i = 0; i < s->nauth; i++) {
-        struct auth_token *t = malloc(sizeof *t);
-        int rc;
-        if (!t)
-            return ZKLOCK_ENOMEM;
-        *t = (struct auth_token){s, s->auth_gen};
-        rc = zoo_add_auth(s->zh, s->auth[i].scheme, s->auth[i].data, s->auth[i].len, auth_done, t);
-        if (rc != ZOK) {
-            free(t);
+        int rc = zoo_add_auth(s->zh, s->auth[i].scheme, s->auth[i].data, s->auth[i].len, NULL, NULL);
+        if (rc != ZOK)
             return rc;
-        }
-        s->auth_pending++;
-        s->ops++;
     }
     return 0;
 }

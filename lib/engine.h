@@ -23,21 +23,6 @@ static inline bool exclusive(const zkl_contender_t *c)
     return !c->l->shared;
 }
 
-/* Failures worth retrying once the connection is back: the request may or
- * may not have reached the server. */
-static inline bool transient(int rc)
-{
-    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
-           rc == ZTHROTTLEDOP;
-}
-
-/* Answers that only say the session (or the handle) is going away: the
- * session code deals with those. */
-static inline bool session_ending(int rc)
-{
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE || rc == ZAUTHFAILED;
-}
-
 static inline const char *basename_of(const char *path)
 {
     return strrchr(path, '/') + 1;

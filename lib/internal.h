@@ -361,7 +361,8 @@ struct zklock_session {
     struct zkl_auth *auth;      /* credentials, copied from opts */
     size_t nauth;
     unsigned auth_gen;          /* bumped for each handle they are sent on */
-    int auth_pending;           /* ... answers still to come on it */
+    bool auth_pending;          /* ... and the server's verdict is still to come */
+    bool auth_probing;          /* ... a request after them asks for it */
     int auth_rc;                /* ... the first refusal */
     bool auth_failed;           /* a server rejected them: no retry */
     struct ACL_vector acl;      /* what the session's locks create by default */
@@ -477,12 +478,32 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me);
 /* dir + "/" + name, malloc'ed; NULL if out of memory. */
 char *zklock__child_path(const char *dir, const char *name);
 
+/* ---- what a ZooKeeper answer says --------------------------------------------- */
+
+/* Failures worth retrying once the connection is back: the request may or
+ * may not have reached the server. */
+static inline bool transient(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED ||
+           rc == ZTHROTTLEDOP;
+}
+
+/* Answers that only say the session (or the handle) is going away: the
+ * session code deals with those. */
+static inline bool session_ending(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE || rc == ZAUTHFAILED;
+}
+
 /* ---- auth.c: credentials and ACLs -------------------------------------------- */
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);
 void zklock__auth_free(zklock_session_t *s);
-/* Adds the credentials to s->zh (their answers: s->auth_pending, auth_rc). */
+/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc). */
 int zklock__auth_send(zklock_session_t *s);
+/* On each connection, with s->mu held: asks for that verdict if it is still
+ * to come (a refusal ends the handle: ZOO_AUTH_FAILED_STATE). */
+void zklock__auth_confirm(zklock_session_t *s);
 /* *dst (a deep copy, freed with zklock__acl_free) for a ZKLOCK_ACL_* kind;
  * ZKLOCK_ACL_DEFAULT copies `inherited` (NULL: open). */
 int zklock__acl_choose(struct ACL_vector *dst, int kind, const struct ACL_vector *custom,

@@ -257,6 +257,7 @@ static void connected(zklock_session_t *s)
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->state = ZKL_S_CONNECTED;
+    zklock__auth_confirm(s);
     if (s->adopted)
         probe_completion_thread(s);
     queue_state(s, resumed ? ZKLOCK_RECONNECTED : ZKLOCK_CONNECTED);
@@ -602,12 +603,12 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     zklock__deadline(&deadline, s->opts.connect_timeout_ms);
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
-           (s->state != ZKL_S_CONNECTED || s->auth_pending > 0) && !zklock__passed(&deadline))
+           (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(&deadline))
         pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
     if (rc == 0 && s->auth_rc != 0)
         rc = s->auth_rc;
-    else if (rc == 0 && s->state != ZKL_S_CONNECTED)
-        rc = ZKLOCK_ENOSERVER;
+    else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
+        rc = ZKLOCK_ENOSERVER; /* no server, or no verdict on the credentials */
     pthread_mutex_unlock(&s->mu);
     if (rc) {
         zklock_session_close(s);

@@ -85,8 +85,6 @@ expect_rejected() { # description tool command...
   if [ "$got" = 77 ]; then
     ok "$what (exit 77)"
     check "...naming the file" [ "$(cat "$T/err")" = "$tool: the server rejected the credentials in $T/unknown.auth" ]
-  elif [ "$got" = 69 ] && grep -q "connection loss" "$T/err"; then
-    n=$((n + 1)); echo "not ok $n - $what: exit 69 # TODO the connection's close overtook the rejection (lib/auth.c)"
   else
     fail "$what: exit $got, want 77"; sed 's/^/    /' "$T/err"
   fi

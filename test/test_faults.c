@@ -69,6 +69,59 @@ static int64_t owner_of(const char *path, const char *child)
     return zoo_exists(tu_zk(), full, 0, &st) == ZOK ? st.ephemeralOwner : -1;
 }
 
+/* ---- lost answers to credentials --------------------------------------------- */
+
+/* Opens a session with one credential through a proxy that swallows the
+ * server's answer to it and closes the connection: the C client sends the
+ * credential again on its next connection, without telling its verdict. */
+static int open_with_lost_auth_answer(zklock_session_t **s, zkproxy_t *proxy, zklock_auth_t *a)
+{
+    zklock_session_opts_t o = {.timeout_ms = 6000, .auth = a, .nauth = 1};
+
+    zkproxy_drop_reply(proxy, ZOO_SETAUTH_OP);
+    return zklock_session_open(s, zkproxy_hosts(proxy), &o);
+}
+
+/* Accepted credentials whose answer was lost are accepted: the open waits
+ * for a request answered after they were sent again. */
+static void test_lost_auth_answer(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_auth_t alice = {"digest", "alice:secret", strlen("alice:secret")};
+    const char *path = tu_path("lost-auth");
+    zklock_session_t *s = NULL;
+    zklock_t *l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(open_with_lost_auth_answer(&s, proxy, &alice), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(proxy), ==, 1); /* the fault did happen */
+    TU_ASSERT_INT(zkproxy_accepted(proxy), >=, 2);
+    tu_make_lock_path(path);
+    l = tu_mutex(s, path, NULL);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+/* A rejection whose answer was lost is still a rejection (it was once told
+ * as the connection loss that overtook it). */
+static void test_lost_auth_rejection(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_auth_t bogus = {"bogus", "x", 1};
+    zklock_session_t *s = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_ASSERT_RC(open_with_lost_auth_answer(&s, proxy, &bogus), ZAUTHFAILED);
+    CU_ASSERT_PTR_NULL(s);
+    TU_ASSERT_INT(zkproxy_dropped(proxy), ==, 1);
+    zkproxy_stop(proxy);
+}
+
 /* ---- lost create replies -------------------------------------------------------- */
 
 static void test_lost_create_reply(void)
@@ -1038,6 +1091,8 @@ static void test_acquire_while_release_waits(void)
 }
 
 static const tu_test_t fault_tests[] = {
+    {"lost_auth_answer", test_lost_auth_answer},
+    {"lost_auth_rejection", test_lost_auth_rejection},
     {"lost_create_reply", test_lost_create_reply},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
