@@ -125,7 +125,11 @@ if [ "$mode" = list ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/zklock-model.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+# interrupted: stop there (a shell carries on after a trap otherwise, and
+# would report every feature missing from the directory just removed)
+trap 'rm -rf "$work"; exit 130' INT
+trap 'rm -rf "$work"; exit 143' TERM
 cp "$model" "$work/zklock.pml"
 
 # Optimising pan.c (hundreds of kB of generated C) costs more than it saves on
@@ -178,8 +182,8 @@ run() {
     stored=$(awk '/states, stored/ {print $1; exit}' "$out")
     errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$out")
     violated=$(sed -n 's/.*assertion violated \([a-z0-9_]*\).*/\1/p' "$out" | head -n 1)
-    grep -q "acceptance cycle" "$out" && violated=${violated:-progress_cycle}
-    if grep -q "invalid end state" "$out" && [ -z "$violated" ]; then
+    grep -q "^pan:[0-9]*: acceptance cycle" "$out" && violated=${violated:-progress_cycle}
+    if grep -q "^pan:[0-9]*: invalid end state" "$out" && [ -z "$violated" ]; then
         violated=invalid_end_state
     fi
     if grep -q "max search depth too small" "$out"; then
@@ -243,22 +247,30 @@ fails=0
 start=$(date +%s)
 # one at a time unless asked: make check runs other suites beside this one
 jobs=${MODEL_JOBS:-1}
-echo "$configs" | awk '{print NR, $0}' | {
-    while read -r i n expect flags; do
-        # shellcheck disable=SC2086
-        (run "$n" "$expect" $flags >"$work/line.$i" 2>&1; echo $? >"$work/rc.$i") &
-        if [ $((i % jobs)) = 0 ]; then wait; fi
+# the lines of the runs finished so far, in order (shown as they finish:
+# the large set takes a while)
+shown=0
+show() {
+    while [ -f "$work/rc.$((shown + 1))" ]; do
+        shown=$((shown + 1))
+        cat "$work/line.$shown"
+        [ "$(cat "$work/rc.$shown")" = 0 ] || fails=$((fails + 1))
     done
-    wait
 }
-i=1
-while [ -f "$work/line.$i" ]; do
-    cat "$work/line.$i"
+# in this shell, not a pipeline's subshell: a signal's trap ends it at once
+echo "$configs" >"$work/configs"
+i=0
+while read -r n expect flags; do
     i=$((i + 1))
-done
-for f in "$work"/rc.*; do
-    [ "$(cat "$f")" = 0 ] || fails=$((fails + 1))
-done
+    # shellcheck disable=SC2086
+    (run "$n" "$expect" $flags >"$work/line.$i" 2>&1; echo $? >"$work/rc.$i") &
+    if [ $((i % jobs)) = 0 ]; then
+        wait
+        show
+    fi
+done <"$work/configs"
+wait
+show
 
 # every feature reached by some correct run (of the whole set only)
 if [ -z "$names" ]; then
