@@ -26,6 +26,17 @@
  * so the holders at any moment all existed when the last of them looked.
  * The mutex gives progress (without it, max_leases + 1 contenders with nodes
  * could all wait for ever) and order (first come, first served).
+ *
+ * Each acquisition passes the mutex on: its delete, the next one's event
+ * and lease, one after the other. When the last listing this handle made
+ * left room beside its lease, the next acquisition lets the mutex go as it
+ * makes its lease, not once the listing has answered (Curator's layout
+ * only: kazoo looks before it makes one). Most then hold, and the next
+ * contender's turn overlaps this one's round trip. One that finds no room
+ * has no mutex to wait under: its lease goes and it queues again, at the
+ * back, and waits under the mutex as above, since its handle now believes
+ * there is no room. So a wrong guess costs a node made and deleted, at
+ * most once for each listing with room, never a wait that lasts.
  */
 #include "../lib/engine.h"
 
@@ -37,6 +48,7 @@ struct zklock_semaphore {
     int max;
     bool kazoo;
     bool max_checked; /* kazoo: <path>'s data agrees with max */
+    bool room_seen;   /* the last listing left room beside its lease */
 };
 
 /* What a contender's last look at the leases said (kazoo's order only). */
@@ -283,8 +295,11 @@ static bool may_create(zkl_contender_t *c)
     }
     if (m->phase != ZKL_HELD || m->let_go)
         return false;
-    if (!sem->kazoo)
+    if (!sem->kazoo) {
+        if (sem->room_seen && !c->try_once)
+            let_go_of_mutex(c); /* early: see the top of the file */
         return true;
+    }
     if (!sem->max_checked) {
         check_max(c);
         return false;
@@ -327,6 +342,8 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
         return;
     for (int i = 0; i < names->count && own; i++)
         listed |= strcmp(names->data[i], own) == 0;
+    if (listed)
+        sem_of(c->l)->room_seen = names->count < sem_of(c->l)->max;
     if (!listed) {
         zklock__unwatch_queue(c);
         zklock__requeue(c); /* our node went (deleted by hand) */
@@ -336,7 +353,7 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
     } else if (c->try_once) {
         zklock__give_up(c, ZKLOCK_EBUSY);
     } else if (!under_mutex(c)) {
-        start_over(c); /* the lock went while its create was in flight */
+        start_over(c); /* let go early, or lost while its create was in flight */
     } else {
         wait_for_leases(c);
     }

@@ -204,6 +204,71 @@ static void test_waiter_order(void)
     tu_assert_clean(path);
 }
 
+/* The newest lease's sequence number and how many leases and mutex nodes there are. */
+struct sem_look {
+    const char *path;
+    long newest;
+};
+
+static long newest_lease(const char *path)
+{
+    int n;
+    char **kids = tu_children(sub(path, "leases"), &n);
+    long newest = -1;
+
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(kids[i]);
+        long seq = len > 10 ? strtol(kids[i] + len - 10, NULL, 10) : -1;
+        newest = seq > newest ? seq : newest;
+    }
+    tu_free_strings(kids);
+    return newest;
+}
+
+/* The waiter's second lease made, and it waits under the mutex. */
+static bool made_again_under_mutex(void *arg)
+{
+    struct sem_look *look = arg;
+    return tu_count(sub(look->path, "leases")) == 3 && tu_count(sub(look->path, "locks")) == 1 &&
+           newest_lease(look->path) == look->newest + 2;
+}
+
+/* A handle whose last listing left room lets the mutex go as it makes its
+ * lease. Finding no room after all, that lease goes and it queues again,
+ * once: its second lease waits under the mutex like any other, and holds
+ * once a lease is released. */
+static void test_early_let_go_without_room(void)
+{
+    zklock_session_t *s = tu_session(), *hs = tu_session();
+    const char *path = tu_path("sem-early");
+    zklock_t *l = new_sem(s, path, 2, &by_handle), *h[2];
+    struct sem_look look = {path, -1};
+    struct tu_acquirer a;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK); /* alone: room beside it */
+    TU_REQUIRE_RC(zklock_release(l), ZKLOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        h[i] = new_sem(hs, path, 2, NULL);
+        TU_REQUIRE_RC(zklock_acquire(h[i], -1), ZKLOCK_OK);
+    }
+    look.newest = newest_lease(path);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT(tu_wait_until(made_again_under_mutex, &look, TU_WAIT_MS));
+    TU_ASSERT_INT(tu_acquirer_done(&a), ==, 0);
+    TU_ASSERT_RC(zklock_release(h[0]), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_INT(newest_lease(path), ==, look.newest + 2); /* no third try */
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 2);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(h[1]), ZKLOCK_OK);
+    for (int i = 0; i < 2; i++)
+        zklock_free(h[i]);
+    zklock_free(l);
+    zklock_session_close(hs);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 /* ---- failures ------------------------------------------------------------------------------ */
 
 static void test_expiry_frees_the_lease(void)
@@ -678,6 +743,7 @@ static const tu_test_t sem_tests[] = {
     {"never_exceeded_2", test_never_exceeded_2},
     {"never_exceeded_3", test_never_exceeded_3},
     {"waiter_order", test_waiter_order},
+    {"early_let_go_without_room", test_early_let_go_without_room},
     {"expiry_frees_the_lease", test_expiry_frees_the_lease},
     {"timeout_cancel_leave_nothing", test_timeout_cancel_leave_nothing},
     {"mutex_node_deleted", test_mutex_node_deleted},
