@@ -242,6 +242,8 @@ struct zkl_contender {
                               multi with its siblings') */
     int recipe_state;      /* a recipe's own word about c (the semaphore's
                               last look at its leases) */
+    bool guessed;          /* (a semaphore's lease) it let the acquisition
+                              lock go early once: never twice */
     void *recipe_data;     /* a recipe's own allocation for c (one free()) */
     /* The watch on our own node: tells a waiter its place is gone and a
      * holder its lock is. It costs a request and an event per node, so it

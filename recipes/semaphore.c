@@ -33,10 +33,12 @@
  * makes its lease, not once the listing has answered (Curator's layout
  * only: kazoo looks before it makes one). Most then hold, and the next
  * contender's turn overlaps this one's round trip. One that finds no room
- * has no mutex to wait under: its lease goes and it queues again, at the
- * back, and waits under the mutex as above, since its handle now believes
- * there is no room. So a wrong guess costs a node made and deleted, at
- * most once for each listing with room, never a wait that lasts.
+ * has no mutex to wait under (max + 1 such waiters would wait for ever):
+ * its lease goes and it queues again, at the back, and waits under the
+ * mutex as above, since it guesses once per acquisition. A wrong guess
+ * costs a node made and deleted, a wake-up of the waiter under the mutex,
+ * and the guesser's place: those queued behind it while it guessed go
+ * first, once (the order documented in zklock(3)).
  */
 #include "../lib/engine.h"
 
@@ -296,8 +298,10 @@ static bool may_create(zkl_contender_t *c)
     if (m->phase != ZKL_HELD || m->let_go)
         return false;
     if (!sem->kazoo) {
-        if (sem->room_seen && !c->try_once)
+        if (sem->room_seen && !c->try_once && !c->guessed) {
+            c->guessed = true;
             let_go_of_mutex(c); /* early: see the top of the file */
+        }
         return true;
     }
     if (!sem->max_checked) {

@@ -204,7 +204,7 @@ static void test_waiter_order(void)
     tu_assert_clean(path);
 }
 
-/* The newest lease's sequence number and how many leases and mutex nodes there are. */
+/* A semaphore's path, and the newest lease's sequence number at the start. */
 struct sem_look {
     const char *path;
     long newest;
