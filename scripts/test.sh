@@ -25,6 +25,8 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 ALL_STAGES="check install demo asan tsan valgrind fuzz distcheck partition"
+# a suite that fails under test/zk-harness.sh shows its servers' last log lines
+export ZKLOCK_HARNESS_LOGS=${ZKLOCK_HARNESS_LOGS:-1}
 stages=${*:-$ALL_STAGES}
 B=$ZKLOCK_TOP/build
 

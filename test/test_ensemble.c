@@ -74,14 +74,14 @@ static bool some_progress(void *p)
 
 static void test_leader_kill_with_8_contenders(void)
 {
-    enum { N = 8, ITER = 30 };
+    enum { N = 8, ITER = 30, TIMEOUT_MS = 30000 };
     const char *path = tu_path("leader-kill");
     char file[64];
     struct detector *d = tu_new_detector(file, sizeof file);
     struct worker w[N];
     struct tu_events ev[N];
     int leader;
-    int64_t killed_at;
+    int64_t killed_at, elected_ms;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_FATAL(tu_servers() == 3);
@@ -90,7 +90,7 @@ static void test_leader_kill_with_8_contenders(void)
          * loaded two-core machine (make -j2 check beside javac and three more
          * JVMs) one CI run saw every session expire at 15 s. The sessions
          * must outlive the election; a slow one costs no time otherwise. */
-        zklock_session_opts_t o = {.timeout_ms = 30000, .on_state = tu_on_state, .ctx = &ev[i]};
+        zklock_session_opts_t o = {.timeout_ms = TIMEOUT_MS, .on_state = tu_on_state, .ctx = &ev[i]};
         memset(&ev[i], 0, sizeof ev[i]);
         pthread_mutex_init(&ev[i].mu, NULL);
         w[i] = (struct worker){tu_session_opts(&o), NULL, d, ITER, 0, 0};
@@ -103,10 +103,12 @@ static void test_leader_kill_with_8_contenders(void)
     CU_ASSERT_FATAL(leader != 0);
     killed_at = tu_now_ms();
     TU_ASSERT_INT(tu_harness("kill", leader), ==, 0);
+    CU_ASSERT(tu_wait_until(has_leader, NULL, 3 * TIMEOUT_MS));
+    elected_ms = tu_now_ms() - killed_at;
     for (int i = 0; i < N; i++)
         pthread_join(w[i].t, NULL);
-    fprintf(stderr, "leader %d killed; workers done after %lld ms\n", leader,
-            (long long)(tu_now_ms() - killed_at));
+    fprintf(stderr, "leader %d killed; a new leader serving after %lld ms; workers done after %lld ms\n",
+            leader, (long long)elected_ms, (long long)(tu_now_ms() - killed_at));
     for (int i = 0; i < N; i++) {
         char who[16];
         snprintf(who, sizeof who, "session %d", i);
@@ -116,8 +118,16 @@ static void test_leader_kill_with_8_contenders(void)
     TU_ASSERT_INT(d->overlaps, ==, 0);
     TU_ASSERT_INT(d->stale_tokens, ==, 0);
     TU_ASSERT_INT(d->entries, ==, N * ITER);
+    /* The sessions outlive the failover if the ensemble serves again well
+     * within their timeout (it takes about a second here). Once, on a loaded
+     * CI machine, it took longer: then zklock must end them (a client cut off
+     * for a whole timeout is told its session expired), and the run says so. */
+    if (elected_ms > TIMEOUT_MS - 5000)
+        fprintf(stderr, "the ensemble took %lld ms to elect: expiries are expected, not checked\n",
+                (long long)elected_ms);
     for (int i = 0; i < N; i++) {
-        CU_ASSERT(!tu_saw_state(&ev[i], ZKLOCK_EXPIRED)); /* failover kept the sessions */
+        if (elected_ms <= TIMEOUT_MS - 5000)
+            CU_ASSERT(!tu_saw_state(&ev[i], ZKLOCK_EXPIRED)); /* failover kept the sessions */
         zklock_free(w[i].l);
         zklock_session_close(w[i].s);
     }
