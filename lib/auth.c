@@ -21,6 +21,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The most an ACL may take in a request (serialized): what is left of a
  * server's default jute.maxbuffer beside ZKLOCK_DATA_MAX and a node's path. */
@@ -71,20 +72,38 @@ void zklock__auth_free(zklock_session_t *s)
     s->nauth = 0;
 }
 
-/* Any answer a server gave accepts them; the end of the session refuses. */
+/* What the probe's answer says of the credentials: 0 (accepted: a server
+ * answered it), a refusal, or -1 (nothing: the C client's own word on a
+ * connection that failed, so the next connection asks again). */
+static int probe_verdict(int rc)
+{
+    switch (rc) {
+    case ZOK:
+    case ZNONODE:      /* "/" under a chroot */
+    case ZNOAUTH:
+    case ZTHROTTLEDOP: /* an overloaded server's answer */
+        return 0;
+    case ZSESSIONCLOSEDREQUIRESASLAUTH: /* enforced authentication: not ours */
+        return ZAUTHFAILED;
+    default:
+        return session_ending(rc) ? rc : -1;
+    }
+}
+
 static void probe_answered(int rc, const struct Stat *stat, const void *data)
 {
     struct auth_probe *p = (struct auth_probe *)data;
     zklock_session_t *s = p->s;
+    int verdict = probe_verdict(rc);
 
     (void)stat;
     pthread_mutex_lock(&s->mu);
     if (p->gen == s->auth_gen) {
         s->auth_probing = false;
-        if (!transient(rc)) { /* else the next connection asks again */
+        if (verdict != -1) {
             s->auth_pending = false;
-            if (session_ending(rc) && s->auth_rc == 0)
-                s->auth_rc = rc;
+            if (verdict != 0 && s->auth_rc == 0)
+                s->auth_rc = verdict;
             pthread_cond_broadcast(&s->cond);
         }
     }
@@ -116,6 +135,28 @@ void zklock__auth_confirm(zklock_session_t *s)
     s->ops++;
 }
 
+/* With s->mu held: adds credential a to s->zh. zoo_add_auth refuses
+ * (ZINVALIDSTATE) while the handle is between two connection attempts
+ * (state 0: a server refused, the next try waits a sixtieth of the
+ * timeout), though it would send a credential on every connection after:
+ * so it is asked again, s->mu let go meanwhile, for twice that pause. */
+static int add_auth(zklock_session_t *s, const struct zkl_auth *a)
+{
+    const struct timespec pause = {0, 5 * 1000 * 1000};
+    struct timespec deadline;
+    zhandle_t *zh = s->zh;
+    int rc;
+
+    zklock__deadline(&deadline, s->opts.timeout_ms / 30 + 200);
+    while ((rc = zoo_add_auth(zh, a->scheme, a->data, a->len, NULL, NULL)) == ZINVALIDSTATE &&
+           zoo_state(zh) == 0 && !zklock__passed(&deadline)) {
+        pthread_mutex_unlock(&s->mu);
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    return rc == ZINVALIDSTATE && zoo_state(zh) == 0 ? ZKLOCK_ENOSERVER : rc;
+}
+
 int zklock__auth_send(zklock_session_t *s)
 {
     s->auth_gen++;
@@ -123,7 +164,7 @@ int zklock__auth_send(zklock_session_t *s)
     s->auth_probing = false;
     s->auth_rc = 0;
     for (size_t i = 0; i < s->nauth; i++) {
-        int rc = zoo_add_auth(s->zh, s->auth[i].scheme, s->auth[i].data, s->auth[i].len, NULL, NULL);
+        int rc = add_auth(s, &s->auth[i]);
         if (rc != ZOK)
             return rc;
     }
