@@ -38,6 +38,21 @@ command -v "${PAN_CC%% *}" >/dev/null 2>&1 || { echo "ERROR: no C compiler ($PAN
 # name | expected | spin -D flags. Expected: pass (safety: P1-P3 and no
 # invalid end state), ltl (that and `ltl progress` under weak fairness:
 # no cycle that never finishes either), or the property that must fail.
+
+# The broken variants, the same in both sets (but b-requeue, in each).
+broken() {
+    cat <<'EOF'
+b-fastpath  p1_mutex     -DNK=2 -DREAPS=1 -DBROKEN_FAST_PATH
+b-sole      p1_mutex     -DNK=3 -DROUNDS0=1 -DGIVEUPS=1 -DBROKEN_SOLE_BLOCKER
+b-relist    p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DBROKEN_HEIR_RELIST
+b-heir      p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DBROKEN_HEIR
+b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX -DBROKEN_OWNER_CHECK
+b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
+b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
+b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
+EOF
+}
+
 small() {
     cat <<'EOF'
 mutex       pass         -DNK=3 -DROUNDS0=1
@@ -50,16 +65,9 @@ rwlock      pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DLEXPIR
 rwopdel     pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 rwlost      pass         -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 sticky      pass         -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
-b-fastpath  p1_mutex     -DNK=2 -DREAPS=1 -DBROKEN_FAST_PATH
-b-sole      p1_mutex     -DNK=3 -DROUNDS0=1 -DGIVEUPS=1 -DBROKEN_SOLE_BLOCKER
-b-relist    p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DBROKEN_HEIR_RELIST
-b-heir      p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DBROKEN_HEIR
-b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX -DBROKEN_OWNER_CHECK
-b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
-b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
-b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
 b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
+    broken
 }
 
 large() {
@@ -78,16 +86,9 @@ rwprogress  ltl          -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES
 rwreader    pass         -DSCEN=2 -DREADER -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 sticky      pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
 owner       pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DBROKEN_OWNER_CHECK
-b-fastpath  p1_mutex     -DNK=2 -DREAPS=1 -DBROKEN_FAST_PATH
-b-sole      p1_mutex     -DNK=3 -DROUNDS0=1 -DGIVEUPS=1 -DBROKEN_SOLE_BLOCKER
-b-relist    p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DBROKEN_HEIR_RELIST
-b-heir      p1_mutex     -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DBROKEN_HEIR
-b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX -DBROKEN_OWNER_CHECK
-b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
-b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
-b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
 b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
+    broken
 }
 
 # The features REACHED(n) marks (the numbers are the model's).
