@@ -148,8 +148,9 @@ static int add_auth(zklock_session_t *s, const struct zkl_auth *a)
     int rc;
 
     zklock__deadline(&deadline, s->opts.timeout_ms / 30 + 200);
+    /* (a close meanwhile takes the handle, and closes it once we are done) */
     while ((rc = zoo_add_auth(zh, a->scheme, a->data, a->len, NULL, NULL)) == ZINVALIDSTATE &&
-           zoo_state(zh) == 0 && !zklock__passed(&deadline)) {
+           zoo_state(zh) == 0 && s->zh == zh && !zklock__passed(&deadline)) {
         pthread_mutex_unlock(&s->mu);
         nanosleep(&pause, NULL);
         pthread_mutex_lock(&s->mu);
