@@ -8,7 +8,8 @@
  *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
  *      +--timeout / cancel / try-once busy / error------------------------+
  *
- * and is freed only when nobody can reach it any more (zklock__reap).
+ * and is freed only when nobody can reach it any more, by the driver's last
+ * phase (zklock__free_if_finished).
  */
 #include "engine.h"
 
@@ -140,19 +141,19 @@ static void unlink_contender(zkl_contender_t *c)
 
 /* Frees c once nobody can reach it: no owner, no request in flight, no
  * watch that could still fire, and nothing left on the server. */
-void zklock__reap(zkl_contender_t *c)
+bool zklock__free_if_finished(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
     if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0 ||
         c->queue_watches > 0)
-        return;
+        return false;
     if (c->loss_unconfirmed || c->waiting || c->releasing)
-        return; /* on_lost, or a call's outcome, is still owed */
+        return false; /* on_lost, or a call's outcome, is still owed */
     if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
-        return;
+        return false;
     if (zklock__sub_pending(c))
-        return; /* its sub's end frees it */
+        return false; /* its sub's end frees it */
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
     zklock__timer_cancel(l->s, &c->deadline_timer);
@@ -166,6 +167,7 @@ void zklock__reap(zkl_contender_t *c)
     pthread_cond_destroy(&c->cond);
     free(c);
     zklock__lock_unref(l);
+    return true;
 }
 
 /* ---- sub-acquisitions ----------------------------------------------------- */
@@ -208,7 +210,7 @@ void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
         zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
     }
     if (m->parent != c)
-        zklock__reap(m); /* decided at once, and disowned */
+        zklock__mark(m); /* decided at once, and disowned: the driver frees it */
     /* else: one with nothing left (lost) is let go by zklock__sub_pending(),
      * not here: m may be in use up the stack (its own loss ends c's hold) */
 }
@@ -225,7 +227,7 @@ bool zklock__sub_pending(zkl_contender_t *c)
             continue;
         }
         zklock__disown(c, m);
-        zklock__reap(m);
+        zklock__mark(m); /* the driver frees it */
     }
     return pending;
 }
@@ -233,7 +235,7 @@ bool zklock__sub_pending(zkl_contender_t *c)
 void zklock__detach(zkl_contender_t *c)
 {
     c->attached = false;
-    zklock__reap(c);
+    zklock__mark(c);
 }
 
 /* ---- outcomes ------------------------------------------------------------- */

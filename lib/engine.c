@@ -350,15 +350,15 @@ void zklock__step(zkl_contender_t *c)
 
 void zklock__settle(zkl_contender_t *c)
 {
-    zklock__step(c);
-    zklock__reap(c);
+    zklock__mark(c);
 }
 
 void zklock__event_end(zkl_contender_t *c, zkl_contender_t *up)
 {
-    zklock__settle(c);
+    zklock__mark(c);
     if (up)
-        zklock__settle(up);
+        zklock__mark(up);
+    zklock__drive(session_of(c));
 }
 
 /* A request failed: retry when the connection is back, or give up. */
@@ -639,9 +639,10 @@ static void engine_resumed(zklock_session_t *s)
                 continue;
             c->backoff = false;
             wake(c);
-            zklock__settle(c);
+            zklock__mark(c);
         }
     }
+    zklock__drive(s);
 }
 
 /* Wakes every owner so that it can look at the session state again. */
@@ -649,6 +650,7 @@ static void engine_suspended(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
         wake(c);
+    zklock__drive(s);
 }
 
 /* What the end of the session means for c, by its phase. reason:
@@ -710,8 +712,9 @@ static void engine_ended(zklock_session_t *s, int reason)
         c->watch_wanted = false; /* registrations go with the handle */
         ended_for(c, reason);
         wake(c);
-        zklock__reap(c);
+        zklock__mark(c);
     }
+    zklock__drive(s);
 }
 
 /* The old handle is closed: none of its watches can fire any more, and
@@ -726,17 +729,21 @@ static void engine_handle_closed(zklock_session_t *s)
         c->ops = 0;
         c->pred_watches = c->own_watches = c->queue_watches = 0;
         zklock__watch_over(c);
-        zklock__reap(c);
+        zklock__mark(c);
     }
     zklock__lease_handle_closed(s);
+    zklock__drive(s);
 }
 
 /* Adopted handles: take back every watch we registered on the
  * application's handle. */
 static void engine_unwatch_all(zklock_session_t *s)
 {
-    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
         zklock__unwatch_both(c);
+        zklock__mark(c);
+    }
+    zklock__drive(s);
 }
 
 /* An adopted session closes: our nodes go while the connection lasts. */
@@ -745,6 +752,7 @@ static void engine_close_begin(zklock_session_t *s)
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
         if (c->phase == ZKL_QUEUING || c->phase == ZKL_HELD)
             zklock__give_up(c, ZKLOCK_ECLOSED);
+    zklock__drive(s);
 }
 
 static void engine_freeing(zklock_session_t *s)

@@ -259,6 +259,10 @@ struct zkl_contender {
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
+    /* The driver's lists (driver.c): marked, to be stepped; visited, stepped
+     * in this drive (its calls are decided, and it is freed if finished). */
+    bool marked, visited;
+    zkl_contender_t *mark_next, *visit_next;
 };
 
 /* What a recipe changes in the engine's rules (the files in recipes/). Any hook may
@@ -391,6 +395,10 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
+    /* The driver (driver.c): contenders marked to be stepped, in order, and
+     * those stepped in this drive; `driving` while it runs (never twice). */
+    zkl_contender_t *marked_head, *marked_tail, *visited;
+    bool driving;
     int nlocks;                 /* live lock handles */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
@@ -451,7 +459,19 @@ zkl_contender_t *zklock__contender_new(zklock_t *l);
 void zklock__step(zkl_contender_t *c);
 void zklock__give_up(zkl_contender_t *c, int rc);
 void zklock__detach(zkl_contender_t *c);
-void zklock__reap(zkl_contender_t *c);
+/* Frees c if nobody can reach it any more; true if it did (the driver's
+ * last phase: nothing else frees a contender). */
+bool zklock__free_if_finished(zkl_contender_t *c);
+
+/* ---- driver.c: the one loop that moves contenders ------------------------------- */
+
+/* Something about c changed: the driver steps it (O(1), idempotent). */
+void zklock__mark(zkl_contender_t *c);
+/* Steps the marked contenders until none is left, decides their owners'
+ * calls, then frees those that are finished. Every entry point (an answer,
+ * a watch event, a timer, a session change, a user's call) calls it once at
+ * its end, with s->mu held; it never runs twice at once. */
+void zklock__drive(zklock_session_t *s);
 /* The contender of l's owner that is the caller (its thread, or the handle). */
 zkl_contender_t *zklock__owner_contender(const zklock_t *l);
 

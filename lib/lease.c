@@ -111,7 +111,7 @@ bool zklock__lease_over(const zklock_session_t *s)
 static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until, now;
-    zkl_contender_t *c, *next, *up;
+    zkl_contender_t *c, *up;
     bool late;
 
     if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
@@ -124,19 +124,21 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
      * expired meanwhile). */
     zklock__now(&now);
     late = zklock__ms_between(&t->at, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
-    for (c = s->contenders; c; c = next) {
-        next = c->sess_next;
+    for (c = s->contenders; c; c = c->sess_next) {
         if (c->phase != ZKL_HELD)
             continue;
-        up = c->parent; /* queuing: not freed here, nor by this loop */
+        up = c->parent;
         zklock__stale_add(c);
         if (late)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
         else
             zklock__lose(c, ZKLOCK_LOST_UNSURE);
-        zklock__event_end(c, up);
+        zklock__mark(c);
+        if (up)
+            zklock__mark(up);
     }
     zklock__stale_sweep(s); /* sent now if the connection is up after all */
+    zklock__drive(s);
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -146,10 +148,9 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
  * its writer still does; a multi-lock's step decides again. */
 static void regrant(zklock_session_t *s)
 {
-    zkl_contender_t *c, *next, *up;
+    zkl_contender_t *c, *up;
 
-    for (c = s->contenders; c; c = next) {
-        next = c->sess_next;
+    for (c = s->contenders; c; c = c->sess_next) {
         if (!c->lease_wait || c->phase != ZKL_QUEUING)
             continue;
         up = c->parent;
@@ -159,7 +160,9 @@ static void regrant(zklock_session_t *s)
             zklock__requeue(c);
         else
             zklock__become_holder(c);
-        zklock__event_end(c, up);
+        zklock__mark(c);
+        if (up)
+            zklock__mark(up);
     }
 }
 
@@ -182,6 +185,7 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         regrant(s);
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
+    zklock__drive(s);
     pthread_mutex_unlock(&s->mu);
     free(hb);
 }

@@ -121,14 +121,14 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     }
     if (done) {
         zklock__acquire_start(c, timeout_ms, done, NULL);
-        zklock__reap(c); /* decided at once, and failed: nothing refers to it */
         return ZKLOCK_OK;
     }
     zklock__acquire_start(c, timeout_ms, NULL, &me);
+    zklock__drive(s);
     rc = wait_for(c, &me);
     if (rc != ZKLOCK_OK)
         c->attached = false; /* a failed acquisition is over for its owner */
-    zklock__reap(c);
+    zklock__mark(c);
     return rc;
 }
 
@@ -142,6 +142,7 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -161,6 +162,7 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
         if (rc != ZKLOCK_OK)
             zklock__done_discard(done);
     }
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -200,12 +202,12 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     c->holds = 0;
     c->attached = false;
     zklock__release_start(c, done, wait ? &me : NULL);
-    if (!wait) {
-        zklock__reap(c);
+    zklock__mark(c);
+    if (!wait)
         return ZKLOCK_OK;
-    }
+    zklock__drive(l->s);
     rc = wait_for(c, &me);
-    zklock__reap(c);
+    zklock__mark(c);
     return rc;
 }
 
@@ -219,6 +221,7 @@ int zklock_release(zklock_t *l)
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
     rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -237,6 +240,7 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
         rc = release_locked(l, done, false);
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -329,9 +333,10 @@ static void cancel_locked(zklock_t *l)
         if (c->waiting) {
             c->canceled = true;
             zklock__call_check(c);
-            zklock__reap(c);
+            zklock__mark(c);
         }
     }
+    zklock__drive(l->s);
 }
 
 int zklock_cancel(zklock_t *l)
@@ -419,6 +424,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
             zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
         }
     }
+    zklock__drive(s);
     while (wait && (any_leaving(l) || any_call_owed(l)) && zklock__connected(s))
         pthread_cond_wait(&s->cond, &s->mu);
     cancel_calls_owed(l);
@@ -428,6 +434,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
         if (!c->parent) /* a multi-lock's member is its multi-lock's to let go */
             zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
     }
+    zklock__drive(s);
     zklock__lock_unref(l);
     return owed;
 }

@@ -113,7 +113,8 @@ static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
     zklock__call_check(c);
-    zklock__reap(c);
+    zklock__mark(c);
+    zklock__drive(s);
 }
 
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
@@ -208,7 +209,7 @@ static void check_once(zkl_contender_t *c)
     }
 }
 
-/* Never frees c: the engine's next zklock__reap() does, once it may. */
+/* Never frees c: the driver does, once it may. */
 void zklock__call_check(zkl_contender_t *c)
 {
     if (c->checking) {
@@ -235,6 +236,8 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__call_check(c);
+            zklock__mark(c);
+            zklock__drive(s);
         } else if (!timed) {
             pthread_cond_wait(&c->cond, &s->mu);
         }

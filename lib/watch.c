@@ -173,7 +173,8 @@ void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s)
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
 
     c->own_due = true;
-    zklock__settle(c); /* arms it now, or on the next resume if disconnected */
+    zklock__mark(c); /* its step arms it now, or on the next resume if disconnected */
+    zklock__drive(s);
 }
 
 void zklock__arm_own_watch(zkl_contender_t *c)

@@ -286,7 +286,7 @@ static bool replace_lost_members(zkl_contender_t *c)
         if (m->let_go || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
             continue;
         zklock__disown(c, m);
-        zklock__reap(m);
+        zklock__mark(m); /* the driver frees it */
         if (!new_member(c, member)) {
             zklock__give_up(c, ZKLOCK_ENOMEM);
             return false;
@@ -313,7 +313,7 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
                 m->by_parent = false; /* its turn: it takes its own steps */
             zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
             if (m->parent != c) {
-                zklock__reap(m); /* decided at once: M has given up */
+                zklock__mark(m); /* decided at once: M has given up */
                 return;
             }
         }

@@ -102,7 +102,7 @@ static bool take_mutex(zkl_contender_t *c)
     c->recipe_state = ROOM_UNKNOWN;
     zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
     if (c->subs != m)
-        zklock__reap(m); /* decided at once */
+        zklock__mark(m); /* decided at once */
     return true;
 }
 
