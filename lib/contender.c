@@ -67,6 +67,16 @@ static void queue_lost(zklock_t *l, int reason)
     zklock__dispatch_push(l->s, &lc->cb);
 }
 
+/* ---- phases ------------------------------------------------------------------ */
+
+void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
+{
+    (void)why;
+    c->phase = to;
+    if (c->parent)
+        zklock__mark(c->parent); /* its step reads its subs' phases */
+}
+
 /* ---- list membership and lifetime ---------------------------------------- */
 
 /* Our node changes: a new one starts its own-watch delay, none ends it. */
@@ -105,7 +115,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     c->owner = pthread_self();
     c->by_handle = l->opts.owner == ZKLOCK_OWNER_HANDLE;
     c->attached = true;
-    c->phase = ZKL_QUEUING;
+    c->phase = ZKL_QUEUING; /* its first phase: no transition */
     c->gen = s->gen;
     c->lock_next = l->contenders;
     if (l->contenders)
@@ -172,10 +182,9 @@ bool zklock__free_if_finished(zkl_contender_t *c)
 
 /* ---- sub-acquisitions ----------------------------------------------------- */
 
-void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_contender_t *, int))
+void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m)
 {
     m->parent = c;
-    m->internal = internal;
     m->next_sub = c->subs;
     c->subs = m;
 }
@@ -190,8 +199,8 @@ void zklock__disown(zkl_contender_t *c, zkl_contender_t *m)
         *p = m->next_sub;
     m->next_sub = NULL;
     m->parent = NULL;
-    m->internal = NULL;
     m->attached = false;
+    zklock__mark(m); /* the driver frees it once it can */
 }
 
 void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
@@ -200,19 +209,58 @@ void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
         return;
     m->let_go = true;
     m->by_parent = false; /* a node made for it is its own to delete */
-    if (m->phase == ZKL_HELD) {
+    zklock__mark(m);
+}
+
+void zklock__let_go_step(zkl_contender_t *m)
+{
+    if (!m->let_go)
+        return;
+    if (m->phase == ZKL_HELD && !m->releasing) {
         m->holds = 0;
         zklock__release_start(m, NULL, NULL);
     } else if (m->waiting) {
-        m->canceled = true;
-        zklock__call_check(m);
+        m->canceled = true; /* its step gives it up */
     } else if (m->phase == ZKL_QUEUING) {
         zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
     }
-    if (m->parent != c)
-        zklock__mark(m); /* decided at once, and disowned: the driver frees it */
-    /* else: one with nothing left (lost) is let go by zklock__sub_pending(),
-     * not here: m may be in use up the stack (its own loss ends c's hold) */
+}
+
+/* A sub let go is finished: disowned, its release's outcome counted in c's
+ * own if `releases_count` (a multi-lock's members: its hold is theirs). */
+static void collect_let_go(zkl_contender_t *c, zkl_contender_t *m, bool releases_count)
+{
+    if (releases_count && c->releasing && m->result != ZKLOCK_OK &&
+        m->result != ZKLOCK_ECANCELED && c->result == ZKLOCK_OK)
+        c->result = m->result; /* a sub's hold was gone: the release says so */
+    zklock__disown(c, m);
+}
+
+void zklock__subs_collect(zkl_contender_t *c, bool releases_count)
+{
+    bool connected = zklock__connected(session_of(c));
+    zkl_contender_t *m, *next;
+
+    for (m = c->subs; m; m = next) {
+        next = m->next_sub;
+        if (m->let_go) {
+            if (m->phase == ZKL_LOST || m->phase == ZKL_GONE)
+                collect_let_go(c, m, releases_count);
+        } else if (m->waiting && m->phase == ZKL_HELD) {
+            m->waiting = false; /* its parent holds it now */
+            m->holds = 1;
+        } else if (m->waiting &&
+                   (m->phase == ZKL_GONE || (m->phase == ZKL_LEAVING && !connected))) {
+            if (c->phase == ZKL_QUEUING)
+                zklock__give_up(c, m->result); /* busy (try-once), refused, closed, ... */
+        } else if (m->phase == ZKL_LOST && c->phase == ZKL_HELD) {
+            /* A sub's hold is part of its parent's (a multi-lock's member). */
+            if (m->loss_unconfirmed)
+                zklock__lose_unconfirmed(c, m->loss_fallback);
+            else
+                zklock__lose(c, m->lost_why);
+        }
+    }
 }
 
 bool zklock__sub_pending(zkl_contender_t *c)
@@ -227,7 +275,6 @@ bool zklock__sub_pending(zkl_contender_t *c)
             continue;
         }
         zklock__disown(c, m);
-        zklock__mark(m); /* the driver frees it */
     }
     return pending;
 }
@@ -242,9 +289,9 @@ void zklock__detach(zkl_contender_t *c)
 
 void zklock__finish(zkl_contender_t *c)
 {
-    c->phase = ZKL_GONE;
+    zklock__set_phase(c, ZKL_GONE, "finished");
     pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
-    wake(c);
+    zklock__mark(c);
 }
 
 static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
@@ -260,7 +307,7 @@ static void start_over(zkl_contender_t *c, bool keep_heir)
     c->lease_wait = false;
     if (c->phase == ZKL_LEAVING)
         return; /* a contender that gave up never queues again: nothing to delete */
-    c->phase = ZKL_QUEUING;
+    zklock__set_phase(c, ZKL_QUEUING, keep_heir ? "requeued (own node gone)" : "requeued");
     c->need_list = false;
     if (!keep_heir) {
         c->heir = false;
@@ -319,14 +366,14 @@ bool zklock__become_holder(zkl_contender_t *c)
          * storage must still accept. */
         c->czxid = c->heir_token;
     }
-    c->phase = ZKL_HELD;
+    zklock__set_phase(c, ZKL_HELD, "granted");
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
     zklock__lease_keep(s);
     zklock__arm_own_watch(c); /* if its delay is over */
     if (c->l->recipe->granted)
         c->l->recipe->granted(c);
-    wake(c);
+    zklock__mark(c);
     return true;
 }
 
@@ -342,20 +389,6 @@ static void report_lost(zkl_contender_t *c, int reason)
 
 static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
 
-/* A sub's hold is part of its parent's (a multi-lock's member): when it is
- * lost, so is the parent's. */
-static void lose_parent(zkl_contender_t *c, int reason, bool unconfirmed)
-{
-    zkl_contender_t *p = c->parent;
-
-    if (!p || p->phase != ZKL_HELD)
-        return;
-    if (unconfirmed)
-        zklock__lose_unconfirmed(p, c->loss_fallback);
-    else
-        zklock__lose(p, reason);
-}
-
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
@@ -367,15 +400,15 @@ void zklock__lose(zkl_contender_t *c, int reason)
         return;
     }
     zklock__set_node(c, NULL);
-    c->phase = ZKL_LOST;
+    c->lost_why = reason;
+    zklock__set_phase(c, ZKL_LOST, "lost"); /* a sub's parent sees it (zklock__subs_collect) */
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
     if (reason)
         report_lost(c, reason);
-    wake(c);
+    zklock__mark(c);
     lose_heirs_of(c, reason, unconfirmed);
-    lose_parent(c, reason, unconfirmed);
 }
 
 static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
@@ -384,25 +417,37 @@ static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
 }
 
 /* A downgrade heir holds by its writer's place, and by its token: when the
- * writer's hold is lost, so is the heir's. */
+ * writer's hold is lost, so is the heir's (told to the heir, whose step
+ * loses it: zklock__heir_step). */
 static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
 {
     zklock_t *readers = w->l->sibling;
-    zkl_contender_t *c, *next;
 
     if (!readers || w->l->shared)
         return;
-    for (c = readers->contenders; c; c = next) {
-        next = c->lock_next;
+    for (zkl_contender_t *c = readers->contenders; c; c = c->lock_next) {
         if (!c->heir || c->phase != ZKL_HELD || !same_owner(c, w))
             continue;
-        zklock__stale_add(c); /* its node goes: it holds by nothing now */
-        if (unconfirmed)
-            zklock__lose_unconfirmed(c, w->loss_fallback);
-        else
-            zklock__lose(c, reason);
-        zklock__stale_sweep(session_of(c));
+        c->writer_lost = true;
+        c->writer_loss_unconfirmed = unconfirmed;
+        c->writer_lost_why = unconfirmed ? w->loss_fallback : reason;
+        zklock__mark(c);
     }
+}
+
+void zklock__heir_step(zkl_contender_t *c)
+{
+    if (!c->writer_lost)
+        return;
+    c->writer_lost = false;
+    if (c->phase != ZKL_HELD)
+        return;
+    zklock__stale_add(c); /* its node goes: it holds by nothing now */
+    if (c->writer_loss_unconfirmed)
+        zklock__lose_unconfirmed(c, c->writer_lost_why);
+    else
+        zklock__lose(c, c->writer_lost_why);
+    zklock__stale_sweep(session_of(c));
 }
 
 /* A hold is over, and we do not know why yet: the session may have ended
@@ -436,9 +481,9 @@ void zklock__release_found_lost(zkl_contender_t *c, int reason)
 void zklock__give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
-    c->phase = ZKL_LEAVING;
+    zklock__set_phase(c, ZKL_LEAVING, rc == ZKLOCK_OK ? "released" : "gave up");
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
-    zklock__step(c);
+    zklock__mark(c);
 }
 

@@ -32,6 +32,13 @@ void zklock__mark(zkl_contender_t *c)
     s->marked_tail = c;
 }
 
+void zklock__mark_event(zkl_contender_t *c)
+{
+    zklock__mark(c);
+    if (c->parent)
+        zklock__mark(c->parent);
+}
+
 /* The next marked contender (NULL: none), now on the visited list. */
 static zkl_contender_t *next_marked(zklock_session_t *s)
 {
@@ -59,6 +66,14 @@ static void step_marked(zklock_session_t *s)
         zklock__step(c);
 }
 
+/* The owners' calls of the contenders stepped: a blocked thread woken, a
+ * done callback queued. */
+static void decide_calls(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->visited; c; c = c->visit_next)
+        zklock__call_decide(c);
+}
+
 /* Frees the visited contenders that are finished; a parent's subs, let go
  * meanwhile, are marked (the next round frees them). */
 static void free_finished(zklock_session_t *s)
@@ -77,7 +92,10 @@ void zklock__drive(zklock_session_t *s)
     assert(!s->driving);
     s->driving = true;
     do {
-        step_marked(s);
+        do {
+            step_marked(s);
+            decide_calls(s);
+        } while (s->marked_head);
         free_finished(s);
     } while (s->marked_head);
     s->driving = false;

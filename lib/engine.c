@@ -320,7 +320,16 @@ static void step_leaving(zkl_contender_t *c)
 void zklock__step(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
+    int why;
 
+    zklock__heir_step(c);
+    zklock__let_go_step(c);
+    zklock__subs_collect(c, c->l->recipe->nodeless); /* a multi-lock holds by its members */
+    if (c->l->recipe->step)
+        c->l->recipe->step(c);
+    why = zklock__call_gives_up(c);
+    if (why)
+        zklock__give_up(c, why);
     if (c->phase == ZKL_LEAVING) {
         step_leaving(c);
         return;
@@ -347,19 +356,6 @@ void zklock__step(zkl_contender_t *c)
 
 
 /* ---- answers -------------------------------------------------------------- */
-
-void zklock__settle(zkl_contender_t *c)
-{
-    zklock__mark(c);
-}
-
-void zklock__event_end(zkl_contender_t *c, zkl_contender_t *up)
-{
-    zklock__mark(c);
-    if (up)
-        zklock__mark(up);
-    zklock__drive(session_of(c));
-}
 
 /* A request failed: retry when the connection is back, or give up. */
 void zklock__failed(zkl_contender_t *c, int rc)
@@ -638,18 +634,17 @@ static void engine_resumed(zklock_session_t *s)
             if ((c->phase == ZKL_LOST) != lost_first)
                 continue;
             c->backoff = false;
-            wake(c);
             zklock__mark(c);
         }
     }
     zklock__drive(s);
 }
 
-/* Wakes every owner so that it can look at the session state again. */
+/* Every contender looks at the session state again (a try-once gives up). */
 static void engine_suspended(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        wake(c);
+        zklock__mark(c);
     zklock__drive(s);
 }
 
@@ -664,7 +659,7 @@ static void ended_for(zkl_contender_t *c, int reason)
     case ZKL_HELD:
         if (closing && !c->waiting) {
             zklock__set_node(c, NULL); /* ended by the user: not a loss */
-            c->phase = ZKL_LOST;
+            zklock__set_phase(c, ZKL_LOST, "session closed");
         } else {
             zklock__lose(c, ZKLOCK_LOST_EXPIRED);
         }
@@ -711,7 +706,6 @@ static void engine_ended(zklock_session_t *s, int reason)
         c->own_pending = c->watch_pending = c->queue_listing = false;
         c->watch_wanted = false; /* registrations go with the handle */
         ended_for(c, reason);
-        wake(c);
         zklock__mark(c);
     }
     zklock__drive(s);

@@ -28,13 +28,6 @@ static inline const char *basename_of(const char *path)
     return strrchr(path, '/') + 1;
 }
 
-/* Something about c changed: its owner's call in progress may be decided
- * (owner.c). Never frees c. */
-static inline void wake(zkl_contender_t *c)
-{
-    zklock__call_check(c);
-}
-
 /* ---- contender.c: lifetime and outcomes ---------------------------------- */
 
 /* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
@@ -52,20 +45,28 @@ bool zklock__writer_still_holds(const zkl_contender_t *c);
 /* c holds (false: not on a lease that ran out; granted once a heartbeat
  * proves the session, c->lease_wait). */
 bool zklock__become_holder(zkl_contender_t *c);
-/* Sub-acquisitions (c->subs, contenders of other handles owned by c). The
- * rule that keeps their lifetimes simple: nothing done for a sub's own event
- * steps or frees its parent, except after disowning it; the event's end
- * (zklock__event_end) settles the parent. */
-void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_contender_t *, int));
-/* Has c a sub with something left on the server? Those without are let go
- * (and freed: never call this with one in use up the stack). */
+/* Sub-acquisitions (c->subs, contenders of other handles owned by c).
+ * A sub never calls its parent: its phase changes mark the parent, whose
+ * step reads them (zklock__subs_collect); a parent lets a sub go by marking
+ * it, and the sub's own step releases it or gives it up. */
+void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m);
+/* Has c a sub with something left on the server? Those without are
+ * disowned, and marked (the driver frees them). */
 bool zklock__sub_pending(zkl_contender_t *c);
-/* c lets go of its sub m (the caller frees it, or its next event does). */
+/* c lets go of its sub m (the driver frees it once it can). */
 void zklock__disown(zkl_contender_t *c, zkl_contender_t *m);
-/* c no longer wants its sub m: a hold is released, an acquisition canceled,
- * in the background (its decision, through m->internal, disowns it); c
- * finishes only once m's node is gone. */
+/* c no longer wants its sub m: m's step releases a hold or gives up an
+ * acquisition, in the background; c finishes only once m's node is gone. */
 void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m);
+/* A sub's step: its parent let it go. */
+void zklock__let_go_step(zkl_contender_t *m);
+/* c's step: what became of its subs. A sub's failed acquisition gives c
+ * up; a sub's hold it now has (the sub's call is decided there); a sub
+ * let go is disowned once finished (its failed release counts in c's own
+ * if `releases_count`); a held c whose sub's hold was lost loses its own. */
+void zklock__subs_collect(zkl_contender_t *c, bool releases_count);
+/* A downgrade heir's step: its writer's hold was lost, so is its own. */
+void zklock__heir_step(zkl_contender_t *c);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
 /* ... and we do not know why: a probe asks (fallback: if the session lives). */
@@ -81,38 +82,32 @@ bool zklock__op_end(zkl_contender_t *c);    /* first in each answer: is it curre
 void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
 void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
 void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
-void zklock__settle(zkl_contender_t *c);             /* step, and free if finished */
 /* Requests a recipe sends itself (a multi-lock makes its members' nodes). */
 char *zklock__node_name(zkl_contender_t *c);          /* the path to create (malloc'ed) */
 void zklock__send_parents(zkl_contender_t *c);        /* makes the queue's missing levels */
 void zklock__send_list(zkl_contender_t *c);           /* lists the queue; judged on answer */
-/* The end of an event of c's (an answer, a watch): c settles, and so does
- * `up`, its parent when the event began, which c's news may have changed (a
- * sub's events never step or free its parent before: the parent may be
- * in use up the stack; here nothing of either is). */
-void zklock__event_end(zkl_contender_t *c, zkl_contender_t *up);
 /* After a lost create reply: is the node we found ours (its owner our session)? */
 void zklock__send_owner_check(zkl_contender_t *c);
 /* Deletes a duplicate of our own node, found in a listing, without waiting. */
 void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
 
-/* Every completion and watcher runs through this: lock, drop stale
- * answers, handle, step, maybe free. */
+/* Every completion runs through this: lock, drop stale answers, record
+ * the answer (the handler between the two), mark, drive. */
 #define ZKL_COMPLETION_BEGIN(c)                        \
     zkl_contender_t *c = (zkl_contender_t *)data;       \
     zklock_session_t *s = session_of(c);                \
-    zkl_contender_t *up_;                               \
     pthread_mutex_lock(&s->mu);                         \
-    up_ = c->parent;                                    \
     if (!zklock__op_end(c)) {                           \
-        zklock__event_end(c, up_);                      \
+        zklock__mark_event(c);                          \
+        zklock__drive(s);                               \
         pthread_mutex_unlock(&s->mu);                   \
         return;                                         \
     }                                                   \
     zklock__learn_completion_thread(s);                 \
     zklock__back_off(c, rc)
 #define ZKL_COMPLETION_END(c)    \
-    zklock__event_end(c, up_); \
+    zklock__mark_event(c);       \
+    zklock__drive(s);            \
     pthread_mutex_unlock(&s->mu)
 
 /* ---- judge.c: what a listing means for us ---------------------------------- */

@@ -177,7 +177,6 @@ struct zkl_contender {
     bool releasing;        /* a release is, and someone awaits its end */
     struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
     struct zkl_done *done; /* an asynchronous call's completion, or NULL */
-    bool checking, recheck;
     bool has_deadline;
     struct zkl_timer deadline_timer;
     char *check_path;      /* zklock_check_op's copy of the held node */
@@ -185,6 +184,11 @@ struct zkl_contender {
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
     int lost_reason;       /* what on_lost was told */
+    int lost_why;          /* why the hold was lost (0: unconfirmed, below) */
+    /* (a downgrade heir) its writer's hold was lost, and why: its step
+     * loses the heir's too */
+    bool writer_lost, writer_loss_unconfirmed;
+    int writer_lost_why;
     bool loss_unconfirmed; /* LOST, and on_lost waits to know why: */
     int loss_fallback;     /* ... this, unless the session turns out ended */
 
@@ -231,12 +235,12 @@ struct zkl_contender {
                               answer registers the watch, wanted or not */
     /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
      * multi-lock's members): contenders of other handles whose owner is
-     * this contender (their parent), told through `internal` when a call
-     * on them is decided. A parent is neither finished nor freed while it
-     * has a sub: what it started on the server is gone before it is. */
+     * this contender (their parent). A sub never calls its parent: its
+     * phase changes mark the parent, whose step reads them. A parent is neither finished nor freed while it has a sub:
+     * what it started on the server is gone before it is. */
     zkl_contender_t *subs, *next_sub, *parent;
-    void (*internal)(zkl_contender_t *c, int rc);
-    bool let_go;           /* (a sub) its parent no longer wants it */
+    bool let_go;           /* (a sub) its parent no longer wants it: its
+                              step releases it, or gives it up */
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
@@ -277,8 +281,12 @@ struct zkl_recipe {
     void (*judge)(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir);
     /* c holds now: let go of what it took to get there. */
     void (*granted)(zkl_contender_t *c);
-    /* c gives up, or its hold ends: end what the recipe started for it. */
+    /* c gives up, or its hold ends: end what the recipe started for it
+     * (let its subs go: they are marked, never called). */
     void (*ending)(zkl_contender_t *c);
+    /* The recipe's part of c's step, before the engine's: reads what became
+     * of c's subs. */
+    void (*step)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
@@ -456,6 +464,9 @@ bool zklock__on_completion_thread(const zklock_session_t *s);
 
 #define ZKL_OWN_WATCH_DELAY_MS 50
 zkl_contender_t *zklock__contender_new(zklock_t *l);
+/* The one way c's phase changes (why: for the trace); a sub's change marks
+ * its parent. */
+void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
 void zklock__step(zkl_contender_t *c);
 void zklock__give_up(zkl_contender_t *c, int rc);
 void zklock__detach(zkl_contender_t *c);
@@ -467,6 +478,9 @@ bool zklock__free_if_finished(zkl_contender_t *c);
 
 /* Something about c changed: the driver steps it (O(1), idempotent). */
 void zklock__mark(zkl_contender_t *c);
+/* An event of c's (an answer, a watch event, a timer) is recorded: c is
+ * marked, and so is its parent, whose step reads its subs. */
+void zklock__mark_event(zkl_contender_t *c);
 /* Steps the marked contenders until none is left, decides their owners'
  * calls, then frees those that are finished. Every entry point (an answer,
  * a watch event, a timer, a session change, a user's call) calls it once at
@@ -491,8 +505,11 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
                            struct zkl_waiter *waiter);
 /* Starts the release of c's hold (the node's deletion), told likewise. */
 void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter);
-/* The engine: something about c changed; decides its call if it can. */
-void zklock__call_check(zkl_contender_t *c);
+/* Why c's acquisition gives up now (canceled, a try-once cut off, its
+ * deadline), or 0: a fact its step reads. */
+int zklock__call_gives_up(const zkl_contender_t *c);
+/* The driver: decides c's call in progress if its outcome is known. */
+void zklock__call_decide(zkl_contender_t *c);
 /* Waits, with s->mu, for the outcome of the blocking call that `me` was
  * started with, and returns it. c may be freed once this returns (unless
  * the caller holds it otherwise): reap it. */

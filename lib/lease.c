@@ -111,7 +111,7 @@ bool zklock__lease_over(const zklock_session_t *s)
 static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until, now;
-    zkl_contender_t *c, *up;
+    zkl_contender_t *c;
     bool late;
 
     if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
@@ -127,15 +127,12 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
     for (c = s->contenders; c; c = c->sess_next) {
         if (c->phase != ZKL_HELD)
             continue;
-        up = c->parent;
         zklock__stale_add(c);
         if (late)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
         else
             zklock__lose(c, ZKLOCK_LOST_UNSURE);
-        zklock__mark(c);
-        if (up)
-            zklock__mark(up);
+        zklock__mark_event(c);
     }
     zklock__stale_sweep(s); /* sent now if the connection is up after all */
     zklock__drive(s);
@@ -148,21 +145,18 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
  * its writer still does; a multi-lock's step decides again. */
 static void regrant(zklock_session_t *s)
 {
-    zkl_contender_t *c, *up;
+    zkl_contender_t *c;
 
     for (c = s->contenders; c; c = c->sess_next) {
         if (!c->lease_wait || c->phase != ZKL_QUEUING)
             continue;
-        up = c->parent;
         if (c->l->recipe->nodeless)
             ; /* its step looks at its members again */
         else if (c->heir && !zklock__writer_still_holds(c))
             zklock__requeue(c);
         else
             zklock__become_holder(c);
-        zklock__mark(c);
-        if (up)
-            zklock__mark(up);
+        zklock__mark_event(c);
     }
 }
 

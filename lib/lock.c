@@ -115,7 +115,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
-        c->phase = ZKL_GONE;
+        zklock__set_phase(c, ZKL_GONE, "refused");
         zklock__detach(c);
         return answer(done, rc);
     }
@@ -332,8 +332,7 @@ static void cancel_locked(zklock_t *l)
         next = c->lock_next;
         if (c->waiting) {
             c->canceled = true;
-            zklock__call_check(c);
-            zklock__mark(c);
+            zklock__mark(c); /* its step gives up */
         }
     }
     zklock__drive(l->s);

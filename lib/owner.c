@@ -4,8 +4,8 @@
  * A contender belongs to an owner: the thread that acquired it
  * (ZKLOCK_OWNER_THREAD) or the handle (ZKLOCK_OWNER_HANDLE). The owner makes
  * one call at a time on it: an acquisition, or a release. A call is decided
- * here, in one place, whoever waits for it: the engine tells
- * zklock__call_check() of every change (engine.h's wake), and once the call
+ * here, in one place, whoever waits for it: the driver asks
+ * zklock__call_decide() about every contender it stepped, and once the call
  * is decided its outcome goes either to a thread blocked in it (c->cond) or
  * to a done callback (dispatch.c). A blocking call is an asynchronous one
  * that waits: there is no second implementation.
@@ -112,8 +112,7 @@ static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
-    zklock__call_check(c);
-    zklock__mark(c);
+    zklock__mark(c); /* its step gives up (the timer is no longer armed) */
     zklock__drive(s);
 }
 
@@ -132,8 +131,7 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
         c->deadline_timer.fire = deadline_passed;
         zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
     }
-    zklock__step(c);
-    zklock__call_check(c); /* a try-once cut off, say */
+    zklock__mark(c);
 }
 
 void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter)
@@ -143,7 +141,6 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
     c->rel_waiter = waiter;
     c->inside += waiter != NULL;
     zklock__give_up(c, ZKLOCK_OK);
-    zklock__call_check(c);
 }
 
 /* ---- deciding ------------------------------------------------------------------------- */
@@ -157,12 +154,7 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
 
-    if (c->internal) {
-        void (*internal)(zkl_contender_t *, int) = c->internal;
-        if (!holds)
-            c->internal = NULL; /* nothing more to tell its owner */
-        internal(c, rc);
-    } else if (c->done) {
+    if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;
         if (!holds)
@@ -181,18 +173,29 @@ static bool deadline_over(const zkl_contender_t *c)
     return c->has_deadline && !zklock__timer_armed(&c->deadline_timer);
 }
 
-static void check_once(zkl_contender_t *c)
+/* Why the owner's acquisition gives up now (0: it does not): canceled, a
+ * try-once cut off, a deadline passed. Read by the contender's step. */
+int zklock__call_gives_up(const zkl_contender_t *c)
+{
+    if (!c->waiting || c->phase != ZKL_QUEUING)
+        return 0;
+    if (c->canceled)
+        return ZKLOCK_ECANCELED;
+    if (c->try_once && !zklock__connected(session_of(c)))
+        return ZCONNECTIONLOSS;
+    if (deadline_over(c))
+        return ZKLOCK_ETIMEDOUT;
+    return 0;
+}
+
+/* The driver, once the marked contenders are stepped: decides c's call in
+ * progress if its outcome is known. Never frees c, never steps it. */
+void zklock__call_decide(zkl_contender_t *c)
 {
     bool connected = zklock__connected(session_of(c));
 
-    if (c->waiting && c->phase == ZKL_QUEUING) {
-        if (c->canceled)
-            zklock__give_up(c, ZKLOCK_ECANCELED);
-        else if (c->try_once && !connected)
-            zklock__give_up(c, ZCONNECTIONLOSS);
-        else if (deadline_over(c))
-            zklock__give_up(c, ZKLOCK_ETIMEDOUT);
-    }
+    if (c->parent)
+        return; /* a sub: its parent's step reads it (zklock__subs_collect) */
     if (c->waiting && c->phase == ZKL_HELD) {
         c->waiting = false;
         c->holds = 1;
@@ -209,21 +212,6 @@ static void check_once(zkl_contender_t *c)
     }
 }
 
-/* Never frees c: the driver does, once it may. */
-void zklock__call_check(zkl_contender_t *c)
-{
-    if (c->checking) {
-        c->recheck = true; /* a give-up just above led back here */
-        return;
-    }
-    c->checking = true;
-    do {
-        c->recheck = false;
-        check_once(c);
-    } while (c->recheck);
-    c->checking = false;
-}
-
 int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
 {
     zklock_session_t *s = session_of(c);
@@ -235,8 +223,7 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
         if (timed && pthread_cond_timedwait(&c->cond, &s->mu, &c->deadline_timer.at) == ETIMEDOUT) {
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
-            zklock__call_check(c);
-            zklock__mark(c);
+            zklock__mark(c); /* its step gives up */
             zklock__drive(s);
         } else if (!timed) {
             pthread_cond_wait(&c->cond, &s->mu);

@@ -139,14 +139,13 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx, *up;
+    zkl_contender_t *c = ctx;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    up = c->parent;
     if (watch_event(c, zh, &c->pred_watches, path, c->watched) && c->watch_wanted &&
         c->phase == ZKL_QUEUING && !c->busy) {
         if (type == ZOO_CHANGED_EVENT) {
@@ -161,7 +160,8 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
         if (wanted)
             c->need_list = true; /* look again once the chain in flight is done */
     }
-    zklock__event_end(c, up);
+    zklock__mark_event(c);
+    zklock__drive(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -210,14 +210,13 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
 
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx, *up;
+    zkl_contender_t *c = ctx;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    up = c->parent;
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
@@ -225,7 +224,8 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
             zklock__requeue_own(c); /* someone deleted our place in the queue */
     }
     /* a data change: step() arms the watch again */
-    zklock__event_end(c, up);
+    zklock__mark_event(c);
+    zklock__drive(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -290,14 +290,13 @@ void zklock__queue_listed(zkl_contender_t *c, int rc)
 
 void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx, *up;
+    zkl_contender_t *c = ctx;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    up = c->parent;
     s->stats.watch_events++;
     if (c->queue_watches > 0) {
         c->queue_watches--;
@@ -307,7 +306,8 @@ void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path,
         s->stats.wakeups++;
         c->need_list = true; /* the queue changed: look again (the recipe, if c has no node) */
     }
-    zklock__event_end(c, up);
+    zklock__mark_event(c);
+    zklock__drive(s);
     pthread_mutex_unlock(&s->mu);
 }
 

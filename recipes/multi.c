@@ -57,8 +57,6 @@ static bool in_turn(const zklock_t *member)
 
 /* ---- members ------------------------------------------------------------------------------ */
 
-static void member_decided(zkl_contender_t *m, int rc);
-
 /* A contender of member for M, owned by M's owner. */
 static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
 {
@@ -68,7 +66,7 @@ static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
         return NULL;
     m->owner = c->owner;
     m->by_parent = true; /* M makes its node, or starts it in its turn */
-    zklock__adopt(c, m, member_decided);
+    zklock__adopt(c, m);
     return m;
 }
 
@@ -78,23 +76,6 @@ static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
         if (m->l == member && !m->let_go)
             return m;
     return NULL;
-}
-
-/* A call on member m of M is decided. Runs in m's events: M is stepped
- * when the event ends, or here only once m is disowned (engine.h). */
-static void member_decided(zkl_contender_t *m, int rc)
-{
-    zkl_contender_t *c = m->parent;
-
-    if (rc == ZKLOCK_OK && !m->let_go)
-        return; /* held: M looks at the others when the event ends */
-    zklock__disown(c, m);
-    if (m->let_go) {
-        if (c->releasing && rc != ZKLOCK_OK && rc != ZKLOCK_ECANCELED && c->result == ZKLOCK_OK)
-            c->result = rc; /* a member's hold was gone: the release says so */
-    } else if (c->phase == ZKL_QUEUING) {
-        zklock__give_up(c, rc); /* busy (try-once), refused, closed, ... */
-    }
 }
 
 /* ---- enqueuing: one transaction for every lock member ------------------------------------ */
@@ -224,7 +205,7 @@ static void enqueued(int rc, const void *data)
             m->czxid = 0; /* read next: a transaction's create gives no Stat */
             if (!m->node)
                 zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
-            zklock__step(m); /* let go of meanwhile: its node goes now */
+            zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
         }
         c->busy++;
         zklock__op_begin(c);
@@ -283,10 +264,9 @@ static bool replace_lost_members(zkl_contender_t *c)
     for (zkl_contender_t *m = c->subs, *next; m; m = next) {
         zklock_t *member = m->l;
         next = m->next_sub;
-        if (m->let_go || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
-            continue;
+        if (m->let_go || m->waiting || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
+            continue; /* (a failed acquisition's outcome gives M up: zklock__subs_collect) */
         zklock__disown(c, m);
-        zklock__mark(m); /* the driver frees it */
         if (!new_member(c, member)) {
             zklock__give_up(c, ZKLOCK_ENOMEM);
             return false;
@@ -312,10 +292,6 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
             if (i >= mu->nlocks)
                 m->by_parent = false; /* its turn: it takes its own steps */
             zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-            if (m->parent != c) {
-                zklock__mark(m); /* decided at once: M has given up */
-                return;
-            }
         }
         before_held &= m->phase == ZKL_HELD && m->czxid != 0;
     }

@@ -75,19 +75,6 @@ static void let_go_of_mutex(zkl_contender_t *c)
     zklock__sub_pending(c); /* lets it go now if nothing of it is left */
 }
 
-/* A call on m, the mutex of lease contender m->parent, is decided. Runs in
- * m's events: it may not step or free the parent (engine.h). */
-static void mutex_decided(zkl_contender_t *m, int rc)
-{
-    zkl_contender_t *c = m->parent;
-
-    if (rc == ZKLOCK_OK && !m->let_go)
-        return; /* held: the event's end steps c, which makes its lease now */
-    zklock__disown(c, m);
-    if (!m->let_go && c->phase == ZKL_QUEUING)
-        zklock__give_up(c, rc); /* busy (try-once), closed, refused, ... */
-}
-
 static bool take_mutex(zkl_contender_t *c)
 {
     zkl_contender_t *m = zklock__contender_new(&sem_of(c->l)->mutex);
@@ -96,30 +83,29 @@ static bool take_mutex(zkl_contender_t *c)
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return false;
     }
-    zklock__adopt(c, m, mutex_decided);
+    zklock__adopt(c, m);
     /* Under a new mutex (the last one lost with its session, say), look at
      * the leases afresh: a watch set before may have gone with the session. */
     c->recipe_state = ROOM_UNKNOWN;
     zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-    if (c->subs != m)
-        zklock__mark(m); /* decided at once */
     return true;
 }
 
-/* The mutex's hold ended under its owner (its node deleted by hand, or its
- * lease ran out while the connection was down: its node is deleted when the
- * session is heard from again): a lease node made under it no longer waits
- * its turn, and blocks others. It goes (now, or as the session reconnects);
- * its contender starts over. (Ended with the session: the engine requeues
- * the contender anyway, and remembers its node if it must.) */
+/* The lease's step, first: its mutex's hold ended under it (its node
+ * deleted by hand, or its lease ran out while the connection was down: its
+ * node is deleted when the session is heard from again): a lease node made
+ * under it no longer waits its turn, and blocks others. It goes (now, or as
+ * the session reconnects); its contender starts over. (Ended with the
+ * session: the engine requeued the contender anyway, and remembered its
+ * node if it must.) */
 static void start_over(zkl_contender_t *c);
 
-static void mutex_ending(zkl_contender_t *m)
+static void lease_step(zkl_contender_t *c)
 {
-    zkl_contender_t *c = m->parent;
-    zklock_session_t *s = session_of(m);
+    zkl_contender_t *m = c->subs;
+    zklock_session_t *s = session_of(c);
 
-    if (!c || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
+    if (!m || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
         s->state == ZKL_S_CLOSED)
         return;
     if (c->phase == ZKL_QUEUING && c->node)
@@ -287,7 +273,7 @@ static bool may_create(zkl_contender_t *c)
     struct zklock_semaphore *sem = sem_of(c->l);
     zkl_contender_t *m = c->subs;
 
-    if (m && (m->phase == ZKL_LOST || m->phase == ZKL_GONE)) {
+    if (m && !m->waiting && (m->phase == ZKL_LOST || m->phase == ZKL_GONE)) {
         let_go_of_mutex(c); /* lost with a session, or deleted: take it again */
         m = c->subs;
     }
@@ -385,6 +371,7 @@ static void mutex_handle_gone(zklock_t *l)
 }
 
 static const struct zkl_recipe lease_recipe = {
+    .step = lease_step,
     .may_create = may_create,
     .judge = judge,
     .granted = let_go_of_mutex,
@@ -394,7 +381,6 @@ static const struct zkl_recipe lease_recipe = {
 };
 
 static const struct zkl_recipe mutex_recipe = {
-    .ending = mutex_ending,
     .destroy = mutex_handle_gone,
 };
 
