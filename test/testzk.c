@@ -271,6 +271,72 @@ int tu_leader(void)
     return 0;
 }
 
+/* The value after `key` at the start of a line of text, or NULL. */
+static const char *line_value(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p; p = strchr(p, '\n')) {
+        p += *p == '\n';
+        if (strncmp(p, key, n) == 0)
+            return p + n;
+    }
+    return NULL;
+}
+
+bool tu_zxid(uint64_t *zxid)
+{
+    char buf[4096];
+    const char *z, *mode;
+    bool found = false;
+
+    for (int i = 1; i <= tu_servers(); i++) {
+        uint64_t v;
+        if (tu_fourlw(i, "srvr", buf, sizeof buf) <= 0 || !(z = line_value(buf, "Zxid: ")))
+            continue;
+        v = strtoull(z, NULL, 16);
+        mode = line_value(buf, "Mode: ");
+        if (mode && strncmp(mode, "leader", 6) == 0) {
+            *zxid = v; /* the leader's is the ensemble's */
+            return true;
+        }
+        if (!found || v > *zxid)
+            *zxid = v;
+        found = true;
+    }
+    return found;
+}
+
+struct quiet {
+    uint64_t zxid;
+    int64_t since_ms, asked_ms;
+    int for_ms;
+};
+
+/* Asks at most every 100 ms: a 4-letter word is a connection of its own. */
+static bool stayed_quiet(void *p)
+{
+    struct quiet *q = p;
+    int64_t now = tu_now_ms();
+    uint64_t z;
+
+    if (now - q->asked_ms < 100)
+        return false;
+    q->asked_ms = now;
+    if (!tu_zxid(&z))
+        return false;
+    if (z != q->zxid || q->since_ms < 0) {
+        q->zxid = z;
+        q->since_ms = now;
+    }
+    return now - q->since_ms >= q->for_ms;
+}
+
+bool tu_wait_quiet(int for_ms)
+{
+    struct quiet q = {0, -1, -1000, for_ms};
+    return tu_wait_until(stayed_quiet, &q, TU_WAIT_MS);
+}
+
 int tu_server_of(int64_t session_id)
 {
     char buf[65536], sid[40];
