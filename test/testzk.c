@@ -271,31 +271,19 @@ int tu_leader(void)
     return 0;
 }
 
-/* The value after `key` at the start of a line of text, or NULL. */
-static const char *line_value(const char *text, const char *key)
-{
-    size_t n = strlen(key);
-    for (const char *p = text; p; p = strchr(p, '\n')) {
-        p += *p == '\n';
-        if (strncmp(p, key, n) == 0)
-            return p + n;
-    }
-    return NULL;
-}
-
 bool tu_zxid(uint64_t *zxid)
 {
     char buf[4096];
-    const char *z, *mode;
+    const char *z;
     bool found = false;
 
+    /* srvr's answer: "Zookeeper version: ...\n...Zxid: 0x...\n...Mode: leader\n" */
     for (int i = 1; i <= tu_servers(); i++) {
         uint64_t v;
-        if (tu_fourlw(i, "srvr", buf, sizeof buf) <= 0 || !(z = line_value(buf, "Zxid: ")))
+        if (tu_fourlw(i, "srvr", buf, sizeof buf) <= 0 || !(z = strstr(buf, "\nZxid: ")))
             continue;
-        v = strtoull(z, NULL, 16);
-        mode = line_value(buf, "Mode: ");
-        if (mode && strncmp(mode, "leader", 6) == 0) {
+        v = strtoull(z + strlen("\nZxid: "), NULL, 16);
+        if (strstr(buf, "\nMode: leader\n")) {
             *zxid = v; /* the leader's is the ensemble's */
             return true;
         }
