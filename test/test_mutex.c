@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "detector.h"
@@ -908,6 +909,82 @@ static void test_one_wakeup_per_release(void)
     tu_assert_clean(path);
 }
 
+/* ---- what holding costs the ensemble --------------------------------------------------------------------- */
+
+/* A holding session keeps its lease with heartbeats, writes the ensemble
+ * commits (lib/lease.c): one stream per session, however many locks it
+ * holds (issue 24). Measured by the server's zxid over a window of a few
+ * session timeouts, short ones so that the window is short. */
+#define COST_TIMEOUT_MS 2000
+#define COST_WINDOW_TIMEOUTS 3
+#define COST_HEARTBEATS_PER_TIMEOUT 6 /* lease.c's rate today: a cut only lowers it */
+
+struct idle_cost {
+    uint64_t txns;     /* what the ensemble committed in the window */
+    uint64_t requests; /* what the session sent in it (for the failure message) */
+};
+
+/* One session holds `n` distinct locks, idle, for the window. Nothing else
+ * of this test process writes meanwhile (the inspector's handle only
+ * pings), and what earlier tests left to delete is gone first. */
+static struct idle_cost idle_cost(int n)
+{
+    zklock_session_opts_t o = {.timeout_ms = COST_TIMEOUT_MS};
+    zklock_session_t *s;
+    zklock_t **l = calloc((size_t)n, sizeof *l);
+    char base[256], path[300];
+    struct timespec window = {COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS / 1000, 0};
+    struct idle_cost c = {0, 0};
+    uint64_t z0 = 0, z1 = 0, r0;
+
+    CU_ASSERT_FATAL(l != NULL);
+    CU_ASSERT_FATAL(tu_wait_quiet(1500));
+    s = tu_session_opts(&o);
+    TU_ASSERT_INT(zoo_recv_timeout(zklock_session_zhandle(s)), ==, COST_TIMEOUT_MS);
+    snprintf(base, sizeof base, "%s", tu_path("idle-cost"));
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%d", base, k);
+        l[k] = tu_mutex(s, path, NULL);
+        TU_REQUIRE_RC(zklock_acquire(l[k], -1), ZKLOCK_OK);
+    }
+    CU_ASSERT_FATAL(tu_zxid(&z0));
+    r0 = TU_STAT(s, requests);
+    nanosleep(&window, NULL); /* the window measured: nothing to wait for */
+    CU_ASSERT_FATAL(tu_zxid(&z1));
+    c.requests = TU_STAT(s, requests) - r0;
+    c.txns = z1 - z0;
+    for (int k = 0; k < n; k++) {
+        TU_ASSERT_RC(zklock_release(l[k]), ZKLOCK_OK);
+        zklock_free(l[k]);
+    }
+    zklock_session_close(s);
+    free(l);
+    tu_assert_clean(base);
+    return c;
+}
+
+static void test_heartbeat_per_session(void)
+{
+    int many = tu_scaled(200);
+    struct idle_cost one = idle_cost(1), all = idle_cost(many);
+    uint64_t most = COST_WINDOW_TIMEOUTS * COST_HEARTBEATS_PER_TIMEOUT + 2;
+
+    printf("\n  idle for %d ms with a %d ms session: holding 1 lock, %llu transactions committed "
+           "(%llu requests sent); holding %d locks, %llu (%llu requests)\n",
+           COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS, COST_TIMEOUT_MS, (unsigned long long)one.txns,
+           (unsigned long long)one.requests, many, (unsigned long long)all.txns,
+           (unsigned long long)all.requests);
+    /* The strict lease proves itself with writes: a holding session costs
+     * some, or this measured nothing. */
+    TU_ASSERT_INT(one.txns, >=, 1);
+    TU_ASSERT_INT(one.txns, <=, most);
+    /* As many as one lock costs, give or take a heartbeat where the window
+     * cuts the timer's period, and one stray transaction (a session of an
+     * earlier test expiring): a heartbeat per hold would be `many` times. */
+    TU_ASSERT_INT(all.txns, <=, one.txns + one.txns / 4 + 2);
+    TU_ASSERT_INT(all.txns, <=, most);
+}
+
 /* ---- lock paths ------------------------------------------------------------------------------------------ */
 
 static void test_parents_are_containers(void)
@@ -1345,6 +1422,7 @@ static const tu_test_t mutex_tests[] = {
     {"fast_path_recreated_path", test_fast_path_recreated_path},
     {"fast_path_recreated_in_multis", test_fast_path_recreated_in_multis},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
+    {"heartbeat_per_session", test_heartbeat_per_session},
     {"parents_are_containers", test_parents_are_containers},
     {"uncreatable_path", test_uncreatable_path},
     {"missing_chroot", test_missing_chroot},

@@ -144,6 +144,13 @@ int tu_fourlw(int i, const char *word, char *buf, size_t len);
 int tu_leader(void);
 /* Which server holds the connection of session id, 0 if none. */
 int tu_server_of(int64_t session_id);
+/* The ensemble's zxid (the leader's, or the highest a server gives: srvr);
+ * false if no server told it. Every committed transaction advances it by one. */
+bool tu_zxid(uint64_t *zxid);
+/* Waits (TU_WAIT_MS at most) until the ensemble commits nothing for for_ms:
+ * the deletions of what earlier tests left behind (empty containers, which
+ * the harness's servers sweep every second) are done. */
+bool tu_wait_quiet(int for_ms);
 /* Runs "zk-harness.sh CMD DIR I" (kill, pause, resume, restart). */
 int tu_harness(const char *cmd, int i);
 

@@ -271,6 +271,60 @@ int tu_leader(void)
     return 0;
 }
 
+bool tu_zxid(uint64_t *zxid)
+{
+    char buf[4096];
+    const char *z;
+    bool found = false;
+
+    /* srvr's answer: "Zookeeper version: ...\n...Zxid: 0x...\n...Mode: leader\n" */
+    for (int i = 1; i <= tu_servers(); i++) {
+        uint64_t v;
+        if (tu_fourlw(i, "srvr", buf, sizeof buf) <= 0 || !(z = strstr(buf, "\nZxid: ")))
+            continue;
+        v = strtoull(z + strlen("\nZxid: "), NULL, 16);
+        if (strstr(buf, "\nMode: leader\n")) {
+            *zxid = v; /* the leader's is the ensemble's */
+            return true;
+        }
+        if (!found || v > *zxid)
+            *zxid = v;
+        found = true;
+    }
+    return found;
+}
+
+struct quiet {
+    uint64_t zxid;
+    int64_t since_ms, asked_ms;
+    int for_ms;
+};
+
+/* Asks at most every 100 ms: a 4-letter word is a connection of its own. */
+static bool stayed_quiet(void *p)
+{
+    struct quiet *q = p;
+    int64_t now = tu_now_ms();
+    uint64_t z;
+
+    if (now - q->asked_ms < 100)
+        return false;
+    q->asked_ms = now;
+    if (!tu_zxid(&z))
+        return false;
+    if (z != q->zxid || q->since_ms < 0) {
+        q->zxid = z;
+        q->since_ms = now;
+    }
+    return now - q->since_ms >= q->for_ms;
+}
+
+bool tu_wait_quiet(int for_ms)
+{
+    struct quiet q = {0, -1, -1000, for_ms};
+    return tu_wait_until(stayed_quiet, &q, TU_WAIT_MS);
+}
+
 int tu_server_of(int64_t session_id)
 {
     char buf[65536], sid[40];

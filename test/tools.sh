@@ -319,13 +319,15 @@ kill -TERM $kz; wait $kz
 
 # ---- zklock-bench: usage -------------------------------------------------------------------------
 expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
-check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election or async-many" "$T/err"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election, async-many, idle or idle-many" "$T/err"
 expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
 check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
 expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
 check "...says which" grep -q "contended needs CLIENTS and SECONDS" "$T/err"
 expect_status 64 "zklock-bench: an extra argument" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" many 3 4
 check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
+expect_status 64 "zklock-bench: a session timeout out of range" "$ZKBENCH" --session-timeout 0 "$ZKLOCK_TEST_HOSTS" idle 1 1
+check "...says which" grep -q -- "--session-timeout: '0' is not a number from 1 to 3600000" "$T/err"
 expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
 check "...says what the comparison is, not where a file of ours lies" \
   sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
