@@ -88,7 +88,10 @@ extern "C" {
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
-                        "leases than asked for (kazoo's check)")
+                        "leases than asked for (kazoo's check)")               \
+    X(EWRAPPED, -1016, "the lock path's sequence counter ran out (2^31 "      \
+                       "nodes made under it): delete and re-create the "      \
+                       "path, or let an empty container be reaped")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -461,6 +464,9 @@ ZKLOCK_API int zklock_path_check(const char *path);
  *                      ZooKeeper's completion thread (see zklock_session_adopt),
  *                      or with a timeout in a zklock callback
  *   ZKLOCK_ECLOSED     the session was closed
+ *   ZKLOCK_EWRAPPED    the lock path's sequence counter ran out (2^31 - 1
+ *                      nodes made under it), where Curator's and kazoo's
+ *                      order is not zklock's (zklock(3), ON THE WIRE)
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
  *   ZSESSIONEXPIRED    try-once on an adopted session that expired and has

@@ -527,6 +527,49 @@ static void test_bad_input(void)
 }
 
 
+/* ---- the end of the sequence counters ------------------------------------------------ */
+
+/* design.md, "Sequence numbers run out", on a server started with the
+ * counters near their end (zk-harness.sh --seed): leases are counted, not
+ * ordered, so a spent number there changes nothing (Curator counts them
+ * too); the acquisition lock is a mutex, and refuses where its counter ran
+ * out, leaving nothing. */
+static void test_spent_counters(void)
+{
+    struct tu_seeded z;
+    zklock_session_t *s;
+    zklock_t *a, *b, *c, *d;
+    struct String_vector v = {0, NULL};
+
+    if (!tu_seeded_start(&z, "/wrap/s/leases=2147483647 /wrap/t/locks=2147483647"))
+        return;
+    s = tu_seeded_session(&z);
+    a = new_sem(s, "/wrap/s", 2, NULL);
+    b = new_sem(s, "/wrap/s", 2, NULL);
+    c = new_sem(s, "/wrap/s", 2, NULL);
+    d = new_sem(s, "/wrap/t", 2, NULL);
+    TU_ASSERT_RC(zklock_acquire(a, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(b, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(c, 0), ZKLOCK_EBUSY);
+    TU_REQUIRE_RC(zoo_get_children(z.zh, "/wrap/s/leases", 0, &v), ZOK);
+    TU_ASSERT_INT(v.count, ==, 2);
+    for (int i = 0; i < v.count; i++) /* the server's counter stuck at its end */
+        CU_ASSERT(strstr(v.data[i], "-lease-2147483647") != NULL);
+    deallocate_String_vector(&v);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(b), ZKLOCK_OK);
+
+    TU_ASSERT_RC(zklock_acquire(d, 5000), ZKLOCK_EWRAPPED);
+    TU_ASSERT_INT(tu_seeded_count(&z, "/wrap/t/locks"), ==, 0);
+    TU_ASSERT_INT(tu_seeded_count(&z, "/wrap/t/leases"), <=, 0);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(c);
+    zklock_free(d);
+    zklock_session_close(s);
+    tu_seeded_stop(&z);
+}
+
 /* ---- review: kazoo waiters ------------------------------------------------------------ */
 
 /* A change of a semaphore's leases: has it woken a waiter of s's? (kazoo:
@@ -738,6 +781,7 @@ static void test_lease_ran_out_waiter(void)
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
+    {"spent_counters", test_spent_counters},
     {"limit_holds", test_limit_holds},
     {"limit_holds_kazoo", test_limit_holds_kazoo},
     {"never_exceeded_2", test_never_exceeded_2},

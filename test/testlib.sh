@@ -45,7 +45,8 @@ json_field() { # path python-expression-on-q
 }
 started() { [ -s "$1" ]; }
 # A server of the test's own, to kill: private_zk prints its connect string.
-private_zk() { "$ZKLOCK_TEST_HARNESS" start "$T/zk-private"; }
+# private_zk SEED starts it from a snapshot seeded so (zk-harness.sh --seed).
+private_zk() { "$ZKLOCK_TEST_HARNESS" start "$T/zk-private" 1 "${1:-}"; }
 private_zk_kill() { "$ZKLOCK_TEST_HARNESS" kill "$T/zk-private" 1; }
 stop_private_zk() { [ ! -d "$T/zk-private" ] || "$ZKLOCK_TEST_HARNESS" stop "$T/zk-private"; }
 # One zklock critical section that logs its enter and leave (ns, wall clock):
