@@ -388,7 +388,8 @@ typedef struct zklock_opts {
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
  * no "." or ".." components, not under /zookeeper). The path's missing
  * levels are created as container nodes on first use, so the server removes
- * them once they are empty. opts may be NULL; it is copied.
+ * them once they are empty; with ZKLOCK_WIRE_KAZOO the path itself is made
+ * persistent, as kazoo makes it. opts may be NULL; it is copied.
  * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire or acl), ZKLOCK_ECLOSED,
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
@@ -604,7 +605,8 @@ ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
 
 /* Errors as zklock_mutex_new(), and ZKLOCK_EINVAL for max_leases outside
  * 1..ZKLOCK_SEMAPHORE_MAX. With ZKLOCK_WIRE_KAZOO, an acquisition fails with
- * ZKLOCK_EMISMATCH if the path says another number of leases. */
+ * ZKLOCK_EMISMATCH if the path says another number of leases (read at
+ * every acquisition). */
 ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path,
                                     int max_leases, const zklock_opts_t *opts);
 

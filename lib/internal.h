@@ -302,6 +302,12 @@ struct zklock {
     char *queue;           /* where its contenders queue: path, or (semaphore)
                               a child of it; owned if it is not path */
     bool unnumbered;       /* its nodes are not sequential (kazoo's leases) */
+    /* The queue's own level is made PERSISTENT, as kazoo's layout has it
+     * (kazoo's ensure_path; a kazoo object that once saw the path never
+     * looks again), with queue_data (NULL: none) in it; the levels above,
+     * and every level of Curator's layout, are CONTAINERs. */
+    bool keep_queue;
+    const char *queue_data; /* borrowed from the recipe's memory */
     const char *tag_text;  /* in its nodes' names: zklock__tag_text(tag), or
                               a recipe's */
     bool internal;         /* is a recipe's own handle: nobody hears of its losses */

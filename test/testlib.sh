@@ -47,6 +47,17 @@ started() { [ -s "$1" ]; }
 # A server of the test's own, to kill: private_zk prints its connect string.
 # private_zk SEED starts it from a snapshot seeded so (zk-harness.sh --seed).
 private_zk() { "$ZKLOCK_TEST_HARNESS" start "$T/zk-private" 1 "${1:-}"; }
+# An empty container made under DIR was reaped, twice (the second made after
+# the first went): a pass of the server's reaper (every second under the
+# harness) began after the call and ended.
+reaper_passed() { # DIR
+  local i
+  for i in 1 2; do
+    "$ZKLOCK" "$1/sentinel-$i" true || return 1
+    wait_for 20 lock_gone "$1/sentinel-$i" || return 1
+  done
+}
+lock_gone() { [ "$(json_field "$1" 'q["exists"]')" = False ]; } # PATH
 private_zk_kill() { "$ZKLOCK_TEST_HARNESS" kill "$T/zk-private" 1; }
 stop_private_zk() { [ ! -d "$T/zk-private" ] || "$ZKLOCK_TEST_HARNESS" stop "$T/zk-private"; }
 # One zklock critical section that logs its enter and leave (ns, wall clock):
