@@ -148,30 +148,11 @@ check "Curator's LeaderSelector and a zklock mutex on its path: one at a time" \
   checklog "$L" --count s1=6 --count z1=6
 
 # ---- past the end of the sequence counter -----------------------------------------------------------
-# A server of the test's own, started from a snapshot (zk-harness.sh --seed)
-# in which the counters of /wrap/c and /wrap/z stand at -2^31, as a server that
-# lets the counter wrap leaves them (ZooKeeper 3.8 stays at 2147483647, but
-# numbers creates in flight together below 0 too). Curator sorts the text of
-# the numbers, in which a later negative number comes first (design.md,
-# "Sequence numbers run out").
-if WH=$(private_zk "/wrap/c=-2147483648 /wrap/z=-2147483648"); then
+# Curator sorts the numbers' text: on a server of the test's own whose /wrap paths
+# count from -2^31, as a wrapping server leaves them (testlib.sh, past_the_end).
+if WH=$(private_zk "/wrap/p=-2147483648 /wrap/z=-2147483648"); then
   cur() { java -cp "$CP:$T/classes" CuratorPeer "$WH" "$@"; }
-  L=$T/wrap-curator.log
-  cur /wrap/c mutex 1 "$L" C1 0 "$T/go-c1" & c1=$!
-  check "past the wrap, a Curator InterProcessMutex holds" wait_for 30 entered "$L" C1
-  cur /wrap/c mutex 1 "$L" C2 0 & c2=$!
-  check "...and a second walks in beside it (the peer's defect zklock steers clear of)" wait_for 30 entered "$L" C2
-  touch "$T/go-c1"; wait $c1 $c2
-  expect_status 69 "zklock refuses a lock path whose counter ran out" "$ZKLOCK" -s "$WH" -t 10 /wrap/z true
-  check "...saying why" grep -q "sequence counter ran out" "$T/err"
-  check "...and leaves no node" [ "$(ZKLOCK_SERVERS=$WH json_field /wrap/z 'len(q["nodes"])')" = 0 ]
-  L=$T/wrap-mixed.log
-  zk_hold_until "$L" Z mutex "$T/go-z" -s "$WH" /wrap/z & z=$!
-  wait_for 20 sh -c "grep -qs ' enter Z ' $L || ! kill -0 $z 2>/dev/null"
-  cur /wrap/z mutex 1 "$L" C3 0 # numbered after zklock's node, sorted before it by Curator
-  touch "$T/go-z"; wait $z; zst=$?
-  check "zklock, there first, refused (exit $zst), so it never held beside the Curator mutex after it" [ $zst = 69 ]
-  check "...and nobody overlapped" checklog "$L" --count C3=1
+  past_the_end cur "Curator InterProcessMutex" mutex
   stop_private_zk
 else
   fail "a server seeded near the counter's end started"

@@ -146,32 +146,13 @@ check "...twice, within the limit" checklog "$LS" --count KS=2 --count ZS=1
 check "...twice, one at a time" checklog "$LL" --count KL=2 --count ZL=1
 
 # ---- past the end of the sequence counter -----------------------------------------------------------
-# A server of the test's own, started from a snapshot (zk-harness.sh --seed)
-# in which the counters of /wrap/k and /wrap/z stand at -2^31, as a server that
-# lets the counter wrap leaves them (ZooKeeper 3.8 stays at 2147483647, but
-# numbers creates in flight together below 0 too). kazoo sorts the text of the
-# numbers, in which a later negative number comes first (design.md, "Sequence
-# numbers run out").
+# kazoo sorts the numbers' text: on a server of the test's own whose /wrap paths
+# count from -2^31, as a wrapping server leaves them (testlib.sh, past_the_end).
 if ! command -v javac >/dev/null; then
   skip "past the counter's end: a seeded server needs javac"
-elif WH=$(private_zk "/wrap/k=-2147483648 /wrap/z=-2147483648"); then
+elif WH=$(private_zk "/wrap/p=-2147483648 /wrap/z=-2147483648"); then
   kz() { /usr/bin/python3 "$TESTDIR/interop/kazoo_peer.py" "$WH" "$@"; }
-  L=$T/wrap-kazoo.log
-  kz /wrap/k lock 1 "$L" K1 0 "$T/go-k1" & k1=$!
-  check "past the wrap, a kazoo Lock holds" wait_for 30 entered "$L" K1
-  kz /wrap/k lock 1 "$L" K2 0 & k2=$!
-  check "...and a second walks in beside it (the peer's defect zklock steers clear of)" wait_for 30 entered "$L" K2
-  touch "$T/go-k1"; wait $k1 $k2
-  expect_status 69 "zklock --kazoo refuses a lock path whose counter ran out" "$ZKLOCK" --kazoo -s "$WH" -t 10 /wrap/z true
-  check "...saying why" grep -q "sequence counter ran out" "$T/err"
-  check "...and leaves no node" [ "$(ZKLOCK_SERVERS=$WH json_field /wrap/z 'len(q["nodes"])')" = 0 ]
-  L=$T/wrap-mixed.log
-  zk_hold_until "$L" Z lock "$T/go-z" --kazoo -s "$WH" /wrap/z & z=$!
-  wait_for 20 sh -c "grep -qs ' enter Z ' $L || ! kill -0 $z 2>/dev/null"
-  kz /wrap/z lock 1 "$L" K3 0 # numbered after zklock's node, sorted before it by kazoo
-  touch "$T/go-z"; wait $z; zst=$?
-  check "zklock, there first, refused (exit $zst), so it never held beside the kazoo Lock after it" [ $zst = 69 ]
-  check "...and nobody overlapped" checklog "$L" --count K3=1
+  past_the_end kz "kazoo Lock" lock --kazoo
   stop_private_zk
 else
   fail "a server seeded near the counter's end started"
