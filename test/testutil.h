@@ -111,6 +111,8 @@ int tu_get(const char *path, char *buf, int len);
  * with id, it takes over that session (and keeps it alive). Close it with
  * zookeeper_close(). */
 zhandle_t *tu_connect_as(const clientid_t *id);
+/* The same to other servers than the harness's. */
+zhandle_t *tu_connect_to(const char *hosts, const clientid_t *id);
 
 /* Forces s's ZooKeeper session to expire now (another handle with the same
  * session id and password connects and closes) and waits until s has a new
@@ -153,6 +155,23 @@ bool tu_zxid(uint64_t *zxid);
 bool tu_wait_quiet(int for_ms);
 /* Runs "zk-harness.sh CMD DIR I" (kill, pause, resume, restart). */
 int tu_harness(const char *cmd, int i);
+/* A standalone server of the test's own, started from a snapshot seeded
+ * with `seed` ("PATH=COUNT ...": each PATH's next sequential child is
+ * numbered COUNT; zk-harness.sh --seed), and a plain handle to it (zh).
+ * tu_seeded_start returns false, having said SKIP, where javac is missing;
+ * anything else that goes wrong fails the test. */
+struct tu_seeded {
+    char dir[256];
+    char hosts[256];
+    zhandle_t *zh;
+};
+bool tu_seeded_start(struct tu_seeded *z, const char *seed);
+void tu_seeded_stop(struct tu_seeded *z);
+/* A session there, with the test defaults. */
+zklock_session_t *tu_seeded_session(const struct tu_seeded *z);
+/* Children of path there (-1: no such path), and a wait for their number. */
+int tu_seeded_count(const struct tu_seeded *z, const char *path);
+bool tu_seeded_wait_count(const struct tu_seeded *z, const char *path, int n);
 
 /* ---- lock-test helpers ------------------------------------------------------------ */
 

@@ -429,7 +429,7 @@ expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
 expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
 check "...and says so" grep -q "choose one of -x, -r, -w, --limit" "$T/err"
 expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2 $P/ksem true
-# Held meanwhile: an empty lock path (a container) may be reaped, its limit with it.
+# Held meanwhile (before kazoo paths were persistent, an empty one was reaped with its limit).
 "$ZKLOCK" --kazoo --limit 2 $P/ksem sh -c "touch $T/ksem-in; while [ ! -e $T/ksem-go ]; do sleep 0.02; done" & kh=$!
 check "a kazoo semaphore of 2 is held" wait_for 20 test -e "$T/ksem-in"
 expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
