@@ -88,7 +88,10 @@ extern "C" {
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
-                        "leases than asked for (kazoo's check)")
+                        "leases than asked for (kazoo's check)")               \
+    X(EWRAPPED, -1016, "the lock path's sequence counter ran out (2^31 "      \
+                       "nodes made under it): delete and re-create the "      \
+                       "path, or let an empty container be reaped")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -385,7 +388,8 @@ typedef struct zklock_opts {
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
  * no "." or ".." components, not under /zookeeper). The path's missing
  * levels are created as container nodes on first use, so the server removes
- * them once they are empty. opts may be NULL; it is copied.
+ * them once they are empty; with ZKLOCK_WIRE_KAZOO the path itself is made
+ * persistent, as kazoo makes it. opts may be NULL; it is copied.
  * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire or acl), ZKLOCK_ECLOSED,
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
@@ -461,6 +465,9 @@ ZKLOCK_API int zklock_path_check(const char *path);
  *                      ZooKeeper's completion thread (see zklock_session_adopt),
  *                      or with a timeout in a zklock callback
  *   ZKLOCK_ECLOSED     the session was closed
+ *   ZKLOCK_EWRAPPED    the lock path's sequence counter ran out (2^31 - 1
+ *                      nodes made under it), where Curator's and kazoo's
+ *                      order is not zklock's (zklock(3), ON THE WIRE)
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
  *   ZSESSIONEXPIRED    try-once on an adopted session that expired and has
@@ -598,7 +605,8 @@ ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
 
 /* Errors as zklock_mutex_new(), and ZKLOCK_EINVAL for max_leases outside
  * 1..ZKLOCK_SEMAPHORE_MAX. With ZKLOCK_WIRE_KAZOO, an acquisition fails with
- * ZKLOCK_EMISMATCH if the path says another number of leases. */
+ * ZKLOCK_EMISMATCH if the path says another number of leases (read at
+ * every acquisition). */
 ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path,
                                     int max_leases, const zklock_opts_t *opts);
 

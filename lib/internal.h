@@ -133,10 +133,24 @@ struct zkl_entry {
 int zklock__parse_name(const char *name, struct zkl_entry *e);
 
 /* Sorts a queue into lock order: by sequence number in serial-number
- * arithmetic relative to `ref` (so the order survives the 2^31 wrap as long
- * as the live queue spans less than 2^31 numbers), exclusive before shared on
- * a tie (a downgrade heir follows its writer), then by name. */
+ * arithmetic relative to `ref`, exclusive before shared on a tie (a
+ * downgrade heir follows its writer), then by name. Where every number is
+ * below ZKL_SEQ_SPENT, as in every queue the engine judges, that is plain
+ * numeric order, which is also the text order Curator and kazoo sort by. */
 void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref);
+
+/* The end of a lock path's sequence counter (design.md, "Sequence numbers
+ * run out"). After 2^31 - 1 creations under one parent ZooKeeper 3.8 keeps
+ * numbering 2147483647 (and, for creates in flight together, negative
+ * numbers); older servers wrap to negative ones. Curator and kazoo sort the
+ * text, where a negative number comes first: such a number is *spent*, and
+ * so is 2147483647 itself, the one that repeats. */
+#define ZKL_SEQ_SPENT INT32_MAX
+bool zklock__seq_spent(int32_t seq);
+/* The counter's upper half: a contender numbered there lists the queue
+ * before it takes a turn handed over (a spent number may have come since
+ * it last looked); below it, 2^30 creations would have to happen first. */
+#define ZKL_SEQ_LATE (INT32_C(1) << 30)
 
 /* The index of the entry that blocks q[self] (the nearest conflicting
  * predecessor), or -1 if q[self] may hold. *blockers = how many conflicting
@@ -300,6 +314,12 @@ struct zklock {
     char *queue;           /* where its contenders queue: path, or (semaphore)
                               a child of it; owned if it is not path */
     bool unnumbered;       /* its nodes are not sequential (kazoo's leases) */
+    /* The queue's own level is made PERSISTENT, as kazoo's layout has it
+     * (kazoo's ensure_path; a kazoo object that once saw the path never
+     * looks again), with queue_data (NULL: none) in it; the levels above,
+     * and every level of Curator's layout, are CONTAINERs. */
+    bool keep_queue;
+    const char *queue_data; /* borrowed from the recipe's memory */
     const char *tag_text;  /* in its nodes' names: zklock__tag_text(tag), or
                               a recipe's */
     bool internal;         /* is a recipe's own handle: nobody hears of its losses */

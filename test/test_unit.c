@@ -168,6 +168,8 @@ static void test_sort_mixed_tags(void)
     CU_ASSERT_STRING_EQUAL(q[4].name, "_c_a-lock-0000000009");
 }
 
+/* zklock-ls still shows a queue across the wrap in creation order; the
+ * engine refuses to queue in one (spent_numbers). */
 static void test_sort_across_wrap(void)
 {
     const char *names[] = {"a-lock--2147483647", "b-lock-2147483646", "c-lock--2147483648",
@@ -184,6 +186,18 @@ static void test_sort_across_wrap(void)
         CU_ASSERT_STRING_EQUAL(q[2].name, "c-lock--2147483648");
         CU_ASSERT_STRING_EQUAL(q[3].name, "a-lock--2147483647");
     }
+}
+
+/* Where Curator's and kazoo's text order stops agreeing with the counter:
+ * 2147483647 (ZooKeeper 3.8 gives it again and again) and below 0. */
+static void test_spent_numbers(void)
+{
+    CU_ASSERT(!zklock__seq_spent(0));
+    CU_ASSERT(!zklock__seq_spent(ZKL_SEQ_LATE));
+    CU_ASSERT(!zklock__seq_spent(2147483646));
+    CU_ASSERT(zklock__seq_spent(2147483647));
+    CU_ASSERT(zklock__seq_spent(-1));
+    CU_ASSERT(zklock__seq_spent(INT32_MIN));
 }
 
 static void test_blocker_rule(void)
@@ -318,6 +332,7 @@ static const tu_test_t unit_tests[] = {
     {"prefixes", test_prefixes},
     {"sort_mixed_tags", test_sort_mixed_tags},
     {"sort_across_wrap", test_sort_across_wrap},
+    {"spent_numbers", test_spent_numbers},
     {"blocker_rule", test_blocker_rule},
     {"errors", test_errors},
     {"version", test_version},

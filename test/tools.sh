@@ -319,13 +319,15 @@ kill -TERM $kz; wait $kz
 
 # ---- zklock-bench: usage -------------------------------------------------------------------------
 expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
-check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election or async-many" "$T/err"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election, async-many, idle or idle-many" "$T/err"
 expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
 check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
 expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
 check "...says which" grep -q "contended needs CLIENTS and SECONDS" "$T/err"
 expect_status 64 "zklock-bench: an extra argument" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" many 3 4
 check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
+expect_status 64 "zklock-bench: a session timeout out of range" "$ZKBENCH" --session-timeout 0 "$ZKLOCK_TEST_HOSTS" idle 1 1
+check "...says which" grep -q -- "--session-timeout: '0' is not a number from 1 to 3600000" "$T/err"
 expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
 check "...says what the comparison is, not where a file of ours lies" \
   sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
@@ -427,7 +429,7 @@ expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
 expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
 check "...and says so" grep -q "choose one of -x, -r, -w, --limit" "$T/err"
 expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2 $P/ksem true
-# Held meanwhile: an empty lock path (a container) may be reaped, its limit with it.
+# Held meanwhile (before kazoo paths were persistent, an empty one was reaped with its limit).
 "$ZKLOCK" --kazoo --limit 2 $P/ksem sh -c "touch $T/ksem-in; while [ ! -e $T/ksem-go ]; do sleep 0.02; done" & kh=$!
 check "a kazoo semaphore of 2 is held" wait_for 20 test -e "$T/ksem-in"
 expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
