@@ -13,6 +13,8 @@
  */
 #include "engine.h"
 
+#include <inttypes.h>
+
 /* ---- on_lost -------------------------------------------------------------- */
 
 struct lost_callback {
@@ -69,10 +71,34 @@ static void queue_lost(zklock_t *l, int reason)
 
 /* ---- phases ------------------------------------------------------------------ */
 
+/* One line per transition (ZKLOCK_TRACE): the session, the contender (and
+ * its parent, for a sub: c8<c7), its queue, the transition, why (and the
+ * outcome it ends with), and its node. */
+static void trace(const zkl_contender_t *c, enum zkl_phase to, const char *why)
+{
+    zklock_session_t *s = session_of(c);
+    char parent[24] = "";
+    int code = to == ZKL_LOST ? c->lost_why : to == ZKL_LEAVING || to == ZKL_GONE ? c->result : 0;
+
+    if (c->parent)
+        snprintf(parent, sizeof parent, "<c%u", c->parent->id);
+    fprintf(s->trace, "zklock: session 0x%" PRIx64 " c%u%s %s %s -> %s: %s%s%s node %s\n",
+            (uint64_t)s->session_id, c->id, parent, c->l->queue, zklock__phase_name(c->phase),
+            zklock__phase_name(to), why, code ? " " : "", code ? zklock_err_name(code) : "",
+            c->node ? basename_of(c->node) : "-");
+    fflush(s->trace);
+}
+
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 {
-    (void)why;
+    zklock_session_t *s = session_of(c);
+
+    zklock__phase_check(c->phase, to);
+    if (s->trace)
+        trace(c, to, why);
     c->phase = to;
+    if (to == ZKL_GONE)
+        pthread_cond_broadcast(&s->cond); /* zklock_free and close wait for it */
     if (c->parent)
         zklock__mark(c->parent); /* its step reads its subs' phases */
 }
@@ -112,6 +138,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     c->own_timer.fire = zklock__own_watch_due;
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
+    c->id = ++s->contenders_made;
     c->owner = pthread_self();
     c->by_handle = l->opts.owner == ZKLOCK_OWNER_HANDLE;
     c->attached = true;
@@ -251,7 +278,7 @@ void zklock__subs_collect(zkl_contender_t *c, bool releases_count)
             m->holds = 1;
         } else if (m->waiting &&
                    (m->phase == ZKL_GONE || (m->phase == ZKL_LEAVING && !connected))) {
-            if (c->phase == ZKL_QUEUING)
+            if (ZKL_WANTS(c))
                 zklock__give_up(c, m->result); /* busy (try-once), refused, closed, ... */
         } else if (m->phase == ZKL_LOST && c->phase == ZKL_HELD) {
             /* A sub's hold is part of its parent's (a multi-lock's member). */
@@ -289,8 +316,7 @@ void zklock__detach(zkl_contender_t *c)
 
 void zklock__finish(zkl_contender_t *c)
 {
-    zklock__set_phase(c, ZKL_GONE, "finished");
-    pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
+    zklock__set_phase(c, ZKL_GONE, "its node is gone");
     zklock__mark(c);
 }
 
@@ -304,10 +330,9 @@ static void start_over(zkl_contender_t *c, bool keep_heir)
     zklock__forget_blocker(c);
     c->create_unknown = false;
     c->fast = false;
-    c->lease_wait = false;
     if (c->phase == ZKL_LEAVING)
         return; /* a contender that gave up never queues again: nothing to delete */
-    zklock__set_phase(c, ZKL_QUEUING, keep_heir ? "requeued (own node gone)" : "requeued");
+    zklock__set_phase(c, ZKL_QUEUING, keep_heir ? "queues again, a heir still" : "queues again");
     c->need_list = false;
     if (!keep_heir) {
         c->heir = false;
@@ -348,25 +373,26 @@ bool zklock__become_holder(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
+    zklock__forget_blocker(c);
     if (zklock__lease_over(s)) {
         /* The lease ran out while c waited (its process did not run, or a
          * watch event came late): the session may have expired, and
          * another client may hold. Granted once a heartbeat proves the
-         * session lives (zklock__lease_regrant): then it never expired,
-         * our node never went, and this turn still stands. */
-        c->lease_wait = true;
+         * session lives (its step, marked by the heartbeat's answer): then
+         * it never expired, our node never went, and this turn still
+         * stands. */
+        if (c->phase != ZKL_GRANTING)
+            zklock__set_phase(c, ZKL_GRANTING, "its turn, on a run-out lease");
         zklock__lease_renew(s);
         return false;
     }
-    c->lease_wait = false;
-    zklock__forget_blocker(c);
     if (c->heir) {
         /* A downgrade heir holds by its writer's place, and so by its token:
          * its own node is newer than a writer queued behind, whose token
          * storage must still accept. */
         c->czxid = c->heir_token;
     }
-    zklock__set_phase(c, ZKL_HELD, "granted");
+    zklock__set_phase(c, ZKL_HELD, "its turn");
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
     zklock__lease_keep(s);
@@ -399,9 +425,10 @@ void zklock__lose(zkl_contender_t *c, int reason)
         zklock__requeue(c);
         return;
     }
-    zklock__set_node(c, NULL);
     c->lost_why = reason;
-    zklock__set_phase(c, ZKL_LOST, "lost"); /* a sub's parent sees it (zklock__subs_collect) */
+    zklock__set_phase(c, ZKL_LOST, reason ? "lost" : "lost, why to be asked");
+    /* (a sub's parent sees it: zklock__subs_collect) */
+    zklock__set_node(c, NULL);
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
@@ -481,7 +508,7 @@ void zklock__release_found_lost(zkl_contender_t *c, int reason)
 void zklock__give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
-    zklock__set_phase(c, ZKL_LEAVING, rc == ZKLOCK_OK ? "released" : "gave up");
+    zklock__set_phase(c, ZKL_LEAVING, rc == ZKLOCK_OK ? "released" : "gives up");
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
     zklock__mark(c);

@@ -323,6 +323,26 @@ static void step_leaving(zkl_contender_t *c)
         send_delete(c);
 }
 
+/* Its turn came on a lease that ran out: once the session is heard from
+ * (a heartbeat's answer marks c), it never expired, its node never went,
+ * and the turn stands: a heir's only if its writer still holds; a
+ * multi-lock looks at its members again. */
+static void step_granting(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (zklock__lease_over(s)) {
+        zklock__lease_renew(s); /* unless one is in flight */
+        return;
+    }
+    if (c->l->recipe->nodeless)
+        zklock__set_phase(c, ZKL_QUEUING, "lease proved: looks at its members again");
+    else if (c->heir && !zklock__writer_still_holds(c))
+        zklock__requeue(c);
+    else
+        zklock__become_holder(c);
+}
+
 void zklock__step(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
@@ -344,8 +364,10 @@ void zklock__step(zkl_contender_t *c)
         return;
     if (c->phase == ZKL_LOST && c->loss_unconfirmed && !c->busy)
         send_loss_probe(c);
-    if (c->phase == ZKL_HELD || c->phase == ZKL_QUEUING)
+    if (c->phase == ZKL_HELD || ZKL_WANTS(c))
         zklock__arm_own_watch(c);
+    if (c->phase == ZKL_GRANTING)
+        step_granting(c);
     if (c->busy || c->phase != ZKL_QUEUING)
         return;
     if (c->by_parent && !c->node && !c->create_unknown)
@@ -367,11 +389,11 @@ void zklock__step(zkl_contender_t *c)
 void zklock__failed(zkl_contender_t *c, int rc)
 {
     if (transient(rc)) {
-        if (c->try_once && c->phase == ZKL_QUEUING)
+        if (c->try_once && ZKL_WANTS(c))
             zklock__give_up(c, rc); /* try-once answers at once */
         return;
     }
-    if (!session_ending(rc) && c->phase == ZKL_QUEUING)
+    if (!session_ending(rc) && ZKL_WANTS(c))
         zklock__give_up(c, rc);
 }
 
@@ -665,12 +687,13 @@ static void ended_for(zkl_contender_t *c, int reason)
     case ZKL_HELD:
         if (closing && !c->waiting) {
             zklock__set_node(c, NULL); /* ended by the user: not a loss */
-            zklock__set_phase(c, ZKL_LOST, "session closed");
+            zklock__set_phase(c, ZKL_LOST, "the session is closed");
         } else {
             zklock__lose(c, ZKLOCK_LOST_EXPIRED);
         }
         break;
     case ZKL_QUEUING:
+    case ZKL_GRANTING:
         zklock__requeue(c); /* on the next session, if one follows */
         break;
     case ZKL_LEAVING:
@@ -750,7 +773,7 @@ static void engine_unwatch_all(zklock_session_t *s)
 static void engine_close_begin(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_QUEUING || c->phase == ZKL_HELD)
+        if (ZKL_WANTS(c) || c->phase == ZKL_HELD)
             zklock__give_up(c, ZKLOCK_ECLOSED);
     zklock__drive(s);
 }

@@ -42,8 +42,8 @@ void zklock__requeue(zkl_contender_t *c);
 void zklock__requeue_own(zkl_contender_t *c);
 /* The downgrade heir c's writer still holds by the node c was made beside. */
 bool zklock__writer_still_holds(const zkl_contender_t *c);
-/* c holds (false: not on a lease that ran out; granted once a heartbeat
- * proves the session, c->lease_wait). */
+/* c holds (false: not on a lease that ran out; it is GRANTING then, and
+ * holds once a heartbeat proves the session). */
 bool zklock__become_holder(zkl_contender_t *c);
 /* Sub-acquisitions (c->subs, contenders of other handles owned by c).
  * A sub never calls its parent: its phase changes mark the parent, whose

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "zklock.h"
@@ -168,17 +169,33 @@ void zklock__make_prefix(char *buf, int wire, uint64_t rng[2]);
 
 typedef struct zkl_contender zkl_contender_t;
 
+/* A contender's phases; phase.c draws the transitions between them. */
 enum zkl_phase {
-    ZKL_QUEUING, /* wants the lock: creating, listing or watching */
-    ZKL_HELD,    /* holds it */
-    ZKL_LOST,    /* held it; the session ended or the node was deleted */
-    ZKL_LEAVING, /* giving up or releasing: its node must go */
-    ZKL_GONE     /* finished: no node on the server */
+    ZKL_QUEUING,  /* wants the lock: creating, listing or watching */
+    ZKL_GRANTING, /* its turn came on a lease that ran out: holds once a
+                     heartbeat proves the session lives (lease.c) */
+    ZKL_HELD,     /* holds it */
+    ZKL_LOST,     /* held it; the session ended or the node was deleted */
+    ZKL_LEAVING,  /* giving up or releasing: its node must go */
+    ZKL_GONE,     /* finished: no node on the server */
+    ZKL_PHASE_COUNT
 };
+
+/* ---- phase.c: the transitions a contender may make ------------------------ */
+
+const char *zklock__phase_name(enum zkl_phase p);
+bool zklock__phase_allowed(enum zkl_phase from, enum zkl_phase to);
+/* Asserts (in debug builds) that from -> to is a transition of the table. */
+void zklock__phase_check(enum zkl_phase from, enum zkl_phase to);
+
+/* Wants the lock and has not got it: queuing, or its turn granted subject
+ * to a heartbeat. */
+#define ZKL_WANTS(c) ((c)->phase == ZKL_QUEUING || (c)->phase == ZKL_GRANTING)
 
 /* One thread's place in one lock's queue. */
 struct zkl_contender {
     zklock_t *l;
+    unsigned id;           /* the session's count of contenders (the trace's name) */
     pthread_t owner;
     pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
@@ -215,8 +232,6 @@ struct zkl_contender {
     char *heir_of;         /* ... and its writer's node, checked as it is made */
     struct zkl_heir_multi *heir_multi; /* that check and create in flight */
     bool heir;
-    bool lease_wait;       /* its turn came on a lease that ran out: granted
-                              once a heartbeat proves the session (lease.c) */
 
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
@@ -427,6 +442,9 @@ struct zklock_session {
      * those stepped in this drive; `driving` while it runs (never twice). */
     zkl_contender_t *marked_head, *marked_tail, *visited;
     bool driving;
+    FILE *trace;                /* ZKLOCK_TRACE: one line per transition, or NULL */
+    bool trace_owned;           /* ... a file the session opened */
+    unsigned contenders_made;   /* numbers contenders for the trace */
     int nlocks;                 /* live lock handles */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
@@ -484,8 +502,9 @@ bool zklock__on_completion_thread(const zklock_session_t *s);
 
 #define ZKL_OWN_WATCH_DELAY_MS 50
 zkl_contender_t *zklock__contender_new(zklock_t *l);
-/* The one way c's phase changes (why: for the trace); a sub's change marks
- * its parent. */
+/* The one way c's phase changes: checked against phase.c's table (an
+ * assertion in debug builds), traced (ZKLOCK_TRACE, `why` says what made
+ * it), and a sub's change marks its parent. */
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
 void zklock__step(zkl_contender_t *c);
 void zklock__give_up(zkl_contender_t *c, int rc);

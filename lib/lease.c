@@ -48,7 +48,7 @@ struct zkl_heartbeat {
 static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
 {
     for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_HELD || (!held_only && c->phase == ZKL_QUEUING))
+        if (c->phase == ZKL_HELD || (!held_only && ZKL_WANTS(c)))
             return true;
     return false;
 }
@@ -141,23 +141,13 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 /* ---- the heartbeat -------------------------------------------------------------- */
 
 /* The session is heard from again: the contenders whose turn came while
- * their lease had run out (zklock__become_holder) hold now, a heir only if
- * its writer still does; a multi-lock's step decides again. */
+ * their lease had run out hold now (their step decides: a heir only if its
+ * writer still does; a multi-lock looks at its members again). */
 static void regrant(zklock_session_t *s)
 {
-    zkl_contender_t *c;
-
-    for (c = s->contenders; c; c = c->sess_next) {
-        if (!c->lease_wait || c->phase != ZKL_QUEUING)
-            continue;
-        if (c->l->recipe->nodeless)
-            ; /* its step looks at its members again */
-        else if (c->heir && !zklock__writer_still_holds(c))
-            zklock__requeue(c);
-        else
-            zklock__become_holder(c);
-        zklock__mark_event(c);
-    }
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->phase == ZKL_GRANTING)
+            zklock__mark_event(c);
 }
 
 static void heartbeat_done(int rc, const struct Stat *st, const void *data)

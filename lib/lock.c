@@ -115,7 +115,8 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
-        zklock__set_phase(c, ZKL_GONE, "refused");
+        c->result = rc;
+        zklock__set_phase(c, ZKL_GONE, "refused before queuing");
         zklock__detach(c);
         return answer(done, rc);
     }

@@ -177,7 +177,7 @@ static bool deadline_over(const zkl_contender_t *c)
  * try-once cut off, a deadline passed. Read by the contender's step. */
 int zklock__call_gives_up(const zkl_contender_t *c)
 {
-    if (!c->waiting || c->phase != ZKL_QUEUING)
+    if (!c->waiting || !ZKL_WANTS(c))
         return 0;
     if (c->canceled)
         return ZKLOCK_ECANCELED;

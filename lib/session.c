@@ -451,6 +451,29 @@ static char *default_identity(void)
     return strdup(buf);
 }
 
+/* ZKLOCK_TRACE, read once per session: "1" (or "stderr") traces every
+ * contender's transitions to stderr, a path appends them to that file. */
+static void trace_open(zklock_session_t *s)
+{
+    const char *to = getenv("ZKLOCK_TRACE");
+
+    if (!to || !*to || strcmp(to, "0") == 0)
+        return;
+    if (strcmp(to, "1") == 0 || strcmp(to, "stderr") == 0) {
+        s->trace = stderr;
+        return;
+    }
+    s->trace = fopen(to, "ae");
+    s->trace_owned = s->trace != NULL;
+}
+
+static void trace_close(zklock_session_t *s)
+{
+    if (s->trace_owned)
+        fclose(s->trace);
+    s->trace = NULL;
+}
+
 void zklock__session_free(zklock_session_t *s)
 {
     handle_closed(s); /* nothing is left by now; be sure */
@@ -466,6 +489,7 @@ void zklock__session_free(zklock_session_t *s)
     free(s->tls);
     free(s->hosts);
     free(s->identity);
+    trace_close(s);
     free(s);
 }
 
@@ -549,6 +573,7 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         rc = zklock__timers_reserve(s, 4);
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
+    trace_open(s);
     if (rc) {
         zklock__session_free(s);
         return rc;

@@ -205,7 +205,7 @@ static void own_done(int rc, const char *value, int len, const struct Stat *st, 
         s->watches++;
     } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
         zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-    } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
+    } else if (rc == ZNONODE && ZKL_WANTS(c) && c->node) {
         zklock__requeue_own(c); /* our place was deleted before we could watch it */
     }
     ZKL_COMPLETION_END(c);
@@ -223,7 +223,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
         if (c->phase == ZKL_HELD)
             zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-        else if (c->phase == ZKL_QUEUING)
+        else if (ZKL_WANTS(c))
             zklock__requeue_own(c); /* someone deleted our place in the queue */
     }
     /* a data change: step() arms the watch again */

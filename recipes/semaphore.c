@@ -108,7 +108,7 @@ static void lease_step(zkl_contender_t *c)
     if (!m || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
         s->state == ZKL_S_CLOSED)
         return;
-    if (c->phase == ZKL_QUEUING && c->node)
+    if (ZKL_WANTS(c) && c->node)
         start_over(c);
 }
 

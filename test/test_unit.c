@@ -3,7 +3,11 @@
 #include "../lib/internal.h"
 #include "testutil.h"
 
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- paths ------------------------------------------------------------------ */
 
@@ -325,6 +329,69 @@ static void test_timer_heap(void)
     zklock__timers_free(&s);
 }
 
+/* ---- a contender's phases (phase.c) ------------------------------------------------- */
+
+static void test_phase_table(void)
+{
+    /* Every pair, against the diagram in phase.c. */
+    static const struct {
+        enum zkl_phase from;
+        const char *to; /* the phases it may go to, by initial */
+    } table[] = {
+        {ZKL_QUEUING, "QRHVG"}, /* Q(ueuing) R (granting) H(eld) V (leaving) G(one) */
+        {ZKL_GRANTING, "QHVG"},
+        {ZKL_HELD, "QLV"},      /* L(ost) */
+        {ZKL_LOST, ""},
+        {ZKL_LEAVING, "VG"},
+        {ZKL_GONE, ""},
+    };
+    static const char initial[ZKL_PHASE_COUNT] = {
+        [ZKL_QUEUING] = 'Q', [ZKL_GRANTING] = 'R', [ZKL_HELD] = 'H',
+        [ZKL_LOST] = 'L',    [ZKL_LEAVING] = 'V',  [ZKL_GONE] = 'G',
+    };
+
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        for (int to = 0; to < ZKL_PHASE_COUNT; to++) {
+            bool want = strchr(table[i].to, initial[to]) != NULL;
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s -> %s", zklock__phase_name(table[i].from),
+                     zklock__phase_name((enum zkl_phase)to));
+            CU_assertImplementation(zklock__phase_allowed(table[i].from, (enum zkl_phase)to) == want,
+                                    __LINE__, msg, __FILE__, "", CU_FALSE);
+        }
+    }
+    CU_ASSERT(!zklock__phase_allowed(ZKL_PHASE_COUNT, ZKL_QUEUING));
+    CU_ASSERT(!zklock__phase_allowed(ZKL_QUEUING, (enum zkl_phase)-1));
+    CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_GRANTING), "GRANTING");
+    CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_PHASE_COUNT), "?");
+}
+
+/* An invalid transition fails an assertion where asserts are kept
+ * (--enable-debug, the sanitizer builds); elsewhere the check is silent. */
+static void test_phase_assert(void)
+{
+    int status;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        /* the child's abort message is expected: keep it off the log */
+        if (!freopen("/dev/null", "w", stderr))
+            _exit(3);
+        zklock__phase_check(ZKL_QUEUING, ZKL_HELD); /* allowed */
+        zklock__phase_check(ZKL_LOST, ZKL_HELD);    /* not */
+        _exit(0);
+    }
+    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+#ifdef NDEBUG
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#else
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
+}
+
 static const tu_test_t unit_tests[] = {
     {"path_table", test_path_table},
     {"path_length", test_path_length},
@@ -337,6 +404,8 @@ static const tu_test_t unit_tests[] = {
     {"errors", test_errors},
     {"version", test_version},
     {"timer_heap", test_timer_heap},
+    {"phase_table", test_phase_table},
+    {"phase_assert", test_phase_assert},
     {NULL, NULL},
 };
 
