@@ -417,7 +417,7 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
         return;
     if (c->heir) {
         zklock__become_holder(c);
-    } else if (fast && zklock__fast_holds(c, czxid)) {
+    } else if (fast && zklock__fast_holds(c->seq, czxid, c->fast_prev_seq, c->fast_prev_zxid)) {
         if (zklock__become_holder(c)) {
             c->alone = true;
             session_of(c)->stats.fast_acquired++;

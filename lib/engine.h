@@ -117,14 +117,10 @@ void zklock__judge(zkl_contender_t *c, const struct String_vector *names,
 
 /* ---- fastpath.c: acquiring without a listing -------------------------------- */
 
-/* A listing made c the holder: was its node alone, with nothing created after? */
-bool zklock__fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent);
 /* c's alone node is deleted: the handle's next create may skip the listing. */
 void zklock__fast_remember(zkl_contender_t *c);
 /* A create goes out: may it skip the listing? (uses up what the handle knew) */
 bool zklock__fast_take(zkl_contender_t *c);
-/* c's create went out without a listing: does it hold? */
-bool zklock__fast_holds(const zkl_contender_t *c, int64_t czxid);
 
 /* ---- stale.c: our nodes that outlived a session we gave up ------------------ */
 
@@ -157,8 +153,9 @@ void zklock__lease_handle_closed(zklock_session_t *s);
 
 /* ---- watch.c: the node that blocks us, and our own ------------------------- */
 
-/* Watches the node that blocks us (blockers: how many do). */
-void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers);
+/* Watches the node that blocks us (sole: the only one that does, whose
+ * deletion means we hold: rules.c). */
+void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, bool sole);
 /* We no longer care about the node we watched. */
 void zklock__forget_blocker(zkl_contender_t *c);
 /* The predecessor watch is over (fired, removed, refused or forgotten). */

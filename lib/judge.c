@@ -7,139 +7,119 @@
  * exclusive contender every node conflicts, for a shared one only exclusive
  * ones), and otherwise watches the nearest conflicting one. Nobody queues
  * where the counter ran out (a spent number of ours, a negative one in the
- * queue): there the peers' order is not ours (counter_spent). A listing also
- * finds our node after a lost create reply, and duplicates of our own that
- * such a reply left behind.
+ * queue): there the peers' order is not ours. A listing also finds our node
+ * after a lost create reply, and duplicates of our own that such a reply
+ * left behind. The rules themselves are pure (rules.c): this file gathers
+ * what the contender knows and acts on their verdict.
  */
 #include "engine.h"
 
-/* Parses the listing; marks our strays; returns the number of lock nodes
- * in *q (caller frees) and our index in *self (-1 if our node is absent). */
-static int read_queue(zkl_contender_t *c, const struct String_vector *names,
-                      struct zkl_entry **q, int *self)
-{
-    const char *own = c->node ? basename_of(c->node) : NULL;
-    size_t plen = strlen(c->prefix);
-    int n = 0;
-
-    *self = -1;
-    *q = malloc(sizeof **q * (size_t)(names->count > 0 ? names->count : 1));
-    if (!*q)
-        return -1;
-    for (int i = 0; i < names->count; i++) {
-        struct zkl_entry *e = &(*q)[n];
-        if (zklock__parse_name(names->data[i], e) != 0 || e->tag == ZKL_TAG_KLEASE)
-            continue; /* unrelated children (a uuid alone is no lock node) */
-        /* Strays of ours never block us: duplicates a lost reply made, and
-         * nodes of a session we gave up that the server has not removed. */
-        e->mine = (strncmp(e->name, c->prefix, plen) == 0 &&
-                   !(own && strcmp(e->name, own) == 0)) ||
-                  zklock__stale_match(session_of(c), c->l->queue, e->name);
-        n++;
-    }
-    zklock__sort(*q, (size_t)n, c->node ? c->seq : 0);
-    for (int i = 0; own && i < n; i++)
-        if (strcmp((*q)[i].name, own) == 0)
-            *self = i;
-    return n;
-}
-
-/* A downgrade heir holds by its writer's place: is its thread's held node
- * on the write side still in the listing? */
-static bool writer_listed(const zkl_contender_t *c, const struct zkl_entry *q, int n)
+/* A downgrade heir holds by its writer's place: its thread's held node on
+ * the write side, by name (NULL: none). */
+static const char *writer_node(const zkl_contender_t *c)
 {
     const zklock_t *writes = c->l->sibling;
 
     for (const zkl_contender_t *w = writes ? writes->contenders : NULL; w; w = w->lock_next) {
         bool same_owner = w->by_handle || pthread_equal(w->owner, c->owner);
-        if (!w->attached || !same_owner || w->phase != ZKL_HELD || !w->node)
-            continue;
-        for (int i = 0; i < n; i++)
-            if (strcmp(q[i].name, basename_of(w->node)) == 0)
-                return true;
+        if (w->attached && same_owner && w->phase == ZKL_HELD && w->node)
+            return basename_of(w->node);
     }
-    return false;
+    return NULL;
 }
 
-/* After a lost create reply: adopt our node if the listing has it. */
-static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
+static bool stale(const void *s, const char *name);
+
+/* What c brings to the reading of the listing. */
+static void facts_of(const zkl_contender_t *c, struct zkl_queue_facts *f)
+{
+    *f = (struct zkl_queue_facts){
+        .prefix = c->prefix,
+        .own = c->node ? basename_of(c->node) : NULL,
+        .seq = c->seq,
+        .recovering = c->create_unknown,
+        .exclusive = exclusive(c),
+        .try_once = c->try_once,
+        .heir = c->heir,
+        .writer = c->heir ? writer_node(c) : NULL,
+        .stale = stale,
+        .stale_ctx = c,
+    };
+}
+
+static bool stale(const void *ctx, const char *name)
+{
+    const zkl_contender_t *c = ctx;
+    return zklock__stale_match(session_of(c), c->l->queue, name);
+}
+
+/* A lost create reply: the listing found our node (ours only if our session
+ * owns it: the owner check), or not (the next step creates it again; a heir
+ * whose writer is gone too queues as a plain reader). */
+static void recovered(zkl_contender_t *c, const struct zkl_verdict *v)
 {
     c->create_unknown = false;
-    for (int i = 0; i < n; i++) {
-        if (!q[i].mine || strncmp(q[i].name, c->prefix, strlen(c->prefix)) != 0)
-            continue; /* not this contender's (a stale node of ours) */
-        zklock__set_node(c, zklock__child_path(c->l->queue, q[i].name));
-        c->seq = q[i].seq;
+    if (v->kind == ZKL_V_FOUND) {
+        zklock__set_node(c, zklock__child_path(c->l->queue, v->node->name));
+        c->seq = v->node->seq;
         if (c->node)
-            zklock__send_owner_check(c); /* ours only if our session owns it */
-        return;
-    }
-    /* Not there: the create never happened. A heir may make it again only
-     * beside its writer's node: in a path wiped (and maybe made again)
-     * meanwhile, the writer's number means nothing. */
-    if (c->heir && !writer_listed(c, q, n))
+            zklock__send_owner_check(c);
+    } else if (v->kind == ZKL_V_HEIR_ORPHANED) {
         zklock__requeue(c);
+    }
 }
 
-/* The lock path's counter ran out (design.md, "Sequence numbers run out"):
- * our own number is spent, or the queue has a negative one, which Curator
- * and kazoo sort ahead of every other, so that a peer may hold by it while
- * its predecessors do. No order we keep can make both sides agree: we leave. */
-static bool counter_spent(const struct zkl_entry *q, int n, int self)
+/* What the verdict means for a queuing contender. */
+static void act_on(zkl_contender_t *c, const struct zkl_verdict *v)
 {
-    if (zklock__seq_spent(q[self].seq))
-        return true;
-    for (int i = 0; i < n; i++)
-        if (q[i].seq < 0)
-            return true;
-    return false;
+    switch (v->kind) {
+    case ZKL_V_HOLDS:
+        if (zklock__become_holder(c))
+            c->alone = v->alone;
+        break;
+    case ZKL_V_WATCH:
+        zklock__watch_blocker(c, v->node, v->sole);
+        break;
+    case ZKL_V_BUSY:
+        zklock__give_up(c, ZKLOCK_EBUSY);
+        break;
+    case ZKL_V_NODE_GONE:
+        zklock__requeue_own(c); /* deleted by someone else: queue again at the back */
+        break;
+    case ZKL_V_SPENT:
+        zklock__give_up(c, ZKLOCK_EWRAPPED); /* and our node goes */
+        break;
+    default:
+        break;
+    }
 }
 
 void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
 {
     zklock_session_t *s = session_of(c);
-    struct zkl_entry *q;
-    int self, blockers, w;
-    int n = read_queue(c, names, &q, &self);
+    struct zkl_queue_facts f;
+    struct zkl_verdict v;
+    struct zkl_entry *q = malloc(sizeof *q * (size_t)(names->count > 0 ? names->count : 1));
+    int n, self;
 
-    if (n < 0) {
+    if (!q) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
+    facts_of(c, &f);
+    n = zklock__queue_read(&f, names, q, &self);
+    zklock__queue_judge(&f, q, n, self, zklock__creations(parent->cversion, parent->numChildren),
+                        &v);
     s->stats.listings++;
     if (c->create_unknown) {
-        recover_from(c, q, n);
+        recovered(c, &v);
         free(q);
         return;
     }
     for (int i = 0; i < n; i++)
         if (q[i].mine)
             zklock__send_stray_delete(s, c->l->queue, q[i].name);
-    if (c->phase != ZKL_QUEUING) {
-        free(q);
-        return;
-    }
-    if (self < 0) {
-        /* Our node vanished while we waited (deleted by someone else):
-         * queue again at the back. */
-        zklock__requeue_own(c);
-        free(q);
-        return;
-    }
-    if (counter_spent(q, n, self)) {
-        zklock__give_up(c, ZKLOCK_EWRAPPED); /* and our node goes */
-        free(q);
-        return;
-    }
-    w = zklock__blocker(q, (size_t)self, &blockers);
-    if (w < 0) {
-        if (zklock__become_holder(c))
-            c->alone = zklock__fast_alone_in(c, n, parent);
-    } else if (c->try_once) {
-        zklock__give_up(c, ZKLOCK_EBUSY);
-    } else {
-        zklock__watch_blocker(c, &q[w], blockers);
-    }
+    if (c->phase == ZKL_QUEUING)
+        act_on(c, &v);
     free(q);
 }
-

@@ -174,27 +174,13 @@ static void make_path(zkl_contender_t *c)
     zklock__send_parents(c); /* its answers keep a refusal in c->parent_rc */
 }
 
-/* kazoo reads the data as a number, and ignores anything else. */
-static bool max_differs(const char *value, int len, int max)
-{
-    char text[16], *end;
-    long v;
-
-    if (!value || len <= 0 || len >= (int)sizeof text)
-        return false;
-    memcpy(text, value, (size_t)len);
-    text[len] = '\0';
-    v = strtol(text, &end, 10);
-    return end != text && *end == '\0' && v != max;
-}
-
 static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
     ZKL_COMPLETION_BEGIN(c);
     (void)st;
     c->busy--;
     if (c->phase == ZKL_QUEUING) {
-        if (rc == ZOK && max_differs(value, len, sem_of(c->l)->max))
+        if (rc == ZOK && zklock__max_differs(value, len, sem_of(c->l)->max))
             zklock__give_up(c, ZKLOCK_EMISMATCH);
         else if (rc == ZOK)
             c->parent_rc = 0; /* the path is there */
@@ -290,45 +276,50 @@ static bool may_create(zkl_contender_t *c)
  * they number at most max. */
 static void judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir)
 {
-    const char *own = c->node ? basename_of(c->node) : NULL;
-    size_t plen = strlen(c->prefix);
-    bool listed = false;
+    struct zklock_semaphore *sem = sem_of(c->l);
+    enum zkl_lease_verdict verdict;
+    const char *found;
+    bool room;
 
     (void)dir;
     if (c->create_unknown) {
         /* A create whose reply was lost: ours if a lease has our name's
-         * prefix (and, the owner check says, our session). */
+         * prefix (and, the owner check says, our session); if none has,
+         * it was never made, and the next step makes it. */
         c->create_unknown = false;
-        for (int i = 0; i < names->count; i++) {
-            if (strncmp(names->data[i], c->prefix, plen) != 0)
-                continue;
-            zklock__set_node(c, zklock__child_path(c->l->queue, names->data[i]));
-            if (c->node)
-                zklock__send_owner_check(c);
-            else
-                zklock__give_up(c, ZKLOCK_ENOMEM);
+        if (!(found = zklock__leases_find(names, c->prefix)))
             return;
-        }
-        return; /* never made: the next step makes it */
+        zklock__set_node(c, zklock__child_path(c->l->queue, found));
+        if (c->node)
+            zklock__send_owner_check(c);
+        else
+            zklock__give_up(c, ZKLOCK_ENOMEM);
+        return;
     }
     if (c->phase != ZKL_QUEUING)
         return;
-    for (int i = 0; i < names->count && own; i++)
-        listed |= strcmp(names->data[i], own) == 0;
-    if (listed)
-        sem_of(c->l)->room_seen = names->count < sem_of(c->l)->max;
-    if (!listed) {
+    verdict = zklock__leases_judge(names, c->node ? basename_of(c->node) : NULL, sem->max,
+                                   c->try_once, under_mutex(c), &room);
+    if (verdict != ZKL_LEASE_GONE)
+        sem->room_seen = room; /* the next acquisition's guess (the top of the file) */
+    switch (verdict) {
+    case ZKL_LEASE_GONE:
         zklock__unwatch_queue(c);
         zklock__requeue(c); /* our node went (deleted by hand) */
-    } else if (names->count <= sem_of(c->l)->max) {
+        break;
+    case ZKL_LEASE_HOLDS:
         zklock__unwatch_queue(c);
         zklock__become_holder(c); /* and lets go of the mutex (granted) */
-    } else if (c->try_once) {
+        break;
+    case ZKL_LEASE_BUSY:
         zklock__give_up(c, ZKLOCK_EBUSY);
-    } else if (!under_mutex(c)) {
+        break;
+    case ZKL_LEASE_START_OVER:
         start_over(c); /* let go early, or lost while its create was in flight */
-    } else {
+        break;
+    case ZKL_LEASE_WAIT:
         wait_for_leases(c);
+        break;
     }
 }
 
