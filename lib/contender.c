@@ -13,6 +13,7 @@
  */
 #include "engine.h"
 
+#include <assert.h>
 #include <inttypes.h>
 
 /* ---- on_lost -------------------------------------------------------------- */
@@ -93,6 +94,7 @@ void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 {
     zklock_session_t *s = session_of(c);
 
+    assert(s->driving && "a phase changes only in a step");
     zklock__phase_check(c->phase, to);
     if (s->trace)
         trace(c, to, why);
@@ -152,8 +154,9 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     if (s->contenders)
         s->contenders->sess_prev = c;
     s->contenders = c;
+    zklock__slots_init(c);
+    c->answer.kind = ZKL_REQ_NONE;
     l->refs++;
-    zklock__lease_keep(s);
     return c;
 }
 
@@ -306,6 +309,13 @@ bool zklock__sub_pending(zkl_contender_t *c)
     return pending;
 }
 
+void zklock__leave(zkl_contender_t *c, int rc)
+{
+    c->leave_wanted = true;
+    c->leave_rc = rc;
+    zklock__mark(c);
+}
+
 void zklock__detach(zkl_contender_t *c)
 {
     c->attached = false;
@@ -318,89 +328,6 @@ void zklock__finish(zkl_contender_t *c)
 {
     zklock__set_phase(c, ZKL_GONE, "its node is gone");
     zklock__mark(c);
-}
-
-static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
-
-/* Starts over with a new node name (the old one is gone or was never ours);
- * a downgrade heir stays one if `keep_heir`, else queues as a reader. */
-static void start_over(zkl_contender_t *c, bool keep_heir)
-{
-    zklock__set_node(c, NULL);
-    zklock__forget_blocker(c);
-    c->create_unknown = false;
-    c->fast = false;
-    if (c->phase == ZKL_LEAVING)
-        return; /* a contender that gave up never queues again: nothing to delete */
-    zklock__set_phase(c, ZKL_QUEUING, keep_heir ? "queues again, a heir still" : "queues again");
-    c->need_list = false;
-    if (!keep_heir) {
-        c->heir = false;
-        free(c->heir_of);
-        c->heir_of = NULL;
-    }
-    zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
-}
-
-void zklock__requeue(zkl_contender_t *c)
-{
-    start_over(c, false); /* its writer's place is gone too: queue as a reader */
-}
-
-/* The downgrade heir c's writer (same owner, the other view) still holds
- * by the node c was made beside. */
-bool zklock__writer_still_holds(const zkl_contender_t *c)
-{
-    const zklock_t *writers = c->l->sibling;
-
-    for (const zkl_contender_t *w = writers ? writers->contenders : NULL; w; w = w->lock_next)
-        if (same_owner(w, c) && w->phase == ZKL_HELD && w->node && c->heir_of &&
-            strcmp(w->node, c->heir_of) == 0)
-            return true;
-    return false;
-}
-
-/* Only our own node went (deleted by hand, or not ours after all). A heir
- * whose writer still holds is made again as a heir, its multi's check
- * deciding as the first time: queued as a reader, it would wait behind its
- * own owner's write node for ever (found by the model, model/zklock.pml). */
-void zklock__requeue_own(zkl_contender_t *c)
-{
-    start_over(c, c->heir && zklock__writer_still_holds(c));
-}
-
-bool zklock__become_holder(zkl_contender_t *c)
-{
-    zklock_session_t *s = session_of(c);
-
-    zklock__forget_blocker(c);
-    if (zklock__lease_over(s)) {
-        /* The lease ran out while c waited (its process did not run, or a
-         * watch event came late): the session may have expired, and
-         * another client may hold. Granted once a heartbeat proves the
-         * session lives (its step, marked by the heartbeat's answer): then
-         * it never expired, our node never went, and this turn still
-         * stands. */
-        if (c->phase != ZKL_GRANTING)
-            zklock__set_phase(c, ZKL_GRANTING, "its turn, on a run-out lease");
-        zklock__lease_renew(s);
-        return false;
-    }
-    if (c->heir) {
-        /* A downgrade heir holds by its writer's place, and so by its token:
-         * its own node is newer than a writer queued behind, whose token
-         * storage must still accept. */
-        c->czxid = c->heir_token;
-    }
-    zklock__set_phase(c, ZKL_HELD, "its turn");
-    c->result = ZKLOCK_OK;
-    s->stats.acquired++;
-    zklock__lease_keep(s);
-    zklock__arm_own_watch(c); /* if its delay is over */
-    if (c->l->recipe->granted)
-        c->l->recipe->granted(c);
-    zklock__mark(c);
-    return true;
 }
 
 /* Tells the owner, through on_lost, that a hold it had is over. */
@@ -438,7 +365,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
     lose_heirs_of(c, reason, unconfirmed);
 }
 
-static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
+bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
 {
     return a->by_handle ? b->by_handle : pthread_equal(a->owner, b->owner);
 }
@@ -453,7 +380,7 @@ static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
     if (!readers || w->l->shared)
         return;
     for (zkl_contender_t *c = readers->contenders; c; c = c->lock_next) {
-        if (!c->heir || c->phase != ZKL_HELD || !same_owner(c, w))
+        if (!c->heir || c->phase != ZKL_HELD || !zklock__same_owner(c, w))
             continue;
         c->writer_lost = true;
         c->writer_loss_unconfirmed = unconfirmed;

@@ -1,6 +1,6 @@
 /*
  * engine.h: what the files of the queue engine share. Private to them
- * (contender.c, engine.c, judge.c, fastpath.c, watch.c); the rest of the
+ * (contender.c, step.c, request.c, fastpath.c, watch.c, ...); the rest of the
  * library uses the engine through internal.h.
  *
  * Everything here runs with s->mu held.
@@ -67,6 +67,8 @@ void zklock__let_go_step(zkl_contender_t *m);
 void zklock__subs_collect(zkl_contender_t *c, bool releases_count);
 /* A downgrade heir's step: its writer's hold was lost, so is its own. */
 void zklock__heir_step(zkl_contender_t *c);
+/* Do a and b belong to one owner (a thread, or the handles' owner)? */
+bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
 void zklock__lose(zkl_contender_t *c, int reason);
 /* ... and we do not know why: a probe asks (fallback: if the session lives). */
@@ -75,45 +77,80 @@ void zklock__confirm_loss(zkl_contender_t *c, int reason);
 /* A release found its hold already gone (the delete's answer). */
 void zklock__release_found_lost(zkl_contender_t *c, int reason);
 
-/* ---- engine.c: requests and their answers -------------------------------- */
+/* ---- request.c: the one send function, and the answers -------------------- */
 
-void zklock__op_begin(zkl_contender_t *c);  /* before each request */
-bool zklock__op_end(zkl_contender_t *c);    /* first in each answer: is it current? */
-void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
-void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
-void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
+/* A downgrade heir's create: the check of its writer's node and the create
+ * in one multi (step.c), in flight. */
+struct zkl_heir_multi {
+    zoo_op_t ops[2];
+    zoo_op_result_t results[2];
+    char created[ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32];
+};
+
+/* What a contender's request is for: its answer is read by kind (step.c;
+ * a recipe's own kinds, from ZKL_REQ_RECIPE on, by its answer hook). */
+enum zkl_req {
+    ZKL_REQ_NONE = -1,
+    ZKL_REQ_PARENT,      /* create a level of the lock path */
+    ZKL_REQ_TOP_PARENT,  /* ... its top level */
+    ZKL_REQ_CREATE,      /* create2 our node */
+    ZKL_REQ_HEIR,        /* multi: the writer's node checked, the heir made */
+    ZKL_REQ_LIST,        /* get_children2 the queue (watching it: c->queue_watch) */
+    ZKL_REQ_SYNC,        /* sync, before a recovery's listing */
+    ZKL_REQ_OWNER,       /* get our node: its ephemeralOwner */
+    ZKL_REQ_DELETE,      /* delete our node */
+    ZKL_REQ_PROBE,       /* exists the lock path: does the session live? */
+    ZKL_REQ_WATCH,       /* get the node that blocks us, watching it */
+    ZKL_REQ_OWN_WATCH,   /* get our node, watching it (not part of the chain) */
+    ZKL_REQ_RECIPE,      /* the recipe's own, from here */
+    ZKL_REQ_COUNT = ZKL_REQ_RECIPE + 2
+};
+
+/* The ZooKeeper calls a request may be. */
+enum zkl_call {
+    ZKL_CALL_CREATE, ZKL_CALL_CREATE2, ZKL_CALL_CHILDREN, ZKL_CALL_SYNC, ZKL_CALL_GET,
+    ZKL_CALL_EXISTS, ZKL_CALL_DELETE, ZKL_CALL_MULTI
+};
+
+struct zkl_request {
+    int kind;                      /* enum zkl_req */
+    enum zkl_call call;
+    const char *path;
+    const char *data;              /* create */
+    int len;
+    const struct ACL_vector *acl;
+    int flags;
+    watcher_fn watcher;            /* children, get: with this watcher (context: c) */
+    int nops;                      /* multi */
+    const zoo_op_t *ops;
+    zoo_op_result_t *results;
+};
+
+/* Sends r for c: counted (c->ops; c->busy for all but the own watch), the
+ * generation stamped, and the completion registered that records its answer
+ * in c->answer for c's step. A refusal by the client is recorded
+ * (c->refused, for the step) and c marked: false. */
+bool zklock__send(zkl_contender_t *c, const struct zkl_request *r);
+/* The session's fire-and-forget requests: counted if the client took
+ * them (rc: the zoo_a* call's), and off again in their completion. */
+bool zklock__detached_sent(zklock_session_t *s, int rc);
+void zklock__detached_done(zklock_session_t *s);
+void zklock__slots_init(zkl_contender_t *c);
+
+/* ---- step.c: a contender's step, and the verbs it needs ------------------------------ */
+
+/* A request failed: retry when the connection is back, or give up. */
+void zklock__failed(zkl_contender_t *c, int rc);
+/* A write of c's was answered rc: the lease runs from when it was sent. */
+void zklock__heard(zkl_contender_t *c, int rc);
 /* Requests a recipe sends itself (a multi-lock makes its members' nodes). */
 char *zklock__node_name(zkl_contender_t *c);          /* the path to create (malloc'ed) */
 void zklock__send_parents(zkl_contender_t *c);        /* makes the queue's missing levels */
-void zklock__send_list(zkl_contender_t *c);           /* lists the queue; judged on answer */
+bool zklock__send_list(zkl_contender_t *c);           /* lists the queue; judged on answer */
 /* After a lost create reply: is the node we found ours (its owner our session)? */
 void zklock__send_owner_check(zkl_contender_t *c);
 /* Deletes a duplicate of our own node, found in a listing, without waiting. */
 void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
-
-/* Every completion runs through this: lock, drop stale answers, record
- * the answer (the handler between the two), mark, drive. */
-#define ZKL_COMPLETION_BEGIN(c)                        \
-    zkl_contender_t *c = (zkl_contender_t *)data;       \
-    zklock_session_t *s = session_of(c);                \
-    pthread_mutex_lock(&s->mu);                         \
-    if (!zklock__op_end(c)) {                           \
-        zklock__mark_event(c);                          \
-        zklock__drive(s);                               \
-        pthread_mutex_unlock(&s->mu);                   \
-        return;                                         \
-    }                                                   \
-    zklock__learn_completion_thread(s);                 \
-    zklock__back_off(c, rc)
-#define ZKL_COMPLETION_END(c)    \
-    zklock__mark_event(c);       \
-    zklock__drive(s);            \
-    pthread_mutex_unlock(&s->mu)
-
-/* ---- judge.c: what a listing means for us ---------------------------------- */
-
-void zklock__judge(zkl_contender_t *c, const struct String_vector *names,
-                   const struct Stat *parent);
 
 /* ---- fastpath.c: acquiring without a listing -------------------------------- */
 
@@ -146,8 +183,6 @@ void zklock__lease_renew(zklock_session_t *s);
 bool zklock__lease_proves(int rc);
 /* The lease is known and ran out. */
 bool zklock__lease_over(const zklock_session_t *s);
-/* A write of c's was answered rc: the lease runs from when it was sent. */
-void zklock__heard(zkl_contender_t *c, int rc);
 /* The handle is closed: forget its heartbeat in flight. */
 void zklock__lease_handle_closed(zklock_session_t *s);
 
@@ -156,6 +191,11 @@ void zklock__lease_handle_closed(zklock_session_t *s);
 /* Watches the node that blocks us (sole: the only one that does, whose
  * deletion means we hold: rules.c). */
 void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, bool sole);
+/* The node we watch changed (not deleted): watch it again. */
+void zklock__watch_again(zkl_contender_t *c);
+/* A watch's request answered: it is registered (the blocker's, our node's). */
+void zklock__watch_set(zkl_contender_t *c);
+void zklock__own_watch_set(zkl_contender_t *c);
 /* We no longer care about the node we watched. */
 void zklock__forget_blocker(zkl_contender_t *c);
 /* The predecessor watch is over (fired, removed, refused or forgotten). */

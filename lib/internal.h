@@ -33,6 +33,8 @@
 
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zklock__path_check(const char *path);
+/* dir + "/" + name, malloc'ed; NULL if out of memory. */
+char *zklock__child_path(const char *dir, const char *name);
 
 /* ---- clock.c: monotonic time --------------------------------------------- */
 
@@ -261,6 +263,28 @@ void zklock__phase_check(enum zkl_phase from, enum zkl_phase to);
  * to a heartbeat. */
 #define ZKL_WANTS(c) ((c)->phase == ZKL_QUEUING || (c)->phase == ZKL_GRANTING)
 
+/* An answer to a contender's request, recorded for its step (request.c):
+ * the payload is borrowed from ZooKeeper's client, valid for the drive the
+ * completion ends with. */
+struct zkl_answer {
+    int kind;                 /* enum zkl_req (engine.h), ZKL_REQ_NONE: none */
+    int rc;
+    const char *value;        /* create: the name made; get: the data */
+    int len;
+    const struct Stat *stat;
+    const struct String_vector *names;
+};
+
+/* What a request's completion gets as its data: whose, and what for. */
+struct zkl_slot {
+    zkl_contender_t *c;
+    int kind;
+};
+#define ZKL_SLOTS 13 /* ZKL_REQ_COUNT (engine.h) */
+
+/* How a contender's lease ran out (c->lease_run_out, lease.c). */
+enum { ZKL_LEASE_RAN_OUT = 1, ZKL_LEASE_RAN_OUT_LATE };
+
 /* One thread's place in one lock's queue. */
 struct zkl_contender {
     zklock_t *l;
@@ -359,6 +383,21 @@ struct zkl_contender {
     struct timespec sent_at; /* when the oldest of them went out */
     unsigned gen;          /* session generation of those requests/watches */
 
+    /* Facts recorded for the next step (step.c reads them, in this order),
+     * by the completions (request.c), the watchers (watch.c), the timers
+     * and the session's changes (driver.c, lease.c), the owner's calls. */
+    struct zkl_answer answer;   /* an answer to one of its requests */
+    int refused;                /* a request the client refused, why */
+    bool pred_fired, pred_relevant; /* the blocker's watch fired (about the */
+    int pred_type;              /* ... node we watch now, in this session), how */
+    bool own_deleted;           /* our node's watch: it was deleted */
+    bool queue_changed;         /* the queue's watch fired */
+    int session_end;            /* the session ended (ZKLOCK_LOST_EXPIRED, ...) */
+    int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
+    bool leave_wanted;          /* its node must go (the handle or session goes, */
+    int leave_rc;               /* ... or it never started), with this outcome */
+    struct zkl_slot slots[ZKL_SLOTS]; /* its requests' completions' data */
+
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
     /* The driver's lists (driver.c): marked, to be stepped; visited, stepped
@@ -385,6 +424,9 @@ struct zkl_recipe {
     /* The recipe's part of c's step, before the engine's: reads what became
      * of c's subs. */
     void (*step)(zkl_contender_t *c);
+    /* The answer to one of the recipe's own requests (kinds from
+     * ZKL_REQ_RECIPE), in c's step. */
+    void (*answer)(zkl_contender_t *c, const struct zkl_answer *a);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
@@ -420,7 +462,7 @@ struct zklock {
     int refs;              /* 1 for the user + 1 per contender + queued callbacks */
     int in_callback;       /* callbacks running for this handle */
     zkl_contender_t *contenders;
-    /* Acquiring without a listing (engine.c, "the fast path"): this
+    /* Acquiring without a listing (fastpath.c, "the fast path"): this
      * handle's last node was alone in the queue and we deleted it; if our
      * next node gets the very next sequence number, nobody else came. */
     bool alone_known;
@@ -567,7 +609,7 @@ bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 
-/* ---- the engine (engine.c, contender.c, judge.c, fastpath.c, watch.c) ---------- */
+/* ---- the engine (contender.c, step.c, request.c, watch.c, fastpath.c) ---------- */
 
 #define ZKL_OWN_WATCH_DELAY_MS 50
 zkl_contender_t *zklock__contender_new(zklock_t *l);
@@ -577,12 +619,20 @@ zkl_contender_t *zklock__contender_new(zklock_t *l);
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
 void zklock__step(zkl_contender_t *c);
 void zklock__give_up(zkl_contender_t *c, int rc);
+/* Its owner no longer wants c (the handle or the session goes, or it never
+ * started): its step gives it up, outcome rc. */
+void zklock__leave(zkl_contender_t *c, int rc);
 void zklock__detach(zkl_contender_t *c);
 /* Frees c if nobody can reach it any more; true if it did (the driver's
  * last phase: nothing else frees a contender). */
 bool zklock__free_if_finished(zkl_contender_t *c);
 
 /* ---- driver.c: the one loop that moves contenders ------------------------------- */
+
+/* layers.c: the end of every event that entered below the driver (an
+ * answer, a watch event, a timer): the driver, by a hook (the files below
+ * it never name it). */
+void zklock__event_end(zklock_session_t *s);
 
 /* Something about c changed: the driver steps it (O(1), idempotent). */
 void zklock__mark(zkl_contender_t *c);
@@ -622,8 +672,6 @@ void zklock__call_decide(zkl_contender_t *c);
  * started with, and returns it. c may be freed once this returns (unless
  * the caller holds it otherwise): reap it. */
 int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me);
-/* dir + "/" + name, malloc'ed; NULL if out of memory. */
-char *zklock__child_path(const char *dir, const char *name);
 
 /* ---- what a ZooKeeper answer says --------------------------------------------- */
 

@@ -1,8 +1,12 @@
-/* layers.c: what sits on a session, in the order it hears of changes.
+/* layers.c: what sits on a session, in the order it hears of changes, and
+ * the one hook by which the engine's lower files end an event.
  *
  * The session (session.c) calls the layers through this table and knows
  * nothing else of them; the engine comes first, so that a session's end has
- * settled every contender before anyone inspecting a queue is woken. */
+ * settled every contender before anyone inspecting a queue is woken. The
+ * completions, watchers and timers of the files below the driver record
+ * what they learnt and end with zklock__event_end: the driver, which they
+ * never name (design.md, "Layout": calls go one way). */
 #include "internal.h"
 
 const struct zkl_layer *const zklock__layers[] = {
@@ -10,3 +14,8 @@ const struct zkl_layer *const zklock__layers[] = {
     &zklock__inspect_layer,
     NULL,
 };
+
+void zklock__event_end(zklock_session_t *s)
+{
+    zklock__drive(s);
+}

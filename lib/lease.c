@@ -106,12 +106,12 @@ bool zklock__lease_over(const zklock_session_t *s)
     return zklock__lease_valid_until(s, &until) && zklock__passed(&until);
 }
 
-/* The lease ran out: every hold of the session ends, reported, and its node
- * is deleted as soon as the session is heard from again (it may live). */
+/* The lease ran out: every hold of the session ends (each holder's step:
+ * reported, and its node deleted as soon as the session is heard from
+ * again, for it may live). */
 static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until, now;
-    zkl_contender_t *c;
     bool late;
 
     if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
@@ -124,18 +124,13 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
      * expired meanwhile). */
     zklock__now(&now);
     late = zklock__ms_between(&t->at, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
-    for (c = s->contenders; c; c = c->sess_next) {
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
         if (c->phase != ZKL_HELD)
             continue;
-        zklock__stale_add(c);
-        if (late)
-            zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
-        else
-            zklock__lose(c, ZKLOCK_LOST_UNSURE);
+        c->lease_run_out = late ? ZKL_LEASE_RAN_OUT_LATE : ZKL_LEASE_RAN_OUT;
         zklock__mark_event(c);
     }
-    zklock__stale_sweep(s); /* sent now if the connection is up after all */
-    zklock__drive(s);
+    zklock__event_end(s);
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -167,9 +162,8 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         s->heartbeat = NULL;
     if (proved)
         regrant(s);
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
-    zklock__drive(s);
+    zklock__detached_done(s);
+    zklock__event_end(s);
     pthread_mutex_unlock(&s->mu);
     free(hb);
 }
@@ -185,13 +179,12 @@ void zklock__lease_renew(zklock_session_t *s)
     hb->s = s;
     hb->gen = s->gen;
     zklock__now(&hb->sent);
-    if (zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done, hb) != ZOK) {
+    if (!zklock__detached_sent(s, zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done,
+                                           hb))) {
         free(hb);
         return;
     }
     s->heartbeat = hb;
-    s->ops++;
-    s->stats.requests++;
 }
 
 static int heartbeat_ms(const zklock_session_t *s)

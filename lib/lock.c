@@ -115,8 +115,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
-        c->result = rc;
-        zklock__set_phase(c, ZKL_GONE, "refused before queuing");
+        zklock__leave(c, rc); /* never started: nothing to delete */
         zklock__detach(c);
         return answer(done, rc);
     }
@@ -421,7 +420,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
         next = c->lock_next;
         if (c->phase == ZKL_HELD && c->attached && !c->parent) {
             c->holds = 0;
-            zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
+            zklock__leave(c, ZKLOCK_OK); /* in the background if disconnected */
         }
     }
     zklock__drive(s);

@@ -113,7 +113,7 @@ static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
     zklock__mark(c); /* its step gives up (the timer is no longer armed) */
-    zklock__drive(s);
+    zklock__event_end(s);
 }
 
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
@@ -140,7 +140,7 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
     c->done = done;
     c->rel_waiter = waiter;
     c->inside += waiter != NULL;
-    zklock__give_up(c, ZKLOCK_OK);
+    zklock__mark(c); /* its step lets the node go */
 }
 
 /* ---- deciding ------------------------------------------------------------------------- */
@@ -224,7 +224,7 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__mark(c); /* its step gives up */
-            zklock__drive(s);
+            zklock__event_end(s);
         } else if (!timed) {
             pthread_cond_wait(&c->cond, &s->mu);
         }

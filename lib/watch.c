@@ -1,17 +1,20 @@
 /*
- * watch.c: the two watches of a contender.
+ * watch.c: the watches of a contender.
  *
  * A waiter watches the node that blocks it (the nearest conflicting
  * predecessor), with getData and a watch, so a watch never outlives a node
  * that is already gone. Every contender also watches its own node once the
  * node has lived ZKL_OWN_WATCH_DELAY_MS: that tells a waiter its place is
- * gone and a holder its lock is. Watches are taken back locally
- * (zoo_remove_watches, no round trip) when we stop caring.
+ * gone and a holder its lock is. A semaphore's head watches the leases.
+ * Watches are taken back locally (zoo_remove_watches, no round trip) when
+ * we stop caring.
+ *
+ * The watchers are entry points: they count the registration off, record
+ * the event in the contender and mark it; its step reads what it means
+ * (step.c).
  */
 #include "engine.h"
 
-static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
-static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count);
@@ -27,19 +30,26 @@ void zklock__watch_over(zkl_contender_t *c)
 
 static void send_watch(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    c->busy++;
     c->watch_pending = true;
     c->watch_wanted = true;
-    zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
-    if (rc != ZOK) {
+    if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_WATCH, .call = ZKL_CALL_GET,
+                                               .path = c->watched, .watcher = pred_watcher})) {
         c->watch_pending = false;
         zklock__watch_over(c);
-        zklock__op_refused(c, rc);
     }
+}
+
+/* The node we watch changed: watch it again. */
+void zklock__watch_again(zkl_contender_t *c)
+{
+    send_watch(c);
+}
+
+/* The watch's request answered: it is registered. */
+void zklock__watch_set(zkl_contender_t *c)
+{
+    c->pred_watches++;
+    session_of(c)->watches++;
 }
 
 /* Watches the node that blocks us; `sole`: its deletion means we hold
@@ -76,44 +86,6 @@ void zklock__forget_blocker(zkl_contender_t *c)
         zklock__watch_over(c);
 }
 
-/* The node we waited for went (the watch is over). Had our own node gone
- * while its watch was set, the server would have told us first; a node
- * younger than ZKL_OWN_WATCH_DELAY_MS has no such watch yet (design.md,
- * "Operator deletes a node"). */
-static void predecessor_gone(zkl_contender_t *c)
-{
-    session_of(c)->stats.wakeups++;
-    if (c->sole_blocker)
-        zklock__become_holder(c);
-    else
-        c->need_list = true;
-}
-
-static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
-{
-    ZKL_COMPLETION_BEGIN(c);
-    c->busy--;
-    c->watch_pending = false;
-    if (rc == ZOK) {
-        c->pred_watches++;
-        s->watches++;
-        if (!c->watch_wanted)
-            zklock__forget_blocker(c); /* we moved on while it was being set */
-        ZKL_COMPLETION_END(c);
-        return;
-    }
-    if (c->watch_wanted && c->phase == ZKL_QUEUING) {
-        if (rc == ZNONODE)
-            predecessor_gone(c); /* went before the watch was set */
-        else if (transient(rc))
-            c->need_list = true;
-        else
-            zklock__failed(c, rc);
-    }
-    zklock__watch_over(c);
-    ZKL_COMPLETION_END(c);
-}
-
 /* Every watcher also receives the session's state changes (type
  * ZOO_SESSION_EVENT); those are the session code's business. A node event
  * ends the registration whatever it is about; it counts only if it is about
@@ -131,6 +103,7 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }
 
+/* Records the event for the step; marks, ends the event. */
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl_contender_t *c = ctx;
@@ -140,22 +113,11 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    if (watch_event(c, zh, &c->pred_watches, path, c->watched) && c->watch_wanted &&
-        c->phase == ZKL_QUEUING && !c->busy) {
-        if (type == ZOO_CHANGED_EVENT) {
-            send_watch(c); /* only its data changed: watch it again */
-        } else {
-            zklock__watch_over(c);
-            predecessor_gone(c);
-        }
-    } else if (c->pred_watches == 0 && !c->watch_pending) {
-        bool wanted = c->watch_wanted && c->phase == ZKL_QUEUING;
-        zklock__watch_over(c);
-        if (wanted)
-            c->need_list = true; /* look again once the chain in flight is done */
-    }
+    c->pred_relevant = watch_event(c, zh, &c->pred_watches, path, c->watched);
+    c->pred_type = type;
+    c->pred_fired = true;
     zklock__mark_event(c);
-    zklock__drive(s);
+    zklock__event_end(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -168,38 +130,25 @@ void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s)
 
     c->own_due = true;
     zklock__mark(c); /* its step arms it now, or on the next resume if disconnected */
-    zklock__drive(s);
+    zklock__event_end(s);
 }
 
 void zklock__arm_own_watch(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node || !zklock__connected(s))
+    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node ||
+        !zklock__connected(session_of(c)))
         return;
     c->own_pending = true;
-    zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, c);
-    if (rc != ZOK) {
-        zklock__op_end(c);
-        c->own_pending = false;
-    }
+    if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_OWN_WATCH, .call = ZKL_CALL_GET,
+                                               .path = c->node, .watcher = own_watcher}))
+        c->own_pending = false; /* the next step tries again */
 }
 
-static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+/* The own watch's request answered: it is registered. */
+void zklock__own_watch_set(zkl_contender_t *c)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    c->own_pending = false;
-    if (rc == ZOK) {
-        c->own_watches++;
-        s->watches++;
-    } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
-        zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-    } else if (rc == ZNONODE && ZKL_WANTS(c) && c->node) {
-        zklock__requeue_own(c); /* our place was deleted before we could watch it */
-    }
-    ZKL_COMPLETION_END(c);
+    c->own_watches++;
+    session_of(c)->watches++;
 }
 
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -211,15 +160,11 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
-        if (c->phase == ZKL_HELD)
-            zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-        else if (ZKL_WANTS(c))
-            zklock__requeue_own(c); /* someone deleted our place in the queue */
-    }
-    /* a data change: step() arms the watch again */
+    if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT)
+        c->own_deleted = true;
+    /* a data change: the step arms the watch again */
     zklock__mark_event(c);
-    zklock__drive(s);
+    zklock__event_end(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -296,12 +241,10 @@ void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path,
         c->queue_watches--;
         zklock__watch_gone(s);
     }
-    if (c->gen == s->gen && zh == s->zh && c->phase == ZKL_QUEUING) {
-        s->stats.wakeups++;
-        c->need_list = true; /* the queue changed: look again (the recipe, if c has no node) */
-    }
+    if (c->gen == s->gen && zh == s->zh)
+        c->queue_changed = true;
     zklock__mark_event(c);
-    zklock__drive(s);
+    zklock__event_end(s);
     pthread_mutex_unlock(&s->mu);
 }
 

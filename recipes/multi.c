@@ -80,8 +80,8 @@ static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
 
 /* ---- enqueuing: one transaction for every lock member ------------------------------------ */
 
-static void enqueued(int rc, const void *data);
-static void token_read(int rc, const struct Stat *st, const void *data);
+/* M's own requests (its answer hook reads them). */
+enum { MULTI_ENQUEUE = ZKL_REQ_RECIPE, MULTI_TOKEN };
 
 static bool enqueued_by_m(const zkl_contender_t *m)
 {
@@ -109,7 +109,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
     zklock_session_t *s = session_of(c);
     struct enqueue *e = calloc(1, sizeof *e + (size_t)n * NAME_MAX_LEN);
     char *paths[ZKLOCK_MULTI_MAX];
-    int rc;
+    bool sent;
 
     if (!e) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
@@ -133,16 +133,16 @@ static void send_enqueue(zkl_contender_t *c, int n)
                            m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
         e->who[e->n++] = m;
     }
+    free(c->recipe_data); /* one whose answer was dropped with its session */
     c->recipe_data = e;
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_amulti(s->zh, e->n, e->ops, e->results, enqueued, c);
+    sent = zklock__send(c, &(struct zkl_request){.kind = MULTI_ENQUEUE, .call = ZKL_CALL_MULTI,
+                                                 .nops = e->n, .ops = e->ops,
+                                                 .results = e->results});
     for (int i = 0; i < e->n; i++)
         free(paths[i]); /* serialised by zoo_amulti */
-    if (rc != ZOK) {
-        c->recipe_data = NULL;
+    if (!sent) {
+        c->recipe_data = NULL; /* refused: M's next step says why */
         free(e);
-        zklock__op_refused(c, rc);
         return;
     }
     for (int i = 0; i < e->n; i++) {
@@ -183,76 +183,78 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     }
 }
 
-static void enqueued(int rc, const void *data)
+/* The creation zxid of one node of the transaction (the transaction's) is
+ * every member's fencing token: read with one exists. */
+static void send_token_read(zkl_contender_t *c, const char *node)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    struct enqueue *e = c->recipe_data;
-
-    zklock__heard(c, rc);
-    c->busy--;
-    for (int i = 0; i < e->n; i++)
-        e->who[i]->busy--;
-    if (rc != ZOK) {
-        enqueue_failed(c, e, rc);
-        c->recipe_data = NULL;
-        free(e);
-    } else {
-        for (int i = 0; i < e->n; i++) {
-            struct zkl_entry entry;
-            zkl_contender_t *m = e->who[i];
-            zklock__set_node(m, strdup(e->names[i]));
-            m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
-            m->czxid = 0; /* read next: a transaction's create gives no Stat */
-            if (!m->node)
-                zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
-            zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
-        }
-        c->busy++;
-        zklock__op_begin(c);
-        rc = zoo_aexists(s->zh, e->names[0], 0, token_read, c);
-        if (rc != ZOK)
-            zklock__op_refused(c, rc);
-    }
-    ZKL_COMPLETION_END(c);
+    zklock__send(c, &(struct zkl_request){.kind = MULTI_TOKEN, .call = ZKL_CALL_EXISTS,
+                                          .path = node});
 }
 
-/* The creation zxid of one node of the transaction: the transaction's, so
- * every member's fencing token. */
-static void token_read(int rc, const struct Stat *st, const void *data)
+static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    ZKL_COMPLETION_BEGIN(c);
     struct enqueue *e = c->recipe_data;
 
-    c->busy--;
-    for (int i = 0; rc == ZOK && i < e->n; i++)
-        if (e->who[i]->node && strcmp(e->who[i]->node, e->names[i]) == 0)
-            e->who[i]->czxid = st->czxid;
+    zklock__heard(c, a->rc);
+    for (int i = 0; i < e->n; i++)
+        e->who[i]->busy--;
+    if (a->rc != ZOK) {
+        enqueue_failed(c, e, a->rc);
+        c->recipe_data = NULL;
+        free(e);
+        return;
+    }
+    for (int i = 0; i < e->n; i++) {
+        struct zkl_entry entry;
+        zkl_contender_t *m = e->who[i];
+        zklock__set_node(m, strdup(e->names[i]));
+        m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
+        m->czxid = 0; /* read next: a transaction's create gives no Stat */
+        if (!m->node)
+            zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
+        zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
+    }
+    send_token_read(c, e->names[0]);
+}
+
+/* The members whose nodes the read one's transaction made (those that still
+ * have them: by name, for a member may have gone meanwhile) get its token. */
+static void on_token(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    struct enqueue *e = c->recipe_data;
+
+    for (zkl_contender_t *m = c->subs; a->rc == ZOK && m; m = m->next_sub)
+        for (int i = 0; i < e->n; i++)
+            if (m->node && strcmp(m->node, e->names[i]) == 0)
+                m->czxid = a->stat->czxid;
     /* else: that node went (its member queues again), or no answer came:
      * the next step asks again */
     c->recipe_data = NULL;
     free(e);
-    ZKL_COMPLETION_END(c);
+}
+
+static void multi_answer(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    if (a->kind == MULTI_ENQUEUE)
+        on_enqueued(c, a);
+    else if (a->kind == MULTI_TOKEN)
+        on_token(c, a);
 }
 
 /* A held member's token still unknown (the read was lost): ask again. */
 static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 {
     struct enqueue *e = calloc(1, sizeof *e + NAME_MAX_LEN);
-    int rc;
 
     if (!e) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
     e->n = 1;
-    e->who[0] = m;
     snprintf(e->names[0], NAME_MAX_LEN, "%s", m->node);
+    free(c->recipe_data);
     c->recipe_data = e;
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_aexists(session_of(c)->zh, m->node, 0, token_read, c);
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
+    send_token_read(c, e->names[0]);
 }
 
 /* ---- M's steps ---------------------------------------------------------------------------- */
@@ -395,6 +397,7 @@ static void multi_gone(zklock_t *l)
 
 static const struct zkl_recipe multi_recipe = {
     .prepare = multi_prepare,
+    .answer = multi_answer,
     .may_create = multi_step,
     .ending = multi_ending,
     .destroy = multi_gone,

@@ -143,28 +143,20 @@ static void wait_for_leases(zkl_contender_t *c)
 
 /* ---- kazoo's checks -------------------------------------------------------------------- */
 
-static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
-static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
-                      const void *data);
+/* The lease contender's own requests (its answer hook reads them). */
+enum { SEM_MAX = ZKL_REQ_RECIPE, SEM_ROOM };
 
 /* kazoo stores max_leases in <path>'s data and refuses a peer that asks for
  * another number: so do we, at every acquisition (a peer may have made the
  * path again, with another number, since the last one). */
 static bool send_max_check(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->l->path, 0, max_done, c);
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
-    return rc == ZOK;
+    return zklock__send(c, &(struct zkl_request){.kind = SEM_MAX, .call = ZKL_CALL_GET,
+                                                 .path = c->l->path});
 }
 
 /* No <path>: make it as kazoo does, persistent with our number in it (the
- * levels above as containers: engine.c), unless the last try was refused. */
+ * levels above as containers), unless the last try was refused. */
 static void make_path(zkl_contender_t *c)
 {
     if (c->parent_rc != 0) {
@@ -174,22 +166,18 @@ static void make_path(zkl_contender_t *c)
     zklock__send_parents(c); /* its answers keep a refusal in c->parent_rc */
 }
 
-static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+static void on_max(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    (void)st;
-    c->busy--;
-    if (c->phase == ZKL_QUEUING) {
-        if (rc == ZOK && zklock__max_differs(value, len, sem_of(c->l)->max))
-            zklock__give_up(c, ZKLOCK_EMISMATCH);
-        else if (rc == ZOK)
-            c->parent_rc = 0; /* the path is there */
-        else if (rc == ZNONODE)
-            make_path(c); /* the listing that follows finds none either: look again */
-        else
-            zklock__failed(c, rc);
-    }
-    ZKL_COMPLETION_END(c);
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (a->rc == ZOK && zklock__max_differs(a->value, a->len, sem_of(c->l)->max))
+        zklock__give_up(c, ZKLOCK_EMISMATCH);
+    else if (a->rc == ZOK)
+        c->parent_rc = 0; /* the path is there */
+    else if (a->rc == ZNONODE)
+        make_path(c); /* the listing that follows finds none either: look again */
+    else
+        zklock__failed(c, a->rc);
 }
 
 /* kazoo's order: read the number and look at the leases, back to back (one
@@ -197,44 +185,38 @@ static void max_done(int rc, const char *value, int len, const struct Stat *st, 
  * (watching the leases once there was none). */
 static void look_for_room(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
     c->need_list = false;
     if (!send_max_check(c))
         return;
-    c->busy++;
-    zklock__op_begin(c);
-    if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done, c);
-    else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, c);
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
-    else
+    if (zklock__send(c, &(struct zkl_request){
+                            .kind = SEM_ROOM, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
+                            .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
         zklock__queue_listing_sent(c);
 }
 
-static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
-                      const void *data)
+static void on_room(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    (void)st;
-    c->busy--;
-    zklock__queue_listed(c, rc);
-    if (c->phase == ZKL_QUEUING) {
-        if (rc == ZOK && names->count < sem_of(c->l)->max)
-            c->recipe_state = ROOM_FREE;
-        else if (rc == ZOK && c->try_once)
-            zklock__give_up(c, ZKLOCK_EBUSY);
-        else if (rc == ZOK)
-            wait_for_leases(c);
-        else if (rc != ZNONODE) /* no path: its number's answer makes it */
-            zklock__failed(c, rc);
-        if (rc != ZOK)
-            c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
-    }
-    ZKL_COMPLETION_END(c);
+    zklock__queue_listed(c, a->rc);
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (a->rc == ZOK && a->names->count < sem_of(c->l)->max)
+        c->recipe_state = ROOM_FREE;
+    else if (a->rc == ZOK && c->try_once)
+        zklock__give_up(c, ZKLOCK_EBUSY);
+    else if (a->rc == ZOK)
+        wait_for_leases(c);
+    else if (a->rc != ZNONODE) /* no path: its number's answer makes it */
+        zklock__failed(c, a->rc);
+    if (a->rc != ZOK)
+        c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
+}
+
+static void lease_answer(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    if (a->kind == SEM_MAX)
+        on_max(c, a);
+    else if (a->kind == SEM_ROOM)
+        on_room(c, a);
 }
 
 /* ---- the engine's hooks ---------------------------------------------------------------- */
@@ -346,6 +328,7 @@ static void mutex_handle_gone(zklock_t *l)
 
 static const struct zkl_recipe lease_recipe = {
     .step = lease_step,
+    .answer = lease_answer,
     .may_create = may_create,
     .judge = judge,
     .granted = let_go_of_mutex,
