@@ -45,19 +45,31 @@ bool zklock__writer_still_holds(const zkl_contender_t *c);
 /* c holds (false: not on a lease that ran out; it is GRANTING then, and
  * holds once a heartbeat proves the session). */
 bool zklock__become_holder(zkl_contender_t *c);
-/* Sub-acquisitions (c->subs, contenders of other handles owned by c).
- * A sub never calls its parent: its phase changes mark the parent, whose
- * step reads them (zklock__subs_collect); a parent lets a sub go by marking
- * it, and the sub's own step releases it or gives it up. */
-void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m);
-/* Has c a sub with something left on the server? Those without are
- * disowned, and marked (the driver frees them). */
-bool zklock__sub_pending(zkl_contender_t *c);
-/* c lets go of its sub m (the driver frees it once it can). */
-void zklock__disown(zkl_contender_t *c, zkl_contender_t *m);
-/* c no longer wants its sub m: m's step releases a hold or gives up an
- * acquisition, in the background; c finishes only once m's node is gone. */
+/* ---- subs.c: sub-acquisitions (a semaphore's acquisition lock, a
+ * multi-lock's members) ---------------------------------------------------------- */
+
+/* A new sub of c on handle l, owned by c's owner; `by_parent`: it takes no
+ * step of its own until c starts it or makes its node. NULL: no memory. */
+zkl_contender_t *zklock__sub_new(zkl_contender_t *c, zklock_t *l, bool by_parent);
+/* Starts the acquisition of c's sub m (a try-once if c's is). */
+void zklock__sub_start(zkl_contender_t *c, zkl_contender_t *m);
+/* Has m's acquisition started (or ended)? */
+bool zklock__sub_started(const zkl_contender_t *m);
+/* c's sub on handle l, unless let go; or NULL. */
+zkl_contender_t *zklock__sub_of(const zkl_contender_t *c, const zklock_t *l);
+/* c no longer wants its sub m (its step releases a hold or gives up an
+ * acquisition, in the background); or any of them. */
 void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m);
+void zklock__subs_let_go(zkl_contender_t *c);
+/* A sub whose hold or place went (with a session, or by hand) while c still
+ * waits: a new sub of the same handle takes its place. False if out of
+ * memory (c gave up). */
+bool zklock__subs_replace_lost(zkl_contender_t *c);
+/* c lets go of its sub m for good (the driver frees it once it can). */
+void zklock__disown(zkl_contender_t *c, zkl_contender_t *m);
+/* Has c a sub with something left on the server? Those without are
+ * disowned. */
+bool zklock__sub_pending(zkl_contender_t *c);
 /* A sub's step: its parent let it go. */
 void zklock__let_go_step(zkl_contender_t *m);
 /* c's step: what became of its subs. A sub's failed acquisition gives c
@@ -65,6 +77,7 @@ void zklock__let_go_step(zkl_contender_t *m);
  * let go is disowned once finished (its failed release counts in c's own
  * if `releases_count`); a held c whose sub's hold was lost loses its own. */
 void zklock__subs_collect(zkl_contender_t *c, bool releases_count);
+
 /* A downgrade heir's step: its writer's hold was lost, so is its own. */
 void zklock__heir_step(zkl_contender_t *c);
 /* Do a and b belong to one owner (a thread, or the handles' owner)? */

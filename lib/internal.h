@@ -366,11 +366,9 @@ struct zkl_contender {
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
-    int recipe_state;      /* a recipe's own word about c (the semaphore's
-                              last look at its leases) */
-    bool guessed;          /* (a semaphore's lease) it let the acquisition
-                              lock go early once: never twice */
-    void *recipe_data;     /* a recipe's own allocation for c (one free()) */
+    void *recipe_data;     /* a recipe's own allocation for c (one free()):
+                              a lease's room and guess, a multi-lock's
+                              transaction in flight */
     /* The watch on our own node: tells a waiter its place is gone and a
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most

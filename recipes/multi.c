@@ -55,29 +55,6 @@ static bool in_turn(const zklock_t *member)
     return member->recipe->in_turn;
 }
 
-/* ---- members ------------------------------------------------------------------------------ */
-
-/* A contender of member for M, owned by M's owner. */
-static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
-{
-    zkl_contender_t *m = zklock__contender_new(member);
-
-    if (!m)
-        return NULL;
-    m->owner = c->owner;
-    m->by_parent = true; /* M makes its node, or starts it in its turn */
-    zklock__adopt(c, m);
-    return m;
-}
-
-static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
-{
-    for (zkl_contender_t *m = c->subs; m; m = m->next_sub)
-        if (m->l == member && !m->let_go)
-            return m;
-    return NULL;
-}
-
 /* ---- enqueuing: one transaction for every lock member ------------------------------------ */
 
 /* M's own requests (its answer hook reads them). */
@@ -259,24 +236,6 @@ static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 
 /* ---- M's steps ---------------------------------------------------------------------------- */
 
-/* A member whose hold or place went with an old session (or by hand) while
- * M still waits: a new contender takes its place. */
-static bool replace_lost_members(zkl_contender_t *c)
-{
-    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
-        zklock_t *member = m->l;
-        next = m->next_sub;
-        if (m->let_go || m->waiting || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
-            continue; /* (a failed acquisition's outcome gives M up: zklock__subs_collect) */
-        zklock__disown(c, m);
-        if (!new_member(c, member)) {
-            zklock__give_up(c, ZKLOCK_ENOMEM);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* Starts what has not started: every lock member at once (the transaction
  * makes their nodes; a downgrade heir makes its own), each semaphore member
  * in its turn, once every member before it holds. */
@@ -285,15 +244,15 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
     bool before_held = true;
 
     for (size_t i = 0; i < mu->n && c->phase == ZKL_QUEUING; i++) {
-        zkl_contender_t *m = member_of(c, mu->members[i]);
+        zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
         if (!m) {
             before_held = false;
             continue;
         }
-        if (!m->waiting && m->phase == ZKL_QUEUING && (i < mu->nlocks || before_held)) {
+        if (!zklock__sub_started(m) && (i < mu->nlocks || before_held)) {
             if (i >= mu->nlocks)
                 m->by_parent = false; /* its turn: it takes its own steps */
-            zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
+            zklock__sub_start(c, m);
         }
         before_held &= m->phase == ZKL_HELD && m->czxid != 0;
     }
@@ -304,7 +263,7 @@ static bool all_held(zkl_contender_t *c, const struct zklock_multi *mu, int64_t 
 {
     *token = 0;
     for (size_t i = 0; i < mu->n; i++) {
-        zkl_contender_t *m = member_of(c, mu->members[i]);
+        zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
         if (!m || m->phase != ZKL_HELD || m->czxid == 0)
             return false;
         *token = m->czxid > *token ? m->czxid : *token;
@@ -320,7 +279,7 @@ static bool multi_step(zkl_contender_t *c)
     int n;
     int64_t token;
 
-    if (!replace_lost_members(c))
+    if (!zklock__subs_replace_lost(c)) /* a member's place gone: a new one queues */
         return false;
     start_members(c, mu);
     if (c->phase != ZKL_QUEUING)
@@ -346,10 +305,7 @@ static bool multi_step(zkl_contender_t *c)
 /* M gives up, is released or lost: so is every member. */
 static void multi_ending(zkl_contender_t *c)
 {
-    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
-        next = m->next_sub;
-        zklock__let_go(c, m);
-    }
+    zklock__subs_let_go(c);
 }
 
 /* Before M queues (on the caller's thread): a contender per member, with
@@ -375,7 +331,7 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
             rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
         else if (own && (own->phase == ZKL_HELD || own->phase == ZKL_LEAVING))
             rc = ZKLOCK_EDEADLK;
-        else if (!(m = new_member(c, member)))
+        else if (!(m = zklock__sub_new(c, member, true))) /* M makes its node, or starts it */
             rc = ZKLOCK_ENOMEM;
         else if (member->recipe->prepare && (rc = member->recipe->prepare(member, m)) == 0)
             m->by_parent = !m->heir; /* a heir makes its own node */

@@ -56,6 +56,17 @@ struct zklock_semaphore {
 /* What a contender's last look at the leases said (kazoo's order only). */
 enum { ROOM_UNKNOWN, ROOM_NONE, ROOM_FREE };
 
+/* A lease contender's own state (its c->recipe_data, made by prepare). */
+struct lease {
+    int room;     /* its last look at the leases: ROOM_* */
+    bool guessed; /* it let the acquisition lock go early once: never twice */
+};
+
+static struct lease *lease_of(const zkl_contender_t *c)
+{
+    return c->recipe_data;
+}
+
 static struct zklock_semaphore *sem_of(const zklock_t *l)
 {
     return l->internal ? (struct zklock_semaphore *)((char *)l - offsetof(struct zklock_semaphore, mutex))
@@ -65,30 +76,12 @@ static struct zklock_semaphore *sem_of(const zklock_t *l)
 /* ---- the acquisition mutex ------------------------------------------------------------- */
 
 /* c no longer wants its mutex: a hold is released, a queuing acquisition
- * canceled, in the background. c finishes only once the mutex's node is
- * gone (engine.h), so a failed acquisition leaves nothing behind. */
+ * canceled, in the background (subs.c). c finishes only once the mutex's
+ * node is gone, so a failed acquisition leaves nothing behind. */
 static void let_go_of_mutex(zkl_contender_t *c)
 {
-    if (!c->subs)
-        return;
-    zklock__let_go(c, c->subs);
+    zklock__subs_let_go(c);
     zklock__sub_pending(c); /* lets it go now if nothing of it is left */
-}
-
-static bool take_mutex(zkl_contender_t *c)
-{
-    zkl_contender_t *m = zklock__contender_new(&sem_of(c->l)->mutex);
-
-    if (!m) {
-        zklock__give_up(c, ZKLOCK_ENOMEM);
-        return false;
-    }
-    zklock__adopt(c, m);
-    /* Under a new mutex (the last one lost with its session, say), look at
-     * the leases afresh: a watch set before may have gone with the session. */
-    c->recipe_state = ROOM_UNKNOWN;
-    zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-    return true;
 }
 
 /* The lease's step, first: its mutex's hold ended under it (its node
@@ -119,7 +112,7 @@ static void start_over(zkl_contender_t *c)
     zklock__stale_add(c);
     zklock__unwatch_queue(c);
     zklock__requeue(c);
-    c->recipe_state = ROOM_UNKNOWN;
+    lease_of(c)->room = ROOM_UNKNOWN;
     zklock__stale_sweep(session_of(c));
 }
 
@@ -134,7 +127,7 @@ static bool under_mutex(const zkl_contender_t *c)
  * for nothing), so the first time it looks again, watching. */
 static void wait_for_leases(zkl_contender_t *c)
 {
-    c->recipe_state = ROOM_NONE;
+    lease_of(c)->room = ROOM_NONE;
     if (!c->queue_watch) {
         c->queue_watch = true;
         c->need_list = true;
@@ -200,7 +193,7 @@ static void on_room(zkl_contender_t *c, const struct zkl_answer *a)
     if (c->phase != ZKL_QUEUING)
         return;
     if (a->rc == ZOK && a->names->count < sem_of(c->l)->max)
-        c->recipe_state = ROOM_FREE;
+        lease_of(c)->room = ROOM_FREE;
     else if (a->rc == ZOK && c->try_once)
         zklock__give_up(c, ZKLOCK_EBUSY);
     else if (a->rc == ZOK)
@@ -208,7 +201,7 @@ static void on_room(zkl_contender_t *c, const struct zkl_answer *a)
     else if (a->rc != ZNONODE) /* no path: its number's answer makes it */
         zklock__failed(c, a->rc);
     if (a->rc != ZOK)
-        c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
+        lease_of(c)->room = ROOM_UNKNOWN; /* no watch was set: look again */
 }
 
 static void lease_answer(zkl_contender_t *c, const struct zkl_answer *a)
@@ -226,30 +219,39 @@ static void lease_answer(zkl_contender_t *c, const struct zkl_answer *a)
 static bool may_create(zkl_contender_t *c)
 {
     struct zklock_semaphore *sem = sem_of(c->l);
-    zkl_contender_t *m = c->subs;
+    zkl_contender_t *m;
 
-    if (m && !m->waiting && (m->phase == ZKL_LOST || m->phase == ZKL_GONE)) {
-        let_go_of_mutex(c); /* lost with a session, or deleted: take it again */
-        m = c->subs;
+    if (!zklock__subs_replace_lost(c)) /* lost with a session, or deleted: take it again */
+        return false;
+    if (c->subs && c->subs->let_go)
+        return false; /* let go early: taken again once it is gone (subs.c) */
+    if (!(m = zklock__sub_of(c, &sem->mutex)) &&
+        !(m = zklock__sub_new(c, &sem->mutex, false))) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return false;
     }
-    if (!m) {
-        take_mutex(c);
+    if (!zklock__sub_started(m)) {
+        /* Under a new mutex (the last one lost with its session, say), look
+         * at the leases afresh: a watch set before may have gone with the
+         * session. */
+        lease_of(c)->room = ROOM_UNKNOWN;
+        zklock__sub_start(c, m);
         return false;
     }
     if (m->phase != ZKL_HELD || m->let_go)
         return false;
     if (!sem->kazoo) {
-        if (sem->room_seen && !c->try_once && !c->guessed) {
-            c->guessed = true;
+        if (sem->room_seen && !c->try_once && !lease_of(c)->guessed) {
+            lease_of(c)->guessed = true;
             let_go_of_mutex(c); /* early: see the top of the file */
         }
         return true;
     }
-    if (c->recipe_state == ROOM_FREE) {
-        c->recipe_state = ROOM_UNKNOWN;
+    if (lease_of(c)->room == ROOM_FREE) {
+        lease_of(c)->room = ROOM_UNKNOWN;
         return true;
     }
-    if (c->recipe_state == ROOM_UNKNOWN || c->need_list)
+    if (lease_of(c)->room == ROOM_UNKNOWN || c->need_list)
         look_for_room(c);
     return false;
 }
@@ -305,11 +307,20 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
     }
 }
 
+/* Before a lease contender queues: its own state. */
+static int lease_prepare(zklock_t *l, zkl_contender_t *c)
+{
+    (void)l;
+    c->recipe_data = calloc(1, sizeof(struct lease));
+    return c->recipe_data ? 0 : ZKLOCK_ENOMEM;
+}
+
 /* c gives up, or its hold ends. */
 static void ending(zkl_contender_t *c)
 {
     zklock__unwatch_queue(c);
-    c->recipe_state = ROOM_UNKNOWN;
+    if (lease_of(c)) /* (none if its prepare failed) */
+        lease_of(c)->room = ROOM_UNKNOWN;
     let_go_of_mutex(c);
 }
 
@@ -327,6 +338,7 @@ static void mutex_handle_gone(zklock_t *l)
 }
 
 static const struct zkl_recipe lease_recipe = {
+    .prepare = lease_prepare,
     .step = lease_step,
     .answer = lease_answer,
     .may_create = may_create,
