@@ -199,8 +199,6 @@ bool zklock__free_if_finished(zkl_contender_t *c)
     zklock__timer_cancel(l->s, &c->deadline_timer);
     zklock__timers_unreserve(l->s, 2);
     free(c->check_path);
-    free(c->heir_of);
-    free(c->heir_multi);
     free(c->recipe_data);
     free(c->node);
     free(c->watched);
@@ -241,14 +239,10 @@ static void report_lost(zkl_contender_t *c, int reason)
     queue_lost(c->l, reason);
 }
 
-static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
-
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
 {
-    bool unconfirmed = c->loss_unconfirmed;
-
     if (c->waiting) {
         zklock__requeue(c);
         return;
@@ -259,50 +253,15 @@ void zklock__lose(zkl_contender_t *c, int reason)
     zklock__set_node(c, NULL);
     c->holds = 0;
     if (c->l->recipe->ending)
-        c->l->recipe->ending(c);
+        c->l->recipe->ending(c); /* (a writer's heirs are lost with it: rwlock.c) */
     if (reason)
         report_lost(c, reason);
     zklock__mark(c);
-    lose_heirs_of(c, reason, unconfirmed);
 }
 
 bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
 {
     return a->by_handle ? b->by_handle : pthread_equal(a->owner, b->owner);
-}
-
-/* A downgrade heir holds by its writer's place, and by its token: when the
- * writer's hold is lost, so is the heir's (told to the heir, whose step
- * loses it: zklock__heir_step). */
-static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
-{
-    zklock_t *readers = w->l->sibling;
-
-    if (!readers || w->l->shared)
-        return;
-    for (zkl_contender_t *c = readers->contenders; c; c = c->lock_next) {
-        if (!c->heir || c->phase != ZKL_HELD || !zklock__same_owner(c, w))
-            continue;
-        c->writer_lost = true;
-        c->writer_loss_unconfirmed = unconfirmed;
-        c->writer_lost_why = unconfirmed ? w->loss_fallback : reason;
-        zklock__mark(c);
-    }
-}
-
-void zklock__heir_step(zkl_contender_t *c)
-{
-    if (!c->writer_lost)
-        return;
-    c->writer_lost = false;
-    if (c->phase != ZKL_HELD)
-        return;
-    zklock__stale_add(c); /* its node goes: it holds by nothing now */
-    if (c->writer_loss_unconfirmed)
-        zklock__lose_unconfirmed(c, c->writer_lost_why);
-    else
-        zklock__lose(c, c->writer_lost_why);
-    zklock__stale_sweep(session_of(c));
 }
 
 /* A hold is over, and we do not know why yet: the session may have ended

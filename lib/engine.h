@@ -40,8 +40,9 @@ void zklock__requeue(zkl_contender_t *c);
 /* The same when only our own node went: a heir whose writer still holds
  * stays a heir. */
 void zklock__requeue_own(zkl_contender_t *c);
-/* The downgrade heir c's writer still holds by the node c was made beside. */
-bool zklock__writer_still_holds(const zkl_contender_t *c);
+/* Does c hold by another's place (a downgrade heir), and does it stand? */
+bool zklock__inherits(const zkl_contender_t *c);
+bool zklock__place_stands(const zkl_contender_t *c);
 /* c holds (false: not on a lease that ran out; it is GRANTING then, and
  * holds once a heartbeat proves the session). */
 bool zklock__become_holder(zkl_contender_t *c);
@@ -78,8 +79,6 @@ void zklock__let_go_step(zkl_contender_t *m);
  * if `releases_count`); a held c whose sub's hold was lost loses its own. */
 void zklock__subs_collect(zkl_contender_t *c, bool releases_count);
 
-/* A downgrade heir's step: its writer's hold was lost, so is its own. */
-void zklock__heir_step(zkl_contender_t *c);
 /* Do a and b belong to one owner (a thread, or the handles' owner)? */
 bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
 /* A held lock is gone (reason: ZKLOCK_LOST_*). */
@@ -92,14 +91,6 @@ void zklock__release_found_lost(zkl_contender_t *c, int reason);
 
 /* ---- request.c: the one send function, and the answers -------------------- */
 
-/* A downgrade heir's create: the check of its writer's node and the create
- * in one multi (step.c), in flight. */
-struct zkl_heir_multi {
-    zoo_op_t ops[2];
-    zoo_op_result_t results[2];
-    char created[ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32];
-};
-
 /* What a contender's request is for: its answer is read by kind (step.c;
  * a recipe's own kinds, from ZKL_REQ_RECIPE on, by its answer hook). */
 enum zkl_req {
@@ -107,7 +98,6 @@ enum zkl_req {
     ZKL_REQ_PARENT,      /* create a level of the lock path */
     ZKL_REQ_TOP_PARENT,  /* ... its top level */
     ZKL_REQ_CREATE,      /* create2 our node */
-    ZKL_REQ_HEIR,        /* multi: the writer's node checked, the heir made */
     ZKL_REQ_LIST,        /* get_children2 the queue (watching it: c->queue_watch) */
     ZKL_REQ_SYNC,        /* sync, before a recovery's listing */
     ZKL_REQ_OWNER,       /* get our node: its ephemeralOwner */
@@ -116,7 +106,7 @@ enum zkl_req {
     ZKL_REQ_WATCH,       /* get the node that blocks us, watching it */
     ZKL_REQ_OWN_WATCH,   /* get our node, watching it (not part of the chain) */
     ZKL_REQ_RECIPE,      /* the recipe's own, from here */
-    ZKL_REQ_COUNT = ZKL_REQ_RECIPE + 2
+    ZKL_REQ_COUNT = ZKL_REQ_RECIPE + 2 /* (ZKL_SLOTS) */
 };
 
 /* The ZooKeeper calls a request may be. */

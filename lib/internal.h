@@ -280,7 +280,7 @@ struct zkl_slot {
     zkl_contender_t *c;
     int kind;
 };
-#define ZKL_SLOTS 13 /* ZKL_REQ_COUNT (engine.h) */
+#define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (engine.h) */
 
 /* How a contender's lease ran out (c->lease_run_out, lease.c). */
 enum { ZKL_LEASE_RAN_OUT = 1, ZKL_LEASE_RAN_OUT_LATE };
@@ -309,10 +309,6 @@ struct zkl_contender {
     int result;            /* what the owner's call returns */
     int lost_reason;       /* what on_lost was told */
     int lost_why;          /* why the hold was lost (0: unconfirmed, below) */
-    /* (a downgrade heir) its writer's hold was lost, and why: its step
-     * loses the heir's too */
-    bool writer_lost, writer_loss_unconfirmed;
-    int writer_lost_why;
     bool loss_unconfirmed; /* LOST, and on_lost waits to know why: */
     int loss_fallback;     /* ... this, unless the session turns out ended */
 
@@ -320,11 +316,6 @@ struct zkl_contender {
     char *node;            /* full path of our node; NULL if none */
     int32_t seq;
     int64_t czxid;         /* fencing token */
-    int32_t heir_seq;      /* downgrade heir: non-sequential, this sequence */
-    int64_t heir_token;    /* ... and its writer's fencing token */
-    char *heir_of;         /* ... and its writer's node, checked as it is made */
-    struct zkl_heir_multi *heir_multi; /* that check and create in flight */
-    bool heir;
 
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
@@ -368,7 +359,7 @@ struct zkl_contender {
                               multi with its siblings') */
     void *recipe_data;     /* a recipe's own allocation for c (one free()):
                               a lease's room and guess, a multi-lock's
-                              transaction in flight */
+                              transaction in flight, a heir's place */
     /* The watch on our own node: tells a waiter its place is gone and a
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
@@ -407,7 +398,8 @@ struct zkl_contender {
 /* What a recipe changes in the engine's rules (the files in recipes/). Any hook may
  * be NULL: the default rule (the mutex's). Called with s->mu held. */
 struct zkl_recipe {
-    /* Before queuing: may refuse (ZKLOCK_EDEADLK) or make c a downgrade heir. */
+    /* Before queuing: may refuse (ZKLOCK_EDEADLK), make c a downgrade heir,
+     * make c's recipe_data. */
     int (*prepare)(zklock_t *l, zkl_contender_t *c);
     /* May c create its node now? If not, the recipe steps c when it may. */
     bool (*may_create)(zkl_contender_t *c);
@@ -427,6 +419,18 @@ struct zkl_recipe {
     void (*answer)(zkl_contender_t *c, const struct zkl_answer *a);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* A contender may hold by another's place (a read/write lock's
+     * downgrade heir, rwlock.c): does c? (NULL: none does.) */
+    bool (*inherits)(const zkl_contender_t *c);
+    /* ... and does that place still stand (its writer holds by it)? */
+    bool (*place_stands)(const zkl_contender_t *c);
+    /* ... the name of the node that place is (in a listing), or NULL. */
+    const char *(*place_node)(const zkl_contender_t *c);
+    /* ... c queues as a plain contender from now on. */
+    void (*forget_place)(zkl_contender_t *c);
+    /* Makes c's node itself (true), instead of the engine's create and
+     * listing (a heir's check and create in one multi). */
+    bool (*create)(zkl_contender_t *c);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
@@ -481,7 +485,6 @@ enum zkl_sstate {
 struct zkl_qwatch;
 struct zkl_stale;
 struct zkl_heartbeat;
-struct zkl_heir_multi;
 struct zkl_done;
 
 /* A blocked caller's record of its call's outcome (on its stack). */

@@ -26,9 +26,20 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
 
 /* ---- the verbs that need the lease and the watches ------------------------------------- */
 
+bool zklock__inherits(const zkl_contender_t *c)
+{
+    return c->l->recipe->inherits && c->l->recipe->inherits(c);
+}
+
+bool zklock__place_stands(const zkl_contender_t *c)
+{
+    return zklock__inherits(c) && c->l->recipe->place_stands(c);
+}
+
 /* Starts over with a new node name (the old one is gone or was never ours);
- * a downgrade heir stays one if `keep_heir`, else queues as a reader. */
-static void start_over(zkl_contender_t *c, bool keep_heir)
+ * a contender that holds by another's place (a downgrade heir) keeps it if
+ * `keep_place`, else queues as a plain one (a reader). */
+static void start_over(zkl_contender_t *c, bool keep_place)
 {
     zklock__set_node(c, NULL);
     zklock__forget_blocker(c);
@@ -36,13 +47,10 @@ static void start_over(zkl_contender_t *c, bool keep_heir)
     c->fast = false;
     if (c->phase == ZKL_LEAVING)
         return; /* a contender that gave up never queues again: nothing to delete */
-    zklock__set_phase(c, ZKL_QUEUING, keep_heir ? "queues again, a heir still" : "queues again");
+    zklock__set_phase(c, ZKL_QUEUING, keep_place ? "queues again, in its place" : "queues again");
     c->need_list = false;
-    if (!keep_heir) {
-        c->heir = false;
-        free(c->heir_of);
-        c->heir_of = NULL;
-    }
+    if (!keep_place && zklock__inherits(c))
+        c->l->recipe->forget_place(c);
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
@@ -51,24 +59,13 @@ void zklock__requeue(zkl_contender_t *c)
     start_over(c, false); /* its writer's place is gone too: queue as a reader */
 }
 
-bool zklock__writer_still_holds(const zkl_contender_t *c)
-{
-    const zklock_t *writers = c->l->sibling;
-
-    for (const zkl_contender_t *w = writers ? writers->contenders : NULL; w; w = w->lock_next)
-        if (zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node && c->heir_of &&
-            strcmp(w->node, c->heir_of) == 0)
-            return true;
-    return false;
-}
-
 /* Only our own node went (deleted by hand, or not ours after all). A heir
  * whose writer still holds is made again as a heir, its multi's check
  * deciding as the first time: queued as a reader, it would wait behind its
  * own owner's write node for ever (found by the model, model/zklock.pml). */
 void zklock__requeue_own(zkl_contender_t *c)
 {
-    start_over(c, c->heir && zklock__writer_still_holds(c));
+    start_over(c, zklock__place_stands(c));
 }
 
 bool zklock__become_holder(zkl_contender_t *c)
@@ -87,19 +84,13 @@ bool zklock__become_holder(zkl_contender_t *c)
         zklock__lease_renew(s);
         return false;
     }
-    if (c->heir) {
-        /* A downgrade heir holds by its writer's place, and so by its token:
-         * its own node is newer than a writer queued behind, whose token
-         * storage must still accept. */
-        c->czxid = c->heir_token;
-    }
     zklock__set_phase(c, ZKL_HELD, "its turn");
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
     zklock__lease_keep(s);
     zklock__arm_own_watch(c); /* if its delay is over */
     if (c->l->recipe->granted)
-        c->l->recipe->granted(c);
+        c->l->recipe->granted(c); /* (a heir takes its writer's token: rwlock.c) */
     return true;
 }
 
@@ -113,15 +104,13 @@ void zklock__heard(zkl_contender_t *c, int rc)
         zklock__lease_heard(session_of(c), &c->sent_at);
 }
 
-/* Our node exists. A heir holds by its writer's place; a create sent
- * without a listing holds if the fast path's rule says so, or lists. */
+/* Our node exists. A create sent without a listing holds if the fast
+ * path's rule says so, or lists. */
 static void created(zkl_contender_t *c, bool fast, int64_t czxid)
 {
     if (c->phase != ZKL_QUEUING)
         return;
-    if (c->heir) {
-        zklock__become_holder(c);
-    } else if (fast && zklock__fast_holds(c->seq, czxid, c->fast_prev_seq, c->fast_prev_zxid)) {
+    if (fast && zklock__fast_holds(c->seq, czxid, c->fast_prev_seq, c->fast_prev_zxid)) {
         if (zklock__become_holder(c)) {
             c->alone = true;
             session_of(c)->stats.fast_acquired++;
@@ -147,46 +136,11 @@ static void on_create(zkl_contender_t *c, const struct zkl_answer *a)
         c->seq = zklock__parse_name(basename_of(a->value), &e) == 0 ? e.seq : 0;
         c->czxid = a->stat->czxid;
         created(c, fast, a->stat->czxid);
-    } else if (a->rc == ZNONODE && !c->heir) {
+    } else if (a->rc == ZNONODE) {
         if (c->parent_rc != 0)
             failed(c, c->parent_rc); /* the lock path cannot be made */
         else
             c->need_parents = true; /* the listing fails too; the step starts over */
-    } else {
-        c->create_unknown |= transient(a->rc);
-        failed(c, a->rc);
-    }
-}
-
-/* A downgrade heir's create, in one multi with the check of its writer's
- * node (step's send_heir_create). */
-static void on_heir(zkl_contender_t *c, const struct zkl_answer *a)
-{
-    struct zkl_heir_multi *m = c->heir_multi;
-    int check = m->results[0].err, create = m->results[1].err;
-
-    zklock__heard(c, a->rc);
-    if (a->rc == ZOK) {
-        zklock__set_node(c, strdup(m->created));
-        if (!c->node) {
-            zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
-            return;
-        }
-        c->seq = c->heir_seq;
-        created(c, false, 0); /* its token is its writer's */
-    } else if (check == ZNONODE) {
-        /* Its writer's node is gone (the writer learns it from its own
-         * watch): no place to inherit. Queue as a plain reader, wherever
-         * the lock path now is. */
-        zklock__requeue(c);
-    } else if (create == ZNODEEXISTS) {
-        /* An earlier create of ours whose reply was lost: ours only if our
-         * session owns it. */
-        zklock__set_node(c, zklock__node_name(c));
-        if (c->node)
-            send_owner_check(c);
-        else
-            zklock__give_up(c, ZKLOCK_ENOMEM);
     } else {
         c->create_unknown |= transient(a->rc);
         failed(c, a->rc);
@@ -213,18 +167,6 @@ static void on_parent(zkl_contender_t *c, int rc, bool top)
 /* What a listing of the queue means for c: the rules are rules.c's, pure;
  * here what c knows goes in and their verdict is acted on. */
 
-/* A downgrade heir holds by its writer's place: its thread's held node on
- * the write side, by name (NULL: none). */
-static const char *writer_node(const zkl_contender_t *c)
-{
-    const zklock_t *writes = c->l->sibling;
-
-    for (const zkl_contender_t *w = writes ? writes->contenders : NULL; w; w = w->lock_next)
-        if (w->attached && zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node)
-            return basename_of(w->node);
-    return NULL;
-}
-
 static bool stale(const void *ctx, const char *name)
 {
     const zkl_contender_t *c = ctx;
@@ -240,8 +182,8 @@ static void facts_of(const zkl_contender_t *c, struct zkl_queue_facts *f)
         .recovering = c->create_unknown,
         .exclusive = !c->l->shared,
         .try_once = c->try_once,
-        .heir = c->heir,
-        .writer = c->heir ? writer_node(c) : NULL,
+        .heir = zklock__inherits(c),
+        .writer = zklock__inherits(c) ? c->l->recipe->place_node(c) : NULL,
         .stale = stale,
         .stale_ctx = c,
     };
@@ -327,7 +269,7 @@ static void on_list(zkl_contender_t *c, const struct zkl_answer *a)
     } else if (a->rc == ZNONODE) {
         /* No lock path: nothing of ours can be under it. A downgrade heir
          * never makes the path: its writer's place is gone with it. */
-        if (c->create_unknown && c->heir) {
+        if (c->create_unknown && zklock__inherits(c)) {
             zklock__requeue(c);
         } else if (c->create_unknown) {
             c->create_unknown = false;
@@ -348,7 +290,7 @@ static void on_owner(zkl_contender_t *c, const struct zkl_answer *a)
 {
     if (a->rc == ZOK && a->stat->ephemeralOwner == session_of(c)->session_id) {
         c->czxid = a->stat->czxid;
-        if (c->heir && c->phase == ZKL_QUEUING)
+        if (zklock__inherits(c) && c->phase == ZKL_QUEUING)
             zklock__become_holder(c); /* a heir holds by its writer's place */
         else
             c->need_list = true;
@@ -475,9 +417,6 @@ static void read_answer(zkl_contender_t *c)
         break;
     case ZKL_REQ_CREATE:
         on_create(c, a);
-        break;
-    case ZKL_REQ_HEIR:
-        on_heir(c, a);
         break;
     case ZKL_REQ_LIST:
         on_list(c, a);
@@ -709,11 +648,7 @@ char *zklock__node_name(zkl_contender_t *c)
     size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
     char *name = malloc(len);
 
-    if (!name)
-        return NULL;
-    if (c->heir)
-        snprintf(name, len, "%s/%s%s%010d", dir, c->prefix, tag, c->heir_seq);
-    else
+    if (name)
         snprintf(name, len, "%s/%s%s", dir, c->prefix, tag);
     return name;
 }
@@ -731,46 +666,21 @@ bool zklock__send_list(zkl_contender_t *c)
     return true;
 }
 
-/* A downgrade heir holds by its writer's place: it is made only beside its
- * writer's live node, the check and the create in one transaction. Had an
- * operator deleted the writer's node (the writer not told yet: its own-node
- * watch waits its delay), a writer elsewhere may hold: the heir must not. */
-static void send_heir_create(zkl_contender_t *c, const char *name)
-{
-    zklock_session_t *s = session_of(c);
-    struct zkl_heir_multi *m = c->heir_multi ? c->heir_multi : malloc(sizeof *m);
-
-    if (!m) {
-        zklock__give_up(c, ZKLOCK_ENOMEM);
-        return;
-    }
-    c->heir_multi = m;
-    memset(m, 0, sizeof *m);
-    zoo_check_op_init(&m->ops[0], c->heir_of, -1);
-    zoo_create_op_init(&m->ops[1], name, s->identity, (int)strlen(s->identity), c->l->acl,
-                       ZOO_EPHEMERAL, m->created, (int)sizeof m->created);
-    zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_HEIR, .call = ZKL_CALL_MULTI, .nops = 2,
-                                          .ops = m->ops, .results = m->results});
-}
-
 /* The create and the listing go out back to back: ZooKeeper answers a
  * session's requests in order, so the listing already contains our node and
- * a free lock costs one round trip. A downgrade heir needs no listing, nor
- * does a create that may take the fast path (if it turns out it may not,
- * the listing follows). */
+ * a free lock costs one round trip. A create that may take the fast path
+ * needs no listing (if it turns out it may not, the listing follows), nor
+ * does a heir's, which its recipe makes. */
 static void send_create(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
-    char *name = zklock__node_name(c);
+    char *name;
     bool sent;
 
-    if (!name) {
+    if (c->l->recipe->create && c->l->recipe->create(c))
+        return; /* a heir's check and create in one multi (rwlock.c) */
+    if (!(name = zklock__node_name(c))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
-        return;
-    }
-    if (c->heir) {
-        send_heir_create(c, name);
-        free(name);
         return;
     }
     c->parent_rc = 0; /* it speaks of this create's parents only */
@@ -888,7 +798,7 @@ static void step_granting(zkl_contender_t *c)
     }
     if (c->l->recipe->nodeless)
         zklock__set_phase(c, ZKL_QUEUING, "lease proved: looks at its members again");
-    else if (c->heir && !zklock__writer_still_holds(c))
+    else if (zklock__inherits(c) && !zklock__place_stands(c))
         zklock__requeue(c);
     else
         zklock__become_holder(c);
@@ -921,7 +831,6 @@ void zklock__step(zkl_contender_t *c)
     read_watch_events(c);
     read_session_end(c);
     read_lease_run_out(c);
-    zklock__heir_step(c);
     zklock__let_go_step(c);
     zklock__subs_collect(c, c->l->recipe->nodeless); /* a multi-lock holds by its members */
     if (c->l->recipe->step)

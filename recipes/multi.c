@@ -334,7 +334,7 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
         else if (!(m = zklock__sub_new(c, member, true))) /* M makes its node, or starts it */
             rc = ZKLOCK_ENOMEM;
         else if (member->recipe->prepare && (rc = member->recipe->prepare(member, m)) == 0)
-            m->by_parent = !m->heir; /* a heir makes its own node */
+            m->by_parent = !zklock__inherits(m); /* a heir makes its own node */
     }
     if (rc)
         multi_ending(c); /* nothing started: the members go at once */
