@@ -2,7 +2,7 @@
  *
  * Every wait in zklock is against CLOCK_MONOTONIC: a wall clock set back
  * must not stretch a timeout, nor one set forward expire a session. */
-#include "internal.h"
+#include "timer.h"
 
 int zklock__cond_init(pthread_cond_t *cond)
 {

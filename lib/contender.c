@@ -1,73 +1,39 @@
 /*
- * contender.c: a contender's lifetime and the outcomes of its queuing.
- *
- * A contender is one owner's place in one lock's queue. It goes
- *
- *   QUEUING --(lowest / nothing conflicting ahead)--> HELD --release--> LEAVING --> GONE
- *      |  create + list (pipelined: one round trip)     |                  ^
- *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
- *      +--timeout / cancel / try-once busy / error------------------------+
- *
- * and is freed only when nobody can reach it any more, by the driver's last
- * phase (zklock__free_if_finished).
+ * contender.c: a contender, one owner's place in one lock's queue: its
+ * struct and lifetime, the marks that make the driver step it, the one
+ * function that changes its phase (checked against phase.c's table,
+ * traced), and the wishes and verbs below its step (contender.h says which
+ * way each one ends it). It is freed only by the driver's last phase, once
+ * nobody can reach it any more.
  */
-#include "engine.h"
+#include "contender.h"
+#include "recipe.h"
 
 #include <assert.h>
 #include <inttypes.h>
 
-/* ---- on_lost -------------------------------------------------------------- */
+/* ---- marks: the contenders the driver is to step ------------------------------ */
 
-struct lost_callback {
-    struct zkl_callback cb;
-    zklock_t *l;
-    int reason;
-    bool ran;
-};
-
-static bool lost_begin(struct zkl_callback *cb)
+void zklock__mark(zkl_contender_t *c)
 {
-    struct lost_callback *lc = (struct lost_callback *)cb;
+    zklock_session_t *s = session_of(c);
 
-    lc->ran = !lc->l->freeing;
-    if (lc->ran)
-        lc->l->in_callback++;
-    return lc->ran;
+    if (c->marked)
+        return;
+    c->marked = true;
+    c->mark_next = NULL;
+    if (s->marked_tail)
+        s->marked_tail->mark_next = c;
+    else
+        s->marked_head = c;
+    s->marked_tail = c;
 }
 
-static void lost_run(struct zkl_callback *cb)
+void zklock__mark_event(zkl_contender_t *c)
 {
-    struct lost_callback *lc = (struct lost_callback *)cb;
-    lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
-}
-
-static void lost_end(struct zkl_callback *cb)
-{
-    struct lost_callback *lc = (struct lost_callback *)cb;
-    zklock_t *l = lc->l;
-
-    if (lc->ran) {
-        l->in_callback--;
-        pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
-    }
-    zklock__lock_unref(l);
-    free(lc);
-}
-
-static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
-
-static void queue_lost(zklock_t *l, int reason)
-{
-    struct lost_callback *lc;
-
-    if (!l->opts.on_lost || !(lc = calloc(1, sizeof *lc)))
-        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
-    lc->cb.ops = &lost_ops;
-    lc->cb.owner = l;
-    lc->l = l;
-    lc->reason = reason;
-    l->refs++;
-    zklock__dispatch_push(l->s, &lc->cb);
+    zklock__mark(c);
+    if (c->parent)
+        zklock__mark(c->parent);
 }
 
 /* ---- phases ------------------------------------------------------------------ */
@@ -121,6 +87,18 @@ void zklock__set_node(zkl_contender_t *c, char *node)
 }
 
 
+/* The session thread's timer: our node has lived ZKL_OWN_WATCH_DELAY_MS,
+ * its watch is due (its step sets it now, or on the next resume if the
+ * connection is down). */
+static void own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+{
+    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
+
+    c->own_due = true;
+    zklock__mark(c);
+    zklock__entry_done(s);
+}
+
 zkl_contender_t *zklock__contender_new(zklock_t *l)
 {
     zklock_session_t *s = l->s;
@@ -137,7 +115,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
         free(c);
         return NULL;
     }
-    c->own_timer.fire = zklock__own_watch_due;
+    c->own_timer.fire = own_watch_due;
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->id = ++s->contenders_made;
@@ -154,7 +132,8 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     if (s->contenders)
         s->contenders->sess_prev = c;
     s->contenders = c;
-    zklock__slots_init(c);
+    for (int kind = 0; kind < ZKL_SLOTS; kind++)
+        c->slots[kind] = (struct zkl_slot){c, kind};
     c->answer.kind = ZKL_REQ_NONE;
     l->refs++;
     return c;
@@ -179,21 +158,11 @@ static void unlink_contender(zkl_contender_t *c)
         c->sess_next->sess_prev = c->sess_prev;
 }
 
-/* Frees c once nobody can reach it: no owner, no request in flight, no
- * watch that could still fire, and nothing left on the server. */
-bool zklock__free_if_finished(zkl_contender_t *c)
+/* Frees c (the driver, once nobody can reach it: zklock__drive). */
+void zklock__contender_free(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
-    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0 ||
-        c->queue_watches > 0)
-        return false;
-    if (c->loss_unconfirmed || c->waiting || c->releasing)
-        return false; /* on_lost, or a call's outcome, is still owed */
-    if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
-        return false;
-    if (zklock__sub_pending(c))
-        return false; /* its sub's end frees it */
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
     zklock__timer_cancel(l->s, &c->deadline_timer);
@@ -205,7 +174,16 @@ bool zklock__free_if_finished(zkl_contender_t *c)
     pthread_cond_destroy(&c->cond);
     free(c);
     zklock__lock_unref(l);
-    return true;
+}
+
+bool zklock__inherits(const zkl_contender_t *c)
+{
+    return c->l->recipe->inherits && c->l->recipe->inherits(c);
+}
+
+bool zklock__place_stands(const zkl_contender_t *c)
+{
+    return zklock__inherits(c) && c->l->recipe->place_stands(c);
 }
 
 void zklock__leave(zkl_contender_t *c, int rc)
@@ -215,81 +193,17 @@ void zklock__leave(zkl_contender_t *c, int rc)
     zklock__mark(c);
 }
 
-void zklock__detach(zkl_contender_t *c)
+void zklock__abandon(zkl_contender_t *c)
 {
     c->attached = false;
     zklock__mark(c);
 }
 
-/* ---- outcomes ------------------------------------------------------------- */
-
-void zklock__finish(zkl_contender_t *c)
-{
-    zklock__set_phase(c, ZKL_GONE, "its node is gone");
-    zklock__mark(c);
-}
-
-/* Tells the owner, through on_lost, that a hold it had is over. */
-static void report_lost(zkl_contender_t *c, int reason)
-{
-    if (c->l->internal)
-        return; /* a recipe's own hold: its recipe deals with the loss */
-    c->lost_reason = reason;
-    session_of(c)->stats.lost++;
-    queue_lost(c->l, reason);
-}
-
-/* A held lock is gone. If the owner is still inside zklock_acquire() it
- * never saw the hold: it queues again instead of being told. */
-void zklock__lose(zkl_contender_t *c, int reason)
-{
-    if (c->waiting) {
-        zklock__requeue(c);
-        return;
-    }
-    c->lost_why = reason;
-    zklock__set_phase(c, ZKL_LOST, reason ? "lost" : "lost, why to be asked");
-    /* (a sub's parent sees it: zklock__subs_collect) */
-    zklock__set_node(c, NULL);
-    c->holds = 0;
-    if (c->l->recipe->ending)
-        c->l->recipe->ending(c); /* (a writer's heirs are lost with it: rwlock.c) */
-    if (reason)
-        report_lost(c, reason);
-    zklock__mark(c);
-}
+/* ---- the ways a contender ends (contender.h) --------------------------------- */
 
 bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
 {
     return a->by_handle ? b->by_handle : pthread_equal(a->owner, b->owner);
-}
-
-/* A hold is over, and we do not know why yet: the session may have ended
- * (a process paused past its session timeout sees its node's deletion, or
- * its lease run out, before it hears of the expiry). The engine asks the
- * server before on_lost says which (zklock__confirm_loss): `fallback` if the
- * session lives. The hold is over for the owner at once either way. */
-void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
-{
-    c->loss_unconfirmed = !c->waiting;
-    c->loss_fallback = fallback;
-    zklock__lose(c, 0);
-}
-
-void zklock__confirm_loss(zkl_contender_t *c, int reason)
-{
-    if (!c->loss_unconfirmed)
-        return;
-    c->loss_unconfirmed = false;
-    report_lost(c, reason);
-}
-
-/* A release found its hold already gone: zklock_release() answers
- * ZKLOCK_ELOST, and on_lost is still told, once, like for any lost hold. */
-void zklock__release_found_lost(zkl_contender_t *c, int reason)
-{
-    c->result = ZKLOCK_ELOST;
-    report_lost(c, reason);
 }
 
 void zklock__give_up(zkl_contender_t *c, int rc)

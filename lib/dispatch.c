@@ -7,7 +7,8 @@
  * (ZKLOCK_DISPATCH_POLL), with an eventfd that is readable while the queue
  * is not empty. The queue knows nothing of what a callback is about: each
  * entry brings its own operations. */
-#include "internal.h"
+#include "session.h"
+#include "timer.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -13,31 +13,15 @@
  * The shape of curl's multi interface (events only mark a transfer) and of
  * libuv's loop (handles are freed in one phase of it).
  */
-#include "engine.h"
+#include "driver.h"
+#include "lease.h"
+#include "owner.h"
+#include "stale.h"
+#include "step.h"
+#include "subs.h"
+#include "watch.h"
 
 #include <assert.h>
-
-void zklock__mark(zkl_contender_t *c)
-{
-    zklock_session_t *s = session_of(c);
-
-    if (c->marked)
-        return;
-    c->marked = true;
-    c->mark_next = NULL;
-    if (s->marked_tail)
-        s->marked_tail->mark_next = c;
-    else
-        s->marked_head = c;
-    s->marked_tail = c;
-}
-
-void zklock__mark_event(zkl_contender_t *c)
-{
-    zklock__mark(c);
-    if (c->parent)
-        zklock__mark(c->parent);
-}
 
 /* The next marked contender (NULL: none), now on the visited list. */
 static zkl_contender_t *next_marked(zklock_session_t *s)
@@ -74,16 +58,30 @@ static void decide_calls(zklock_session_t *s)
         zklock__call_decide(c);
 }
 
+/* Nobody can reach c any more: no owner, no request in flight, no watch
+ * that could still fire, no outcome owed, and nothing left on the server,
+ * its subs' included (its step disowns them as they finish). */
+static bool finished(zkl_contender_t *c)
+{
+    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0 ||
+        c->queue_watches > 0)
+        return false;
+    if (c->loss_unconfirmed || c->waiting || c->releasing)
+        return false; /* on_lost, or a call's outcome, is still owed */
+    return (c->phase == ZKL_GONE || c->phase == ZKL_LOST) && !c->subs;
+}
+
 /* Frees the visited contenders that are finished; a parent's subs, let go
- * meanwhile, are marked (the next round frees them). */
+ * meanwhile, are marked (the next round frees them). The one place a
+ * contender is freed. */
 static void free_finished(zklock_session_t *s)
 {
     while (s->visited) {
         zkl_contender_t *c = s->visited;
         s->visited = c->visit_next;
         c->visited = false;
-        if (!c->marked)
-            zklock__free_if_finished(c);
+        if (!c->marked && finished(c))
+            zklock__contender_free(c);
     }
 }
 

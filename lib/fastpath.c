@@ -23,7 +23,7 @@
  * the arithmetic is in rules.c (zklock__fast_alone, zklock__fast_holds),
  * what the handle knows between two acquisitions here.
  */
-#include "engine.h"
+#include "contender.h"
 
 /* Our alone node is deleted: the handle's next create may skip the listing. */
 void zklock__fast_remember(zkl_contender_t *c)

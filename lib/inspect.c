@@ -8,7 +8,9 @@
  * One read is: the children (with the lock path's cversion), then the data
  * and Stat of every lock node, pipelined: two round trips.
  */
-#include "internal.h"
+#include "handle.h"
+#include "names.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -27,7 +27,8 @@
  * check did the same, but ZooKeeper's C client leaks a multi still pending
  * when its session ends.) A reconnection sends one at once.
  */
-#include "engine.h"
+#include "lease.h"
+#include "request.h"
 
 /* The margin: a twentieth of the session timeout, far more than clocks
  * that run at nearly the same rate drift apart over one session timeout
@@ -130,7 +131,7 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         c->lease_run_out = late ? ZKL_LEASE_RAN_OUT_LATE : ZKL_LEASE_RAN_OUT;
         zklock__mark_event(c);
     }
-    zklock__event_end(s);
+    zklock__entry_done(s);
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -163,7 +164,7 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
     if (proved)
         regrant(s);
     zklock__detached_done(s);
-    zklock__event_end(s);
+    zklock__entry_done(s);
     pthread_mutex_unlock(&s->mu);
     free(hb);
 }

@@ -8,7 +8,11 @@
  * waits for its verdict. The engine and ZooKeeper's completion thread do
  * the rest.
  */
-#include "internal.h"
+#include "contender.h"
+#include "driver.h"
+#include "lease.h"
+#include "owner.h"
+#include "recipe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +111,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (c && c->waiting)
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
-        zklock__detach(c); /* a lost hold nobody released: start afresh */
+        zklock__abandon(c); /* a lost hold nobody released: start afresh */
     if (!zklock__connected(s) && timeout_ms == 0)
         return answer(done, s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED
                                                                     : ZCONNECTIONLOSS);
@@ -116,7 +120,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
         zklock__leave(c, rc); /* never started: nothing to delete */
-        zklock__detach(c);
+        zklock__abandon(c);
         return answer(done, rc);
     }
     if (done) {
@@ -180,13 +184,13 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
 
     if (closed(l)) {
         if (c)
-            zklock__detach(c);
+            zklock__abandon(c);
         return ZKLOCK_ECLOSED;
     }
     if (!c)
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
-        zklock__detach(c);
+        zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
     }
     if (c->phase != ZKL_HELD)
@@ -431,7 +435,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (!c->parent) /* a multi-lock's member is its multi-lock's to let go */
-            zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
+            zklock__abandon(c); /* one a blocked caller is in is freed when it leaves */
     }
     zklock__drive(s);
     zklock__lock_unref(l);

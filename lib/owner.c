@@ -16,7 +16,7 @@
  * background). A release is decided when the server confirmed the delete
  * or the session ended.
  */
-#include "engine.h"
+#include "owner.h"
 
 #include <errno.h>
 
@@ -106,6 +106,69 @@ void zklock__done_queue(struct zkl_done *d, int rc)
     zklock__dispatch_push(d->l->s, &d->cb);
 }
 
+/* ---- on_lost ------------------------------------------------------------------------- */
+
+struct lost_callback {
+    struct zkl_callback cb;
+    zklock_t *l;
+    int reason;
+    bool ran;
+};
+
+static bool lost_begin(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+
+    lc->ran = !lc->l->freeing;
+    if (lc->ran)
+        lc->l->in_callback++;
+    return lc->ran;
+}
+
+static void lost_run(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
+}
+
+static void lost_end(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    zklock_t *l = lc->l;
+
+    if (lc->ran) {
+        l->in_callback--;
+        pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
+    }
+    zklock__lock_unref(l);
+    free(lc);
+}
+
+static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
+
+static void queue_lost(zklock_t *l, int reason)
+{
+    struct lost_callback *lc;
+
+    if (!l->opts.on_lost || !(lc = calloc(1, sizeof *lc)))
+        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
+    lc->cb.ops = &lost_ops;
+    lc->cb.owner = l;
+    lc->l = l;
+    lc->reason = reason;
+    l->refs++;
+    zklock__dispatch_push(l->s, &lc->cb);
+}
+
+void zklock__tell_lost(zkl_contender_t *c, int reason)
+{
+    if (c->l->internal)
+        return; /* a recipe's own hold: its recipe deals with the loss */
+    c->lost_reason = reason;
+    session_of(c)->stats.lost++;
+    queue_lost(c->l, reason);
+}
+
 /* ---- starting calls ------------------------------------------------------------------ */
 
 static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
@@ -113,7 +176,7 @@ static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
     zklock__mark(c); /* its step gives up (the timer is no longer armed) */
-    zklock__event_end(s);
+    zklock__entry_done(s);
 }
 
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
@@ -195,7 +258,7 @@ void zklock__call_decide(zkl_contender_t *c)
     bool connected = zklock__connected(session_of(c));
 
     if (c->parent)
-        return; /* a sub: its parent's step reads it (zklock__subs_collect) */
+        return; /* a sub: its parent's step reads it (zklock__subs_read) */
     if (c->waiting && c->phase == ZKL_HELD) {
         c->waiting = false;
         c->holds = 1;
@@ -224,7 +287,7 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__mark(c); /* its step gives up */
-            zklock__event_end(s);
+            zklock__entry_done(s);
         } else if (!timed) {
             pthread_cond_wait(&c->cond, &s->mu);
         }

@@ -3,7 +3,7 @@
  * ZooKeeper's server rejects a bad path only after a round trip, and
  * a relative or "." path would be turned into something else by a chroot;
  * checking here gives a clear ZKLOCK_EINVAL before anything is sent. */
-#include "internal.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>

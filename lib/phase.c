@@ -16,7 +16,7 @@
  * Pure: the table and its check, unit-tested (test_unit.c); contender.c's
  * zklock__set_phase is the one function that changes a phase.
  */
-#include "internal.h"
+#include "contender.h"
 
 #include <assert.h>
 

@@ -19,7 +19,7 @@
  * stale node's, the lease's heartbeat) are the caller's, with a completion
  * of its own: zklock__detached_sent() and zklock__detached_done() count them.
  */
-#include "engine.h"
+#include "request.h"
 
 _Static_assert(ZKL_SLOTS == ZKL_REQ_COUNT, "a completion slot per kind of request");
 
@@ -63,7 +63,7 @@ static void record(const void *data, const struct zkl_answer *a)
         c->answer.kind = slot->kind;
     }
     zklock__mark_event(c);
-    zklock__event_end(s); /* c's step reads the answer, and forgets it (c may be freed now) */
+    zklock__entry_done(s); /* c's step reads the answer, and forgets it (c may be freed now) */
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -174,8 +174,3 @@ void zklock__detached_done(zklock_session_t *s)
         pthread_cond_broadcast(&s->cond);
 }
 
-void zklock__slots_init(zkl_contender_t *c)
-{
-    for (int k = 0; k < ZKL_REQ_COUNT; k++)
-        c->slots[k] = (struct zkl_slot){c, k};
-}

@@ -5,7 +5,7 @@
  * ZooKeeper call, no contender touched: the engine gathers the facts and
  * acts on the verdict. Unit-tested with tables (test_unit.c).
  */
-#include "internal.h"
+#include "rules.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,8 @@
  * engine, the queue inspector) hear of connection changes through the table
  * zklock__layers (layers.c).
  */
-#include "internal.h"
+#include "names.h"
+#include "session.h"
 
 #include <errno.h>
 #include <stdio.h>

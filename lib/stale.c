@@ -11,7 +11,9 @@
  * its name prefix). Until then the listing's rules (rules.c) never let them
  * block us.
  */
-#include "engine.h"
+#include "recipe.h"
+#include "request.h"
+#include "stale.h"
 
 #include <stdio.h>
 

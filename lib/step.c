@@ -16,7 +16,15 @@
  * everyone". Requests carry the session generation; an answer of an older
  * one never reaches a step (request.c drops it).
  */
-#include "engine.h"
+#include "lease.h"
+#include "owner.h"
+#include "recipe.h"
+#include "request.h"
+#include "rules.h"
+#include "stale.h"
+#include "step.h"
+#include "subs.h"
+#include "watch.h"
 
 #include <stdio.h>
 
@@ -26,23 +34,13 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
 
 /* ---- the verbs that need the lease and the watches ------------------------------------- */
 
-bool zklock__inherits(const zkl_contender_t *c)
-{
-    return c->l->recipe->inherits && c->l->recipe->inherits(c);
-}
-
-bool zklock__place_stands(const zkl_contender_t *c)
-{
-    return zklock__inherits(c) && c->l->recipe->place_stands(c);
-}
-
 /* Starts over with a new node name (the old one is gone or was never ours);
  * a contender that holds by another's place (a downgrade heir) keeps it if
  * `keep_place`, else queues as a plain one (a reader). */
 static void start_over(zkl_contender_t *c, bool keep_place)
 {
-    zklock__set_node(c, NULL);
     zklock__forget_blocker(c);
+    zklock__set_node(c, NULL);
     c->create_unknown = false;
     c->fast = false;
     if (c->phase == ZKL_LEAVING)
@@ -66,6 +64,58 @@ void zklock__requeue(zkl_contender_t *c)
 void zklock__requeue_own(zkl_contender_t *c)
 {
     start_over(c, zklock__place_stands(c));
+}
+
+/* Nothing of ours is on the server any more. */
+static void gone(zkl_contender_t *c)
+{
+    zklock__set_phase(c, ZKL_GONE, "its node is gone");
+}
+
+/* A held lock is gone. If the owner is still inside zklock_acquire() it
+ * never saw the hold: it queues again instead of being told. */
+void zklock__lose(zkl_contender_t *c, int reason)
+{
+    if (c->waiting) {
+        start_over(c, false);
+        return;
+    }
+    c->lost_why = reason;
+    zklock__set_phase(c, ZKL_LOST, reason ? "lost" : "lost, why to be asked");
+    zklock__set_node(c, NULL);
+    c->holds = 0;
+    if (c->l->recipe->ending)
+        c->l->recipe->ending(c); /* (a writer's heirs are lost with it: rwlock.c) */
+    if (reason)
+        zklock__tell_lost(c, reason);
+}
+
+/* A hold is over, and we do not know why yet: the session may have ended
+ * (a process paused past its session timeout sees its node's deletion, or
+ * its lease run out, before it hears of the expiry). The engine asks the
+ * server before on_lost says which (confirm_loss): `fallback` if the
+ * session lives. The hold is over for the owner at once either way. */
+void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
+{
+    c->loss_unconfirmed = !c->waiting;
+    c->loss_fallback = fallback;
+    zklock__lose(c, 0);
+}
+
+static void confirm_loss(zkl_contender_t *c, int reason)
+{
+    if (!c->loss_unconfirmed)
+        return;
+    c->loss_unconfirmed = false;
+    zklock__tell_lost(c, reason);
+}
+
+/* A release found its hold already gone: zklock_release() answers
+ * ZKLOCK_ELOST, and on_lost is still told, once, like for any lost hold. */
+static void release_found_lost(zkl_contender_t *c, int reason)
+{
+    c->result = ZKLOCK_ELOST;
+    zklock__tell_lost(c, reason);
 }
 
 bool zklock__become_holder(zkl_contender_t *c)
@@ -321,7 +371,7 @@ static void on_delete(zkl_contender_t *c, const struct zkl_answer *a)
         /* "No node" after a delete whose reply was lost is that delete's
          * success; on a first attempt, the node was gone before we came. */
         if (a->rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
-            zklock__release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
+            release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
         if (a->rc == ZOK && c->alone)
             zklock__fast_remember(c);
         zklock__set_node(c, NULL);
@@ -336,7 +386,7 @@ static void on_delete(zkl_contender_t *c, const struct zkl_answer *a)
 static void on_probe(zkl_contender_t *c, const struct zkl_answer *a)
 {
     if (!transient(a->rc) && !session_ending(a->rc))
-        zklock__confirm_loss(c, c->loss_fallback); /* the session lives */
+        confirm_loss(c, c->loss_fallback); /* the session lives */
     /* else: retried after the reconnection, or the session's end says why */
 }
 
@@ -475,7 +525,7 @@ static void read_refusal(zkl_contender_t *c)
          * until the retry timer, send nothing */
         back_off(c);
     } else if (c->phase == ZKL_LOST) {
-        zklock__confirm_loss(c, c->loss_fallback); /* cannot ask: say what we saw */
+        confirm_loss(c, c->loss_fallback); /* cannot ask: say what we saw */
     } else if (c->phase == ZKL_LEAVING) {
         node_abandoned(c, rc); /* we cannot delete it: it goes with the session */
         c->create_unknown = false;
@@ -549,21 +599,21 @@ static void read_session_end(zkl_contender_t *c)
         if (c->result == ZKLOCK_OK && closing)
             c->result = ZKLOCK_ECLOSED;
         else if (c->result == ZKLOCK_OK)
-            zklock__release_found_lost(c, ZKLOCK_LOST_EXPIRED); /* a release, too late */
-        zklock__finish(c);
+            release_found_lost(c, ZKLOCK_LOST_EXPIRED); /* a release, too late */
+        gone(c);
         break;
     case ZKL_LOST:
         /* A vanished node whose cause a probe was asking: the end of the
          * session is the answer (when we close it, the node's deletion is
          * all we know). */
-        zklock__confirm_loss(c, closing ? c->loss_fallback : ZKLOCK_LOST_EXPIRED);
+        confirm_loss(c, closing ? c->loss_fallback : ZKLOCK_LOST_EXPIRED);
         break;
     default:
         break;
     }
     if (reason != ZKLOCK_LOST_EXPIRED && c->phase == ZKL_QUEUING) {
         c->result = reason; /* no session follows to queue again on */
-        zklock__finish(c);
+        gone(c);
     }
 }
 
@@ -586,6 +636,26 @@ static void read_lease_run_out(zkl_contender_t *c)
     else
         zklock__lose(c, ZKLOCK_LOST_UNSURE);
     zklock__stale_sweep(session_of(c)); /* sent now if the connection is up after all */
+}
+
+/* What became of its subs (a semaphore's acquisition lock, a multi-lock's
+ * members): a failed acquisition gives c up; a lost hold is c's own
+ * (a multi-lock holds by its members, whose releases it answers for too). */
+static void read_subs(zkl_contender_t *c)
+{
+    struct zkl_subs_news news;
+
+    if (!c->subs)
+        return;
+    zklock__subs_read(c, c->l->recipe->nodeless, &news);
+    if (news.failed && ZKL_WANTS(c))
+        zklock__give_up(c, news.rc); /* busy (try-once), refused, closed, ... */
+    if (news.lost && c->phase == ZKL_HELD) {
+        if (news.unconfirmed)
+            zklock__lose_unconfirmed(c, news.why);
+        else
+            zklock__lose(c, news.why);
+    }
 }
 
 /* What its owner wants: an acquisition given up (canceled, a try-once cut
@@ -746,11 +816,6 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
     free(path);
 }
 
-void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char *name)
-{
-    send_stray_delete(s, dir, name);
-}
-
 /* A hold ended without our knowing why (our node vanished, or the lease ran
  * out while the process did not run): is our session still alive (then the
  * reason is c->loss_fallback: the node was deleted, or the lease simply ran
@@ -772,8 +837,8 @@ static void step_leaving(zkl_contender_t *c)
     if (c->busy)
         return; /* the chain in flight decides what is there to delete */
     if (!c->node && !c->create_unknown) {
-        if (!zklock__sub_pending(c))
-            zklock__finish(c); /* else: its sub's end marks it */
+        if (!c->subs)
+            gone(c); /* else: its subs' ends mark it (they were let go) */
         return;
     }
     if (!zklock__connected(s) || c->backoff)
@@ -832,7 +897,7 @@ void zklock__step(zkl_contender_t *c)
     read_session_end(c);
     read_lease_run_out(c);
     zklock__let_go_step(c);
-    zklock__subs_collect(c, c->l->recipe->nodeless); /* a multi-lock holds by its members */
+    read_subs(c);
     if (c->l->recipe->step)
         c->l->recipe->step(c);
     read_owner(c);

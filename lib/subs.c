@@ -6,14 +6,15 @@
  * contender, its parent: the lease contender that queues for the
  * acquisition lock, the multi-lock that queues in each member's queue. A
  * sub never calls its parent: its phase changes mark the parent
- * (zklock__set_phase), whose step reads them (zklock__subs_collect: a hold
+ * (zklock__set_phase), whose step reads them (zklock__subs_read: a hold
  * taken, a failed acquisition, a lost hold). A parent lets a sub go by
  * marking it (zklock__let_go); the sub's own step then releases it or gives
  * it up. A parent is neither finished nor freed while a sub of it has
  * something on the server: a failed acquisition returns only once every
  * node it made is gone.
  */
-#include "engine.h"
+#include "owner.h"
+#include "subs.h"
 
 /* ---- a parent's subs ---------------------------------------------------------- */
 
@@ -65,8 +66,7 @@ void zklock__disown(zkl_contender_t *c, zkl_contender_t *m)
         *p = m->next_sub;
     m->next_sub = NULL;
     m->parent = NULL;
-    m->attached = false;
-    zklock__mark(m); /* the driver frees it once it can */
+    zklock__abandon(m); /* the driver frees it once it can */
 }
 
 /* ---- letting go ---------------------------------------------------------------- */
@@ -78,6 +78,7 @@ void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
     m->let_go = true;
     m->by_parent = false; /* a node made for it is its own to delete */
     zklock__mark(m);
+    zklock__mark(c); /* one finished already is disowned in c's step */
 }
 
 void zklock__let_go_step(zkl_contender_t *m)
@@ -106,11 +107,12 @@ static void collect_let_go(zkl_contender_t *c, zkl_contender_t *m, bool releases
     zklock__disown(c, m);
 }
 
-void zklock__subs_collect(zkl_contender_t *c, bool releases_count)
+void zklock__subs_read(zkl_contender_t *c, bool releases_count, struct zkl_subs_news *news)
 {
     bool connected = zklock__connected(session_of(c));
     zkl_contender_t *m, *next;
 
+    memset(news, 0, sizeof *news);
     for (m = c->subs; m; m = next) {
         next = m->next_sub;
         if (m->let_go) {
@@ -121,32 +123,16 @@ void zklock__subs_collect(zkl_contender_t *c, bool releases_count)
             m->holds = 1;
         } else if (m->waiting &&
                    (m->phase == ZKL_GONE || (m->phase == ZKL_LEAVING && !connected))) {
-            if (ZKL_WANTS(c))
-                zklock__give_up(c, m->result); /* busy (try-once), refused, closed, ... */
-        } else if (m->phase == ZKL_LOST && c->phase == ZKL_HELD) {
-            /* A sub's hold is part of its parent's (a multi-lock's member). */
-            if (m->loss_unconfirmed)
-                zklock__lose_unconfirmed(c, m->loss_fallback);
-            else
-                zklock__lose(c, m->lost_why);
+            if (!news->failed) {
+                news->failed = true;
+                news->rc = m->result;
+            }
+        } else if (m->phase == ZKL_LOST && !news->lost) {
+            news->lost = true;
+            news->unconfirmed = m->loss_unconfirmed;
+            news->why = m->loss_unconfirmed ? m->loss_fallback : m->lost_why;
         }
     }
-}
-
-bool zklock__sub_pending(zkl_contender_t *c)
-{
-    zkl_contender_t *m = c->subs, *next;
-    bool pending = false;
-
-    for (; m; m = next) {
-        next = m->next_sub;
-        if (m->phase != ZKL_LOST && m->phase != ZKL_GONE) {
-            pending = true;
-            continue;
-        }
-        zklock__disown(c, m);
-    }
-    return pending;
 }
 
 void zklock__subs_let_go(zkl_contender_t *c)
@@ -164,7 +150,7 @@ bool zklock__subs_replace_lost(zkl_contender_t *c)
         bool by_parent = m->by_parent;
         next = m->next_sub;
         if (m->let_go || m->waiting || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
-            continue; /* (a failed acquisition's outcome gives c up: zklock__subs_collect) */
+            continue; /* (a failed acquisition gives c up: zklock__subs_read) */
         zklock__disown(c, m);
         if (!zklock__sub_new(c, l, by_parent)) {
             zklock__give_up(c, ZKLOCK_ENOMEM);

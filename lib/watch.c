@@ -13,7 +13,8 @@
  * the event in the contender and mark it; its step reads what it means
  * (step.c).
  */
-#include "engine.h"
+#include "request.h"
+#include "watch.h"
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
@@ -103,8 +104,10 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }
 
-/* Records the event for the step; marks, ends the event. */
-static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+/* Every watcher: what it saw is recorded for the contender's step (by
+ * `record`, with s->mu held); the contender is marked; the event ends. */
+static void watched(zhandle_t *zh, int type, const char *path, void *ctx,
+                    void (*record)(zkl_contender_t *c, zhandle_t *zh, int type, const char *path))
 {
     zkl_contender_t *c = ctx;
     zklock_session_t *s;
@@ -113,25 +116,25 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, v
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    c->pred_relevant = watch_event(c, zh, &c->pred_watches, path, c->watched);
-    c->pred_type = type;
-    c->pred_fired = true;
+    record(c, zh, type, path);
     zklock__mark_event(c);
-    zklock__event_end(s);
+    zklock__entry_done(s);
     pthread_mutex_unlock(&s->mu);
 }
 
-/* ---- our own node ----------------------------------------------------------- */
-
-/* The session thread's timer: the own-node watch's delay is over. */
-void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+static void pred_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
 {
-    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
-
-    c->own_due = true;
-    zklock__mark(c); /* its step arms it now, or on the next resume if disconnected */
-    zklock__event_end(s);
+    c->pred_relevant = watch_event(c, zh, &c->pred_watches, path, c->watched);
+    c->pred_type = type;
+    c->pred_fired = true;
 }
+
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    watched(zh, type, path, ctx, pred_event);
+}
+
+/* ---- our own node ----------------------------------------------------------- */
 
 void zklock__arm_own_watch(zkl_contender_t *c)
 {
@@ -151,21 +154,16 @@ void zklock__own_watch_set(zkl_contender_t *c)
     session_of(c)->watches++;
 }
 
-static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+/* Its deletion; a data change: the step arms the watch again. */
+static void own_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
 {
-    zkl_contender_t *c = ctx;
-    zklock_session_t *s;
-
-    if (type == ZOO_SESSION_EVENT)
-        return;
-    s = session_of(c);
-    pthread_mutex_lock(&s->mu);
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT)
         c->own_deleted = true;
-    /* a data change: the step arms the watch again */
-    zklock__mark_event(c);
-    zklock__event_end(s);
-    pthread_mutex_unlock(&s->mu);
+}
+
+static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    watched(zh, type, path, ctx, own_event);
 }
 
 /* ---- taking watches back ---------------------------------------------------- */
@@ -227,25 +225,15 @@ void zklock__queue_listed(zkl_contender_t *c, int rc)
         zklock__unwatch_queue(c);
 }
 
+static void queue_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+{
+    if (watch_event(c, zh, &c->queue_watches, path, c->l->queue))
+        c->queue_changed = true;
+}
+
 void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx;
-    zklock_session_t *s;
-
-    if (type == ZOO_SESSION_EVENT)
-        return;
-    s = session_of(c);
-    pthread_mutex_lock(&s->mu);
-    s->stats.watch_events++;
-    if (c->queue_watches > 0) {
-        c->queue_watches--;
-        zklock__watch_gone(s);
-    }
-    if (c->gen == s->gen && zh == s->zh)
-        c->queue_changed = true;
-    zklock__mark_event(c);
-    zklock__event_end(s);
-    pthread_mutex_unlock(&s->mu);
+    watched(zh, type, path, ctx, queue_event);
 }
 
 void zklock__unwatch_queue(zkl_contender_t *c)

@@ -8,7 +8,7 @@
  * publish a value in its node (zklock_proclaim), which observers read with
  * zklock_leader() and are told of through zklock_queue_wait().
  */
-#include "../lib/internal.h"
+#include "../lib/recipe.h"
 
 #include <stdlib.h>
 

@@ -25,7 +25,7 @@
  * creation zxid, the transaction's, the same for all of them) is read with
  * one exists on one of them, before M holds.
  */
-#include "../lib/engine.h"
+#include "../lib/recipe.h"
 
 #include <stdio.h>
 
@@ -322,7 +322,7 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
         const zkl_contender_t *own = zklock__owner_contender(member);
         zkl_contender_t *m;
         if (own && own->phase == ZKL_LOST && !own->parent) {
-            zklock__detach((zkl_contender_t *)own); /* a lost hold nobody released */
+            zklock__abandon((zkl_contender_t *)own); /* a lost hold nobody released */
             own = NULL;
         }
         if (member->freeing)

@@ -12,7 +12,7 @@
  *    once as a downgrade heir: a non-sequential read node carrying the
  *    writer's sequence number, so it keeps the writer's place in the queue
  *    when the write side is released (as Curator 5.5 does). */
-#include "../lib/engine.h"
+#include "../lib/recipe.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -40,7 +40,7 @@
  * and the guesser's place: those queued behind it while it guessed go
  * first, once (the order documented in zklock(3)).
  */
-#include "../lib/engine.h"
+#include "../lib/recipe.h"
 
 #include <stdio.h>
 
@@ -81,7 +81,6 @@ static struct zklock_semaphore *sem_of(const zklock_t *l)
 static void let_go_of_mutex(zkl_contender_t *c)
 {
     zklock__subs_let_go(c);
-    zklock__sub_pending(c); /* lets it go now if nothing of it is left */
 }
 
 /* The lease's step, first: its mutex's hold ended under it (its node

@@ -1,6 +1,8 @@
 /* test_unit.c: the pure parts, no ZooKeeper needed: path checks, node
  * names, queue order, the blocking rule, error names. */
-#include "../lib/internal.h"
+#include "../lib/contender.h"
+#include "../lib/rules.h"
+#include "../lib/session.h"
 #include "testutil.h"
 
 #include <signal.h>
