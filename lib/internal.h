@@ -364,6 +364,7 @@ struct zklock_session {
     size_t nauth;
     unsigned auth_gen;          /* bumped for each handle they are sent on */
     bool auth_pending;          /* ... and the server's verdict is still to come */
+    size_t auth_added;          /* ... how many of them the handle took so far */
     bool auth_probing;          /* ... a request after them asks for it */
     int auth_rc;                /* ... the first refusal */
     bool auth_failed;           /* a server rejected them: no retry */
@@ -501,10 +502,13 @@ static inline bool session_ending(int rc)
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);
 void zklock__auth_free(zklock_session_t *s);
-/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc). */
+/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc),
+ * without waiting: a handle between two connection attempts takes them as
+ * it connects (zklock__auth_confirm). */
 int zklock__auth_send(zklock_session_t *s);
-/* On each connection, with s->mu held: asks for that verdict if it is still
- * to come (a refusal ends the handle: ZOO_AUTH_FAILED_STATE). */
+/* On each connection, with s->mu held: adds what the handle did not take
+ * yet, and asks for the verdict if it is still to come (a refusal ends the
+ * handle: ZOO_AUTH_FAILED_STATE). */
 void zklock__auth_confirm(zklock_session_t *s);
 /* *dst (a deep copy, freed with zklock__acl_free) for a ZKLOCK_ACL_* kind;
  * ZKLOCK_ACL_DEFAULT copies `inherited` (NULL: open). */

@@ -918,11 +918,17 @@ static bool app_connected(void *arg)
 }
 
 /* The application opens its handle at hosts (through a proxy, say) and
- * hands it to zklock. */
-static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
+ * hands it to zklock, with the session options `base` (may be NULL). */
+static void app_adopt_with(struct app *a, const char *hosts, int timeout_ms,
+                           const zklock_session_opts_t *base)
 {
     zklock_session_opts_t o = {.on_state = tu_on_state};
     zklock_session_t *s = NULL;
+
+    if (base) {
+        o = *base;
+        o.on_state = tu_on_state;
+    }
 
     memset(a, 0, sizeof *a);
     pthread_mutex_init(&a->ev.mu, NULL);
@@ -931,6 +937,11 @@ static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
     CU_ASSERT_FATAL(a->zh && tu_wait_until(app_connected, a, TU_WAIT_MS));
     TU_REQUIRE_RC(zklock_session_adopt(&s, a->zh, &o), ZKLOCK_OK);
     __atomic_store_n(&a->s, s, __ATOMIC_SEQ_CST); /* the watcher reads it */
+}
+
+static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
+{
+    app_adopt_with(a, hosts, timeout_ms, NULL);
 }
 
 /* The old handle is back: to its session (the server had not expired it
@@ -1048,6 +1059,53 @@ static void test_adopted_session_revived(void)
     tu_assert_clean(path);
 }
 
+/* ZooKeeper's C client between two connection attempts (state 0): it
+ * waits a sixtieth of the session timeout before the next. */
+static bool between_attempts(void *zh)
+{
+    return zoo_state(zh) == 0;
+}
+
+/* zklock_session_readopt does not wait for the new handle: one between two
+ * connection attempts, where zoo_add_auth refuses the credentials, gets
+ * them as it connects (it used to be asked again and again, for up to a
+ * thirtieth of the timeout and 200 ms, inside the call). */
+static void test_readopt_does_not_wait(void)
+{
+    zkproxy_t *p1 = zkproxy_start(tu_server(1)), *p2 = zkproxy_start(tu_server(1));
+    zklock_auth_t alice = {"digest", "alice:secret", strlen("alice:secret")};
+    zklock_session_opts_t so = {.timeout_ms = 30000, .auth = &alice, .nauth = 1};
+    zklock_opts_t lo = {.acl = ZKLOCK_ACL_CREATOR}; /* needs the credentials */
+    const char *path = tu_path("readopt-auth");
+    struct app a;
+    zhandle_t *fresh;
+    zklock_t *l;
+    int64_t t0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+    app_adopt_with(&a, zkproxy_hosts(p1), 6000, &so);
+    zkproxy_cut(p2); /* accepts and closes: the new handle cannot connect yet */
+    /* 60 s asked for: a second between two attempts */
+    fresh = zookeeper_init(zkproxy_hosts(p2), app_watcher, 60000, NULL, &a, 0);
+    CU_ASSERT_FATAL(fresh != NULL && tu_wait_until(between_attempts, fresh, TU_WAIT_MS));
+    t0 = tu_now_ms();
+    TU_ASSERT_RC(zklock_session_readopt(a.s, fresh), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 300); /* it waited for the next attempt: ~1.2 s */
+    zkproxy_restore(p2);
+    CU_ASSERT(tu_wait_until(connected_after_expiry, &a.ev, TU_WAIT_MS));
+    l = tu_mutex(a.s, path, &lo);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK); /* the credentials went out */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(a.s);
+    zookeeper_close(fresh);
+    zookeeper_close(a.zh);
+    zkproxy_stop(p1);
+    zkproxy_stop(p2);
+    tu_assert_clean(path);
+}
+
 /* ---- several threads on one handle-owned lock --------------------------------------------- */
 
 struct blocked_release {
@@ -1122,6 +1180,7 @@ static const tu_test_t fault_tests[] = {
     {"election_re_session_one_leader", test_election_re_session_one_leader},
     {"adopted_local_expiry_and_readopt", test_adopted_local_expiry_and_readopt},
     {"adopted_session_revived", test_adopted_session_revived},
+    {"readopt_does_not_wait", test_readopt_does_not_wait},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
     {NULL, NULL},
 };
