@@ -393,6 +393,14 @@ ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)
+ *
+ * One rule for both: a call that its caller's own state or arguments
+ * refuse (NULL, a closed session, another call in progress, an upgrade, a
+ * held member of a multi-lock, a hold it does not have) starts nothing: it
+ * returns the error, as the blocking call would, and done is never called.
+ * A call that started returns ZKLOCK_OK, and done tells its outcome, also
+ * one known at once (a reentrant hold, a try-once while disconnected, the
+ * release of a lost hold).
  */
 
 /* What an asynchronous call ends with: l, and what the blocking call would
@@ -406,8 +414,12 @@ typedef void (*zklock_done_fn)(zklock_t *l, int rc, void *ctx);
  * for a try-once, ZKLOCK_ECANCELED after zklock_cancel, ZKLOCK_ECLOSED,
  * ZCONNECTIONLOSS, ...). Any other return means not started: done is not
  * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1, a
- * thread-owned lock), ZKLOCK_EBUSY (an acquisition of l is in progress),
- * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
+ * thread-owned lock), ZKLOCK_EBUSY (an acquisition of l is in progress, or
+ * of the other view of its read/write lock, or of a member of the
+ * multi-lock l), ZKLOCK_EDEADLK (l is the write view of a read/write lock
+ * whose read view the handle holds; a multi-lock one of whose members is
+ * held), ZKLOCK_ECLOSED (also: a member of the multi-lock l is being
+ * freed), ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
 ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn done,
                                     void *ctx);
 
@@ -417,6 +429,7 @@ ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn 
  * ZKLOCK_ELOST if the hold was lost, ZKLOCK_ECLOSED, or, if l is freed
  * before the server answered, ZKLOCK_ECANCELED (the deletion goes on).
  * Errors: ZKLOCK_EINVAL (NULL, thread-owned lock), ZKLOCK_ENOTHELD,
+ * ZKLOCK_EBUSY (l is a member held through a multi-lock: release that),
  * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
 ZKLOCK_API int zklock_release_async(zklock_t *l, zklock_done_fn done, void *ctx);
 

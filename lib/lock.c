@@ -7,6 +7,13 @@
  * owner's contender and starts a call on it (owner.c); a blocking call then
  * waits for its verdict. The engine and ZooKeeper's completion thread do
  * the rest.
+ *
+ * One rule for the asynchronous calls: a call the caller's own state or
+ * arguments refuse (a closed session, another call in progress, an upgrade,
+ * a multi-lock's held member, not held) starts nothing: it returns the
+ * error, as the blocking call does, and done is never called. A call that
+ * started tells its outcome through done, even one known at once (a
+ * reentrant hold, a try-once while disconnected, a lost hold's release).
  */
 #include "internal.h"
 
@@ -60,7 +67,8 @@ static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
     return rc;
 }
 
-/* An outcome known at once: returned, or queued for done. */
+/* The outcome of a call that started, known at once: returned (a blocking
+ * call), or queued for done. */
 static int answer(struct zkl_done *done, int rc)
 {
     if (!done)
@@ -115,9 +123,12 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
+        /* The caller's own state refuses it (an upgrade, another
+         * acquisition in progress, a held member): nothing started, and
+         * an asynchronous call returns it as the blocking one does. */
         c->phase = ZKL_GONE;
         zklock__detach(c);
-        return answer(done, rc);
+        return rc;
     }
     if (done) {
         zklock__acquire_start(c, timeout_ms, done, NULL);
