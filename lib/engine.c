@@ -11,7 +11,10 @@
  * Requests carry the session generation (c->gen). When a ZooKeeper session
  * ends, s->gen moves on and every answer to an older request is ignored; the
  * old handle is closed (which flushes those answers) before a new one exists,
- * so a contender never has requests of two generations in flight.
+ * so a contender never has requests of two generations in flight. An
+ * adopted session's old handle is the application's to close, whenever it
+ * likes: there a contender waits for its old requests' answers before it
+ * sends anything on the new handle (zklock__step).
  *
  * The other files of the engine: contender.c (lifetime, outcomes), judge.c
  * (what a listing means), fastpath.c (acquiring without one), watch.c.
@@ -317,10 +320,30 @@ static void step_leaving(zkl_contender_t *c)
         send_delete(c);
 }
 
+/* Requests of an older session generation still in flight, for c or a sub
+ * of it (whose requests c may send). An answer names its contender, not its
+ * handle: had c sent on the new handle meanwhile, the old handle's answers
+ * (an adopted session's, which the application closes when it likes, with
+ * ZCLOSING for whatever it still owes) would count for the new requests.
+ * So c sends nothing until they are in (each one's event steps c again). */
+static bool old_requests_in_flight(const zkl_contender_t *c)
+{
+    unsigned gen = session_of(c)->gen;
+
+    if (c->ops > 0 && c->gen != gen)
+        return true;
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (m->ops > 0 && m->gen != gen)
+            return true;
+    return false;
+}
+
 void zklock__step(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
+    if (old_requests_in_flight(c))
+        return;
     if (c->phase == ZKL_LEAVING) {
         step_leaving(c);
         return;

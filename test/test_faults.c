@@ -1156,6 +1156,69 @@ static void test_acquire_while_release_waits(void)
     tu_assert_clean(path);
 }
 
+/* ---- what an old handle still owes after a readopt ------------------------------------ */
+
+struct requests_of {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+
+static bool requests_sent(void *arg)
+{
+    struct requests_of *r = arg;
+    return TU_STAT(r->s, requests) >= r->at_least;
+}
+
+static bool release_returned(void *arg)
+{
+    return __atomic_load_n(&((struct blocked_release *)arg)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A readopt while the old handle still owes answers (here: a create and a
+ * listing held up by the proxy): when the application closes that handle,
+ * the C client answers them (ZCLOSING). They are the old handle's: they
+ * must not count against what the lock sent on the new handle meanwhile
+ * (a contender compared only its last request's generation, so they were
+ * taken for the new requests' answers, and its release then waited for
+ * ever for answers already counted). */
+static void test_readopt_old_answers_stay_old(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    const char *path = tu_path("readopt-old-answers");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE}; /* released by another thread */
+    struct blocked_release r = {NULL, -1, 0};
+    struct requests_of sent;
+    struct tu_acquirer w;
+    struct app a;
+    zhandle_t *fresh;
+    pthread_t t;
+    zklock_t *l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    app_adopt(&a, zkproxy_hosts(proxy), 10000);
+    l = tu_mutex(a.s, path, &o);
+    zkproxy_set_delay(proxy, 5000, 5000);
+    sent = (struct requests_of){a.s, TU_STAT(a.s, requests) + 2}; /* the create, the listing */
+    tu_start_acquirer(&w, l, TU_WAIT_MS, false);
+    CU_ASSERT_FATAL(tu_wait_until(requests_sent, &sent, TU_WAIT_MS));
+    fresh = tu_connect_as(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
+    TU_ASSERT_RC(zklock_session_readopt(a.s, fresh), ZKLOCK_OK);
+    zookeeper_close(a.zh); /* the application lets the old handle go */
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT(tu_wait_until(release_returned, &r, TU_WAIT_MS));
+    zklock_session_close(a.s); /* (a release that hangs returns ECLOSED) */
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    zklock_free(l);
+    zookeeper_close(fresh);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
@@ -1182,6 +1245,7 @@ static const tu_test_t fault_tests[] = {
     {"adopted_session_revived", test_adopted_session_revived},
     {"readopt_does_not_wait", test_readopt_does_not_wait},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
+    {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
     {NULL, NULL},
 };
 
