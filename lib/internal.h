@@ -323,6 +323,7 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_reading;
 struct zkl_stale;
 struct zkl_heartbeat;
 struct zkl_heir_multi;
@@ -401,6 +402,7 @@ struct zklock_session {
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_reading *readings; /* zklock_queue_read's reads in flight (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;

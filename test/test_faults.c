@@ -1219,6 +1219,130 @@ static void test_readopt_old_answers_stay_old(void)
     tu_assert_clean(path);
 }
 
+/* ---- readers of a queue while the session closes ------------------------------------- */
+
+/* zookeeper_close() drops answers it owes when its completion thread ends
+ * first (libzookeeper_mt 3.8: it queues them ZCLOSING, and nothing runs them
+ * once that thread is gone): a reader in flight must not wait for them. */
+struct reader {
+    zklock_session_t *s;
+    const char *path;
+    bool waits; /* sets a watch after each read (zklock_queue_wait) */
+    pthread_t t;
+    int rc, reads, done; /* done: __atomic */
+};
+
+static void *reader_main(void *arg)
+{
+    struct reader *r = arg;
+    zklock_queue_t *q = NULL;
+
+    while ((r->rc = zklock_queue_read(r->s, r->path, &q)) == ZKLOCK_OK) {
+        __atomic_add_fetch(&r->reads, 1, __ATOMIC_SEQ_CST);
+        /* Nothing changes: it returns once the watch is set (or the
+         * session ended: a change too, and the next read says why). */
+        if (r->waits && (r->rc = zklock_queue_wait(r->s, q, 0)) != ZKLOCK_ETIMEDOUT &&
+            r->rc != ZKLOCK_OK) {
+            zklock_queue_free(q);
+            break;
+        }
+        zklock_queue_free(q);
+    }
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+struct closer {
+    zklock_session_t *s;
+    pthread_t t;
+    int done; /* __atomic */
+};
+
+static void *closer_main(void *arg)
+{
+    struct closer *c = arg;
+    zklock_session_close(c->s);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+#define READERS 4
+
+struct readers {
+    struct reader r[READERS];
+    struct closer c;
+};
+
+static bool all_read_twice(void *arg)
+{
+    struct readers *rs = arg;
+    for (int i = 0; i < READERS; i++)
+        if (__atomic_load_n(&rs->r[i].reads, __ATOMIC_SEQ_CST) < 2)
+            return false;
+    return true;
+}
+
+static bool all_returned(void *arg)
+{
+    struct readers *rs = arg;
+    for (int i = 0; i < READERS; i++)
+        if (!__atomic_load_n(&rs->r[i].done, __ATOMIC_SEQ_CST))
+            return false;
+    return __atomic_load_n(&rs->c.done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Four threads read a queue of 200 nodes (a listing and 200 reads each
+ * time, pipelined; two of them set a watch after each read) while the
+ * session closes under them, 20 times: every reader returns
+ * ZKLOCK_ECLOSED, and the close returns. */
+static void test_queue_readers_at_close(void)
+{
+    const char *path = tu_path("readers-at-close");
+    char node[512];
+    int nodes = tu_scaled(200), rounds = tu_scaled(20);
+
+    tu_make_lock_path(path);
+    snprintf(node, sizeof node, "%s/x-lock-", path);
+    for (int i = 0; i < nodes; i++)
+        TU_REQUIRE_RC(zoo_create(tu_zk(), node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+                                 NULL, 0), ZOK);
+    for (int round = 0; round < rounds; round++) {
+        struct readers rs;
+        zklock_session_t *s = tu_session();
+        /* A lock handle keeps s allocated after the close (a reader may
+         * still start a read then: it answers ZKLOCK_ECLOSED). */
+        zklock_t *keep = tu_mutex(s, path, NULL);
+
+        memset(&rs, 0, sizeof rs);
+        for (int i = 0; i < READERS; i++) {
+            rs.r[i] = (struct reader){.s = s, .path = path, .waits = i % 2 == 1};
+            pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]);
+        }
+        CU_ASSERT(tu_wait_until(all_read_twice, &rs, TU_WAIT_MS));
+        rs.c.s = s;
+        pthread_create(&rs.c.t, NULL, closer_main, &rs.c);
+        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS)) {
+            CU_FAIL_FATAL("a reader, or the close, hangs"); /* (threads left behind) */
+        }
+        for (int i = 0; i < READERS; i++) {
+            pthread_join(rs.r[i].t, NULL);
+            TU_ASSERT_RC(rs.r[i].rc, ZKLOCK_ECLOSED);
+        }
+        pthread_join(rs.c.t, NULL);
+        zklock_free(keep);
+    }
+    {
+        int n;
+        char **kids = tu_children(path, &n), full[600];
+        for (int i = 0; kids && i < n; i++) {
+            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+            zoo_delete(tu_zk(), full, -1);
+        }
+        tu_free_strings(kids);
+    }
+    zoo_delete(tu_zk(), path, -1);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
@@ -1246,6 +1370,7 @@ static const tu_test_t fault_tests[] = {
     {"readopt_does_not_wait", test_readopt_does_not_wait},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
     {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
+    {"queue_readers_at_close", test_queue_readers_at_close},
     {NULL, NULL},
 };
 
