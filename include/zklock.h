@@ -22,7 +22,9 @@
  *    race with other calls on the same object). Callbacks (on_state,
  *    on_lost, done) run one at a time, in order, on the session's own
  *    callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
- *    zklock_session_dispatch()), never with a zklock lock held. In a
+ *    zklock_session_dispatch()), never with a zklock lock held. A slow
+ *    callback delays the callbacks behind it, never the lease's heartbeats
+ *    or a deadline (they have a thread of their own). In a
  *    callback the asynchronous calls, zklock_cancel(), zklock_hold_count(),
  *    zklock_fence(), zklock_check_op() and a handle-owned zklock_release()
  *    (which returns at once) work; a timed zklock_acquire() answers

@@ -87,6 +87,10 @@ struct zkl_callback {
 };
 
 void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
+/* ZKLOCK_DISPATCH_THREAD: starts the callback thread; stops it (without
+ * s->mu) once it ran what is queued. */
+int zklock__dispatch_start(zklock_session_t *s);
+void zklock__dispatch_stop(zklock_session_t *s);
 bool zklock__dispatch_one(zklock_session_t *s);
 /* Runs the callbacks of a list (from zklock__dispatch_take), s->mu held on
  * entry and exit, dropped around each. */
@@ -345,7 +349,7 @@ struct zkl_auth {
 struct zklock_session {
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* state changes, lock/user counts */
-    pthread_cond_t thread_cond; /* wakes the session thread */
+    pthread_cond_t thread_cond; /* wakes the session thread (timers, renewal) */
     pthread_t thread;
     bool thread_started, thread_stop;
     struct zkl_timers timers;
@@ -398,6 +402,10 @@ struct zklock_session {
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     bool poll_dispatch;         /* ZKLOCK_DISPATCH_POLL: the user runs them */
+    pthread_t cb_thread;        /* else the callback thread runs them */
+    bool cb_thread_started, cb_stop;
+    pthread_cond_t cb_cond;     /* wakes the callback thread */
+    bool cb_cond_made;
     bool cb_running;            /* cb_runner is running one of them */
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */

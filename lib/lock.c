@@ -30,8 +30,9 @@ static bool handle_owned(const zklock_t *l)
     return l->opts.owner == ZKLOCK_OWNER_HANDLE;
 }
 
-/* Where nothing may wait for ZooKeeper's answers or for the session thread:
- * the completion thread (the answers come there), a zklock callback. */
+/* Where nothing may wait: the completion thread (ZooKeeper's answers come
+ * there), a zklock callback (the callbacks behind it would wait, and
+ * zklock_free and zklock_session_close wait for it). */
 static bool may_wait(const zklock_session_t *s)
 {
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);

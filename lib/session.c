@@ -3,12 +3,13 @@
  *
  * The session thread does what must not happen on ZooKeeper's completion
  * thread or on a caller's thread:
- *  - delivers the user's callbacks (dispatch.c), in order, without s->mu;
  *  - after an expiry, closes the dead handle and opens a new session;
  *  - fires the session's timers (timer.c), among them the local expiry: when
  *    the connection has been down for a whole session timeout, the ensemble
  *    has expired the session (or will at any moment), and a partitioned
  *    client never hears so from a server.
+ * It runs no user code: the user's callbacks have a thread of their own
+ * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
  * engine, the queue inspector) hear of connection changes through the table
@@ -421,18 +422,14 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        /* Timers first: a stream of callbacks must not hold up a deadline. */
         zklock__timers_fire_due(s);
-        if (!s->poll_dispatch && zklock__dispatch_one(s))
-            continue;
         if (s->thread_stop)
             break;
         if (may_reopen(s)) {
             replace_handle(s);
             continue;
         }
-        if ((s->poll_dispatch || !s->cb_head) && !s->thread_stop && !may_reopen(s))
-            zklock__timers_sleep(s);
+        zklock__timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -557,15 +554,25 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     return 0;
 }
 
-static int start_thread(zklock_session_t *s)
+/* With s->mu held (let go meanwhile, if the first fails): the session
+ * thread and the callback thread. */
+static int start_threads(zklock_session_t *s)
 {
-    if (pthread_create(&s->thread, NULL, session_thread, s) != 0)
+    if (zklock__dispatch_start(s) != 0)
         return ZKLOCK_ESYSTEM;
+    if (pthread_create(&s->thread, NULL, session_thread, s) != 0) {
+        pthread_mutex_unlock(&s->mu);
+        zklock__dispatch_stop(s);
+        pthread_mutex_lock(&s->mu);
+        return ZKLOCK_ESYSTEM;
+    }
     s->thread_started = true;
     return 0;
 }
 
-static void stop_thread(zklock_session_t *s)
+/* Without s->mu: the session thread, then the callback thread once it ran
+ * what is queued. */
+static void stop_threads(zklock_session_t *s)
 {
     pthread_mutex_lock(&s->mu);
     s->thread_stop = true;
@@ -574,6 +581,7 @@ static void stop_thread(zklock_session_t *s)
     if (s->thread_started)
         pthread_join(s->thread, NULL);
     s->thread_started = false;
+    zklock__dispatch_stop(s);
 }
 
 int zklock_session_open(zklock_session_t **out, const char *hosts,
@@ -599,7 +607,7 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     pthread_mutex_lock(&s->mu);
     rc = open_handle(s);
     if (rc == 0)
-        rc = start_thread(s);
+        rc = start_threads(s);
     zklock__deadline(&deadline, s->opts.connect_timeout_ms);
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
@@ -652,7 +660,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
         return rc;
     s->adopted = true;
     pthread_mutex_lock(&s->mu);
-    rc = start_thread(s); /* first: nothing is sent unless it runs */
+    rc = start_threads(s); /* first: nothing is sent unless they run */
     if (rc == 0)
         take_handle(s, zh);
     pthread_mutex_unlock(&s->mu);
@@ -789,7 +797,7 @@ void zklock_session_close(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 
-    stop_thread(s);
+    stop_threads(s);
     if (zh)
         zookeeper_close(zh); /* flushes our requests in flight */
     if (retired)

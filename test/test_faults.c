@@ -894,6 +894,99 @@ static void test_election_re_session_one_leader(void)
     tu_assert_clean(path);
 }
 
+/* ---- a slow callback -------------------------------------------------------------------------- */
+
+/* The application's work in a done callback: it takes most of a session
+ * timeout (a sleep stands for it). */
+struct slow_work {
+    int ms;
+    int done; /* __atomic */
+};
+
+static void slow_done(zklock_t *l, int rc, void *ctx)
+{
+    struct slow_work *w = ctx;
+    struct timespec ts = {w->ms / 1000, (long)(w->ms % 1000) * 1000000L};
+
+    (void)l;
+    (void)rc;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* What the hold of l says meanwhile; false once the work is over. */
+struct hold_watch {
+    zklock_t *l;
+    struct slow_work *work;
+    int untruthful; /* held, by hold_count or fence, past valid_until */
+    int polls;
+};
+
+static bool ms_passed(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static bool work_over_watching(void *arg)
+{
+    struct hold_watch *h = arg;
+    struct timespec until;
+    int64_t token;
+    bool lease = zklock_valid_until(h->l, &until) == ZKLOCK_OK && !ms_passed(&until);
+
+    if (!lease && (zklock_hold_count(h->l) > 0 || zklock_fence(h->l, &token) == ZKLOCK_OK))
+        h->untruthful++;
+    h->polls++;
+    return __atomic_load_n(&h->work->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A callback that works for 0.8 of a session timeout while another lock of
+ * the session is held: the lease's heartbeats do not wait for it, so the
+ * hold survives, and hold_count and fence tell the truth all along. (They
+ * ran on the thread that ran the callbacks: behind a slow one, every hold
+ * of the session ended UNSURE although the connection was fine.) The proxy
+ * delays every message by 0.1 T each way: an answer is always 0.2 T old
+ * when it arrives, so any callback of 0.8 T outlasts the lease without
+ * heartbeats (0.95 T). */
+static void test_slow_callback_keeps_holds(void)
+{
+    const int timeout = 4000;
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_opts_t ho = {.owner = ZKLOCK_OWNER_HANDLE};
+    const char *path = tu_path("slow-cb-held"), *path2 = tu_path("slow-cb-work");
+    struct slow_work work = {timeout * 8 / 10, 0};
+    struct hold_watch watch = {NULL, &work, 0, 0};
+    zklock_t *held, *worker;
+    int64_t token;
+
+    faulty_open(&f, timeout);
+    held = tu_mutex(f.s, path, &lo);
+    worker = tu_mutex(f.s, path2, &ho);
+    TU_REQUIRE_RC(zklock_acquire(held, -1), ZKLOCK_OK);
+    zkproxy_set_delay(f.proxy, timeout / 10, timeout / 10);
+    TU_REQUIRE_RC(zklock_acquire_async(worker, TU_WAIT_MS, slow_done, &work), ZKLOCK_OK);
+    watch.l = held;
+    CU_ASSERT(tu_wait_until(work_over_watching, &watch, TU_WAIT_MS));
+    TU_ASSERT_INT(watch.untruthful, ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(held), ==, 1);
+    TU_ASSERT_RC(zklock_fence(held, &token), ZKLOCK_OK);
+    zkproxy_set_delay(f.proxy, 0, 0);
+    /* the lease's end, had it run out, would be told by now */
+    TU_ASSERT_RC(zklock_release(held), ZKLOCK_OK);
+    TU_ASSERT_INT(lost.lost, ==, 0);
+    TU_ASSERT_RC(zklock_release(worker), ZKLOCK_OK);
+    zklock_free(held);
+    zklock_free(worker);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    tu_assert_clean(path2);
+}
+
 /* ---- adopted handles ------------------------------------------------------------------------ */
 
 /* The application's handle, its global watcher forwarding to zklock. */
@@ -1359,6 +1452,7 @@ static const tu_test_t fault_tests[] = {
     {"partition_expires_locally", test_partition_expires_locally},
     {"lease_lost_session_lives", test_lease_lost_session_lives},
     {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
+    {"slow_callback_keeps_holds", test_slow_callback_keeps_holds},
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
