@@ -507,11 +507,27 @@ ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
 ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost
- * it), negative on error (ZKLOCK_EINVAL). Non-blocking. */
+ * it, also when its lease ran out: see zklock_valid_until()), negative on
+ * error (ZKLOCK_EINVAL). Non-blocking. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
+/* The clock zklock measures its leases and deadlines on, and the clock of
+ * zklock_valid_until()'s time: CLOCK_BOOTTIME on Linux, CLOCK_MONOTONIC
+ * elsewhere (<time.h>). CLOCK_BOOTTIME goes on while the host sleeps
+ * (suspend, hibernation, a virtual machine saved and restored);
+ * CLOCK_MONOTONIC stops, so a lease measured on it would outlive a sleep
+ * longer than the session timeout. Compare zklock_valid_until() with
+ * clock_gettime(ZKLOCK_CLOCK, &now), never with CLOCK_MONOTONIC (earlier
+ * versions gave a CLOCK_MONOTONIC time). */
+#if defined(__linux__)
+#define ZKLOCK_CLOCK CLOCK_BOOTTIME
+#else
+#define ZKLOCK_CLOCK CLOCK_MONOTONIC
+#endif
+
 /* How long the caller's hold may still be acted on without hearing from the
- * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
+ * ensemble: a ZKLOCK_CLOCK time (CLOCK_BOOTTIME on Linux: not
+ * CLOCK_MONOTONIC, see above). zklock keeps the lease fresh while it
  * holds or waits (a write that needs a quorum every sixth of the session
  * timeout, unless one of its own was answered meanwhile); it is the send
  * time of the latest of its writes (creates, deletes, multis) answered,
@@ -520,7 +536,12 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * lease that ran out while it waited. No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the
  * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
- * as the session is heard from again. docs/design.md has the argument.
+ * as the session is heard from again. It is lost the moment the time
+ * passes, whoever notices first: this call, zklock_hold_count(),
+ * zklock_fence(), zklock_check_op() and zklock_release() answer by the
+ * lease as it is when they are called (not held, ZKLOCK_ELOST), also right
+ * after the host slept, before on_lost is told. docs/design.md has the
+ * argument.
  * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
 struct timespec; /* <time.h>; declared here too for strict C89 users */
 ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);

@@ -651,7 +651,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
             } else if (timeout_ms < 0) {
                 pthread_cond_wait(&s->cond, &s->mu);
             } else {
-                pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+                zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
             }
         }
         rc = as_closed(s, rc);

@@ -33,9 +33,14 @@
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zklock__path_check(const char *path);
 
-/* ---- clock.c: monotonic time --------------------------------------------- */
+/* ---- clock.c: time, on ZKLOCK_CLOCK (CLOCK_BOOTTIME on Linux) ------------- */
 
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
+/* Waits on cond (from zklock__cond_init, with mu held) until at (a
+ * zklock__now time) or a wake-up, and at most cap_ms (0: no cap) before
+ * the clock is read again; ETIMEDOUT once at has passed, else 0. */
+int zklock__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *at,
+                            int cap_ms);
 void zklock__now(struct timespec *ts);
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
 void zklock__deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
@@ -57,7 +62,14 @@ struct zkl_timers {
     size_t n, cap, reserved;
     bool asleep, sleep_timed; /* the session thread sleeps (until sleep_until) */
     struct timespec sleep_until;
+    int slice_ms; /* while a timer is armed, the longest sleep before the
+                     clock is read again: the wait itself does not see the
+                     host sleep (clock.c). The lease's margin. */
 };
+
+/* The lease's margin (lease.c), a twentieth of the session timeout: also how
+ * late, at most, the session thread notices that the host slept. */
+#define ZKL_LEASE_MARGIN_DIVISOR 20
 
 /* Owners of timers reserve their slots first; arming then never fails. */
 int zklock__timers_reserve(zklock_session_t *s, size_t k);
@@ -386,6 +398,9 @@ struct zklock_session {
      * leader answered; a sync keeps it fresh; past it, holds are unsure. */
     struct timespec heard_at;
     bool heard_known;
+    struct timespec heard_later; /* an answer that came after the lease ran
+                                    out, counted once its holds ended */
+    bool heard_later_known;
     struct zkl_heartbeat *heartbeat; /* the sync in flight, if any */
     struct zkl_timer heartbeat_timer, belief_timer;
     struct zkl_timer retry_timer;   /* resume the layers, or reopen */
@@ -452,6 +467,9 @@ void zklock__learn_completion_thread(zklock_session_t *s);
 int zklock__session_refusal(const zklock_session_t *s);
 /* The end of the session's lease (lease.c); false if none is known. */
 bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until);
+/* With s->mu held, outside any event of the engine: if the lease ran out,
+ * its holds end now (before the session thread notices: the host slept). */
+void zklock__lease_check(zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 

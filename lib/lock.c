@@ -105,10 +105,12 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
 static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
     zklock_session_t *s = l->s;
-    zkl_contender_t *c = zklock__owner_contender(l);
+    zkl_contender_t *c;
     struct zkl_waiter me = {false, 0};
     int rc;
 
+    zklock__lease_check(s); /* no reentrant hold on a lease that ran out */
+    c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
         return answer(done, ZKLOCK_OK);
@@ -184,10 +186,12 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
  * let go at once, and a blocked caller keeps it alive until it returns. */
 static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
 {
-    zkl_contender_t *c = zklock__owner_contender(l);
+    zkl_contender_t *c;
     struct zkl_waiter me = {false, 0};
     int rc;
 
+    zklock__lease_check(l->s); /* a hold whose lease ran out was lost */
+    c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
             zklock__detach(c);
@@ -263,6 +267,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -277,6 +282,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -296,6 +302,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__lease_valid_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -311,6 +318,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */

@@ -253,10 +253,11 @@ static void connected(zklock_session_t *s)
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
-    if (!resumed)
-        s->heard_known = false; /* a new session: its first write will tell */
+    if (!resumed) /* a new session: its first write will tell */
+        s->heard_known = s->heard_later_known = false;
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
+    s->timers.slice_ms = s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     s->state = ZKL_S_CONNECTED;
     zklock__auth_confirm(s);
     if (s->adopted)
@@ -544,6 +545,7 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         rc = take_options(s, opts);
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
+    s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
     if (rc) {
@@ -612,7 +614,7 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
            (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(&deadline))
-        pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+        zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
     if (rc == 0 && s->auth_rc != 0)
         rc = s->auth_rc;
     else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
@@ -760,8 +762,8 @@ static void drain_adopted(zklock_session_t *s)
 
     EACH_LAYER(close_begin, s);
     zklock__deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
-    while (layers_busy(s) && zklock__connected(s) && !zklock__passed(&deadline) &&
-           pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT)
+    while (layers_busy(s) && zklock__connected(s) &&
+           zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0) != ETIMEDOUT)
         ;
     EACH_LAYER(unwatch_all, s);
     while (s->ops > 0 || s->watches > 0)

@@ -84,6 +84,7 @@ int zklock_proclaim(zklock_t *l, const void *value, size_t len)
     if (!l || l->recipe != &election_recipe || (!value && len > 0) || len > ZKLOCK_DATA_MAX)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s); /* no proclaiming on a lease that ran out */
     c = zklock__owner_contender(l);
     if (!c || c->phase != ZKL_HELD || !c->node)
         rc = c && c->phase == ZKL_LOST ? ZKLOCK_ELOST : ZKLOCK_ENOTHELD;

@@ -470,7 +470,7 @@ static void test_lease_lost_session_lives(void)
     l = tu_mutex(f.s, path, &lo);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     TU_ASSERT_INT(until.tv_sec - now.tv_sec, >=, 8); /* about 0.95 x 10 s ahead */
     id = zklock_session_id(f.s);
     node = only_child(path);
@@ -527,7 +527,7 @@ static void test_no_grant_on_a_run_out_lease(void)
     zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
     TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(lw, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     CU_ASSERT(until.tv_sec > now.tv_sec + 5); /* a fresh lease: about 9.5 s ahead */
     TU_ASSERT_INT(TU_STAT(f.s, acquired), ==, acquired + 1); /* granted once */
     CU_ASSERT(!tu_lost_once(&wlost));
@@ -923,10 +923,10 @@ struct hold_watch {
     int polls;
 };
 
-static bool ms_passed(const struct timespec *t)
+static bool lease_passed(const struct timespec *t)
 {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
@@ -935,7 +935,7 @@ static bool work_over_watching(void *arg)
     struct hold_watch *h = arg;
     struct timespec until;
     int64_t token;
-    bool lease = zklock_valid_until(h->l, &until) == ZKLOCK_OK && !ms_passed(&until);
+    bool lease = zklock_valid_until(h->l, &until) == ZKLOCK_OK && !lease_passed(&until);
 
     if (!lease && (zklock_hold_count(h->l) > 0 || zklock_fence(h->l, &token) == ZKLOCK_OK))
         h->untruthful++;
