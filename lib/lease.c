@@ -170,9 +170,9 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until;
 
-    if (!zklock__lease_valid_until(s, &until))
-        return;
-    if (!zklock__passed(&until)) {
+    if (!zklock__lease_valid_until(s, &until)) {
+        until = t->at; /* none known (a new session): nothing backs a hold */
+    } else if (!zklock__passed(&until)) {
         zklock__timer_arm(s, t, &until); /* heard from meanwhile */
         return;
     }
