@@ -170,6 +170,9 @@ void zklock__make_prefix(char *buf, int wire, uint64_t rng[2]);
 
 typedef struct zkl_contender zkl_contender_t;
 
+/* Generations whose requests a contender may have in flight at once. */
+#define ZKL_TICKETS 4
+
 enum zkl_phase {
     ZKL_QUEUING, /* wants the lock: creating, listing or watching */
     ZKL_HELD,    /* holds it */
@@ -271,7 +274,17 @@ struct zkl_contender {
     struct zkl_timer own_timer; /* ... ends the delay */
     int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
-    unsigned gen;          /* session generation of those requests/watches */
+    unsigned gen;          /* session generation of the last request/watch */
+    /* The same requests by the generation they were sent in: an answer
+     * names its request's ticket (zklock__req), not just its contender, so
+     * that answers an adopted session's old handle still gives after a
+     * readopt are told from the new handle's. */
+    struct zkl_ticket {
+        unsigned gen;
+        int ops;
+        unsigned char index; /* in tickets[] */
+    } tickets[ZKL_TICKETS];
+    unsigned char ticket;  /* the one requests are sent with now */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */

@@ -171,7 +171,7 @@ static void check_max(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->l->path, 0, max_done, c);
+    rc = zoo_aget(s->zh, c->l->path, 0, max_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -186,7 +186,7 @@ static void make_path(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     rc = zoo_acreate(s->zh, c->l->path, text, (int)strlen(text), c->l->acl, ZOO_CONTAINER,
-                     path_made, c);
+                     path_made, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -245,9 +245,10 @@ static void look_for_room(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done, c);
+        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done,
+                                  zklock__req(c));
     else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, c);
+        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
     else
