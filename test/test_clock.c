@@ -91,6 +91,40 @@ static int64_t past_the_lease(zklock_t *l)
     return ms_until(&until) + TIMEOUT_MS;
 }
 
+/* A session of its own holding a lock at tu_path(name), whose node is
+ * node, and whose losses are recorded in lost. */
+struct holder {
+    zklock_session_t *s;
+    zklock_t *l;
+    struct tu_events lost;
+    const char *path;
+    char *node;
+};
+
+static void hold(struct holder *h, const char *name)
+{
+    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS};
+    zklock_opts_t lo = {.on_lost = tu_on_lost};
+
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->lost.mu, NULL);
+    lo.ctx = &h->lost;
+    h->path = tu_path(name);
+    h->s = tu_session_opts(&so);
+    h->l = tu_mutex(h->s, h->path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(h->l, -1), ZKLOCK_OK);
+    h->node = only_node(h->path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h->node);
+}
+
+static void let_go(struct holder *h)
+{
+    free(h->node);
+    zklock_free(h->l);
+    zklock_session_close(h->s);
+    tu_assert_clean(h->path);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------ */
 
 /* The host sleeps past the lease; the session lives on (nothing happened on
@@ -101,39 +135,28 @@ static int64_t past_the_lease(zklock_t *l)
  * session is heard from. */
 static void test_sleep_past_the_lease(void)
 {
-    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS};
-    struct tu_events lost = TU_EVENTS_INIT;
-    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
-    const char *path = tu_path("slept");
-    zklock_session_t *s = tu_session_opts(&so);
-    zklock_t *l = tu_mutex(s, path, &lo);
+    struct holder h;
     struct timespec until;
     int64_t token, id;
-    char *node;
 
-    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
-    id = zklock_session_id(s);
-    node = only_node(path);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
-    host_sleeps(past_the_lease(l));
-    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
-    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST);
-    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_ENOTHELD);
-    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
-    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
-    CU_ASSERT(tu_wait_until(tu_gone, node, TU_WAIT_MS)); /* the session lives: zklock deletes it */
-    TU_ASSERT_INT(zklock_session_id(s), ==, id);
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    hold(&h, "slept");
+    id = zklock_session_id(h.s);
+    host_sleeps(past_the_lease(h.l));
+    TU_ASSERT_INT(zklock_hold_count(h.l), ==, 0);
+    TU_ASSERT_RC(zklock_fence(h.l, &token), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_ENOTHELD);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
+    TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    CU_ASSERT(tu_wait_until(tu_gone, h.node, TU_WAIT_MS)); /* the session lives: zklock deletes it */
+    TU_ASSERT_INT(zklock_session_id(h.s), ==, id);
+    TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_ELOST);
     /* A new lease for a new hold. */
-    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(h.l, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_OK);
     TU_ASSERT_INT(ms_until(&until), >, TIMEOUT_MS / 2);
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    TU_ASSERT_INT(lost.lost, ==, 1);
-    free(node);
-    zklock_free(l);
-    zklock_session_close(s);
-    tu_assert_clean(path);
+    TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_OK);
+    TU_ASSERT_INT(h.lost.lost, ==, 1);
+    let_go(&h);
 }
 
 /* The same, and nobody asks: the session thread notices by itself, within
@@ -141,27 +164,16 @@ static void test_sleep_past_the_lease(void)
  * it reads the clock again at every wake-up). */
 static void test_sleep_noticed_unasked(void)
 {
-    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS};
-    struct tu_events lost = TU_EVENTS_INIT;
-    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
-    const char *path = tu_path("slept-unasked");
-    zklock_session_t *s = tu_session_opts(&so);
-    zklock_t *l = tu_mutex(s, path, &lo);
-    char *node;
+    struct holder h;
 
-    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
-    node = only_node(path);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
-    host_sleeps(past_the_lease(l));
-    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
-    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
-    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
-    CU_ASSERT(tu_wait_until(tu_gone, node, TU_WAIT_MS));
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
-    free(node);
-    zklock_free(l);
-    zklock_session_close(s);
-    tu_assert_clean(path);
+    hold(&h, "slept-unasked");
+    host_sleeps(past_the_lease(h.l));
+    CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
+    TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(zklock_hold_count(h.l), ==, 0);
+    CU_ASSERT(tu_wait_until(tu_gone, h.node, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_ELOST);
+    let_go(&h);
 }
 
 static bool no_nodes(void *path)
