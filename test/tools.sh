@@ -448,6 +448,65 @@ touch "$T/and-go"; wait $ah
 expect_status 64 "--and with LOCKPATH again is refused" "$ZKLOCK" --and $P/and1 $P/and1 true
 expect_status 65 "--and checks its path" "$ZKLOCK" --and no-slash $P/and1 true
 
+# ---- zklock dies: its watchdog stops the job before the lock can move on -------------------------
+# worker.sh DIR [TERM]: a job that starts a background process, writes both
+# pids to DIR/pids and waits; with TERM, both ignore SIGTERM.
+cat >"$T/worker.sh" <<'EOF'
+[ "${2:-}" = TERM ] && trap '' TERM
+sleep 300 & echo "$$ $!" >"$1/pids"
+wait
+EOF
+# next.sh DIR: the next holder's command: notes (in DIR/alive) the old job's
+# processes still alive when it starts.
+cat >"$T/next.sh" <<'EOF'
+for p in $(cat "$1/pids"); do
+  st=$(ps -o stat= -p "$p" 2>/dev/null) && [ "${st#Z}" = "$st" ] && echo "$p" >>"$1/alive"
+done
+echo ran >"$1/next-ran"
+EOF
+guard_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "zklock-guard" { print $1 }'; } # ZKLOCK_PID
+pid_gone() { local st; ! st=$(ps -o stat= -p "$1" 2>/dev/null) || [ "${st#Z}" != "$st" ]; }
+no_process() { ! kill -0 "$1" 2>/dev/null; } # not even a zombie: reaped
+# killed_run NAME pid|group [TERM]: zklock runs worker.sh, another waits for
+# the lock; then SIGKILL for zklock (pid) or its whole process group (group).
+killed_run() {
+  local name=$1 how=$2 d=$T/killed-$1 pid guard next; shift 2
+  mkdir -p "$d"
+  setsid "$ZKLOCK" --session-timeout 4000 $P/killed-$name sh "$T/worker.sh" "$d" "$@" 2>"$d/err" & pid=$!
+  check "kill -9 ($name): the job runs" wait_for 20 started "$d/pids"
+  guard=$(guard_of $pid)
+  check "...watched by zklock's watchdog" [ -n "$guard" ]
+  "$ZKLOCK" $P/killed-$name sh "$T/next.sh" "$d" & next=$!
+  check "...the next holder waits" wait_for 20 queued $P/killed-$name 2
+  if [ "$how" = group ]; then kill -KILL -- -$pid; else kill -KILL $pid; fi
+  wait $pid 2>/dev/null
+  check "...and runs once the killed zklock's session expired" wait_for 30 started "$d/next-ran"
+  check "...finding nothing of the old job alive: its command, what that started" [ ! -e "$d/alive" ]
+  check "...which the watchdog stopped, saying so" \
+    grep -q "^zklock: zklock (pid $pid) ended while sh ran: SIGTERM to its process group" "$d/err"
+  check "...and then exited" wait_for 10 pid_gone "${guard:-0}"
+  wait $next
+}
+killed_run pid pid            # kill -9 zklock, as the OOM killer does
+killed_run group group TERM   # kill -9 zklock's whole group; a job deaf to SIGTERM
+
+# zklock ends normally: its watchdog exits before it, and what COMMAND left
+# in the background is left alone, as before.
+cat >"$T/bg.sh" <<'EOF'
+sleep 300 & echo $! >"$1/bg"
+ps -o pid=,comm= --ppid $PPID | awk '$2 == "zklock-guard" { print $1 }' >"$1/guard"
+EOF
+mkdir -p "$T/ends"
+expect_status 0 "a command that leaves a process in the background" "$ZKLOCK" $P/ends sh "$T/bg.sh" "$T/ends"
+check "...ran watched by zklock's watchdog" [ -s "$T/ends/guard" ]
+check "...which is gone, reaped, once zklock has exited" no_process "$(cat "$T/ends/guard")"
+check "...having stopped nothing: the background process runs on" alive "$T/ends/bg"
+check "...and said nothing" [ ! -s "$T/err" ]
+kill "$(cat "$T/ends/bg")"
+for p in killed-pid killed-group ends; do
+  check "no node left under $P/$p" wait_for 10 queued $P/$p 0
+done
+
 # ---- nothing left behind -------------------------------------------------------------------------------
 for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0

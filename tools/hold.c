@@ -8,6 +8,7 @@
  * with -v a monitor thread prints the queue while we wait. */
 #include "config.h"
 
+#include "guard.h"
 #include "hold.h"
 #include "job.h"
 
@@ -313,8 +314,11 @@ struct run {
     bool suspended;  /* --on-suspend stop: we stopped the job for a lost connection */
     bool idle;       /* held, with no COMMAND to run (zklock-elect): until a signal */
     int states[2];   /* on_state's pipe: the session's states, for --on-suspend */
+    bool connected;  /* the session is connected (the last state told) */
     bool killed;
     int64_t kill_at_ms, started_ms;
+    struct guard guard; /* stops the job should we die (guard.h) */
+    int grace_ms;       /* the guard's SIGTERM grace while connected */
 };
 
 static int64_t mono_ms(void)
@@ -345,6 +349,35 @@ static void release(struct run *r)
     r->releasing = true;
 }
 
+/* How long the guard lets SIGTERM work should we die now, before SIGKILL:
+ * --kill-after, but at most a sixth of the negotiated session timeout.
+ * The session expires no sooner than a timeout after the servers last
+ * heard from it. While we believe we are connected, they heard from us
+ * less than two thirds of a timeout ago (the client says the connection
+ * lost after that long without a reply; connected, a heartbeat goes every
+ * sixth, lib/lease.c): so at least a third of a timeout passes between our
+ * death and the expiry, and SIGKILL at a sixth leaves the other half for
+ * it to land before another client can take the lock. Without the
+ * connection, or once the lock is lost, there is no such margin: SIGKILL
+ * at once. */
+static int guard_grace(const struct run *r)
+{
+    return r->connected && !r->lost_lock ? r->grace_ms : 0;
+}
+
+static void set_grace(struct run *r, int64_t kill_after_ms, int negotiated_ms)
+{
+    int64_t sixth = negotiated_ms / 6;
+    r->grace_ms = (int)(kill_after_ms < sixth ? kill_after_ms : sixth);
+}
+
+/* Tells the guard again what to do should we die, if the job runs. */
+static void update_guard(struct run *r)
+{
+    if (r->guard.pgid > 0)
+        guard_watch(&r->guard, r->guard.pgid, guard_grace(r));
+}
+
 static void start_job(struct run *r)
 {
     char **env = command_env(r->o->path, r->h.token);
@@ -358,6 +391,7 @@ static void start_job(struct run *r)
         return;
     }
     r->started = true;
+    guard_watch(&r->guard, r->job.pgid, guard_grace(r));
 }
 
 static void lock_acquired(struct run *r)
@@ -482,6 +516,11 @@ static void job_ended(struct run *r)
     job_untty(&r->job);
     if (r->exit_code < 0)
         r->exit_code = code;
+    /* What COMMAND left running is no longer covered by the lock, as
+     * zklock(1) says: the guard leaves it alone from now on (after a loss,
+     * what is left of the job is stopped still). */
+    if (!r->lost_lock)
+        guard_watch(&r->guard, 0, 0);
     if (r->o->verbose)
         tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
     release(r);
@@ -541,6 +580,7 @@ static void on_lost_lock(struct run *r)
         return;
     r->lost_lock = true;
     r->exit_code = EXIT_LOST;
+    update_guard(r); /* the lease may be over: should we die, SIGKILL at once */
     if (!r->started || job_empty(&r->job)) {
         tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
         if (r->idle)
@@ -562,6 +602,8 @@ static void on_session_state(struct run *r)
 
     if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
         return;
+    r->connected = state == ZKLOCK_CONNECTED || state == ZKLOCK_RECONNECTED;
+    update_guard(r);
     if (!r->o->stop_on_suspend || !r->started || r->lost_lock || job_empty(&r->job))
         return;
     if (state == ZKLOCK_SUSPENDED && !r->suspended) {
@@ -706,6 +748,29 @@ static void block_signals(sigset_t *set)
     pthread_sigmask(SIG_BLOCK, &blocked, NULL);
 }
 
+/* The guard is forked now, before any thread starts, and before the
+ * credentials are read (it need not hold a copy). zklock-elect without
+ * COMMAND runs nothing to guard. */
+static void start_guard(struct run *r, const struct hold_options *o)
+{
+    int err;
+
+    r->guard = (struct guard){.pid = -1, .fd = -1};
+    if (o->command && (err = guard_start(&r->guard, o->command[0])) != 0)
+        tool_die(EXIT_OSERR, "cannot start the watchdog: %s", strerror(err));
+}
+
+/* The session timeout the server granted (it bounds what is asked for);
+ * read once, just after the session opened: the handle changes only after
+ * an expiry. */
+static int negotiated_ms(zklock_session_t *s, int asked_ms)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    int ms = zh ? zoo_recv_timeout(zh) : 0;
+
+    return ms > 0 ? ms : asked_ms > 0 ? asked_ms : 10000;
+}
+
 int hold_run(struct hold_options *op)
 {
     struct hold_options o = *op;
@@ -715,9 +780,10 @@ int hold_run(struct hold_options *op)
 
     tool_quiet = o.quiet;
     tool_check_path(o.path);
+    memset(&r, 0, sizeof r);
+    start_guard(&r, &o);
     tool_security_load(&o.sec, &so); /* its usage errors before anything starts */
     tool_zk_log(o.verbose);
-    memset(&r, 0, sizeof r);
     r.o = &o;
     r.exit_code = -1;
     r.started_ms = mono_ms();
@@ -737,6 +803,8 @@ int hold_run(struct hold_options *op)
         tool_say("connecting to %s", o.servers);
     r.s = tool_open(o.servers, &so, &o.sec);
     tool_security_forget(&o.sec); /* the session has its own copy */
+    r.connected = true;
+    set_grace(&r, (int64_t)(o.kill_after_s * 1000), negotiated_ms(r.s, o.session_ms));
     make_locks(&r);
     r.h.lock = r.locks.held;
     r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
@@ -762,5 +830,7 @@ int hold_run(struct hold_options *op)
     }
     free_locks(&r.locks);
     zklock_session_close(r.s);
+    guard_watch(&r.guard, 0, 0); /* the job ended, or is empty or SIGKILLed */
+    guard_end(&r.guard);
     return r.exit_code < 0 ? EXIT_INTERNAL : r.exit_code;
 }
