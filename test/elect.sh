@@ -18,6 +18,8 @@ expect_status 64 "-l takes PATH only" "$ELECT" -l $P/e v
 expect_status 65 "an invalid path" "$ELECT" e v
 expect_status 0 "--help" "$ELECT" --help
 check "...shows both forms" grep -q "zklock-elect -l \[OPTION\]... PATH" "$T/out"
+expect_status 64 "an option after PATH and VALUE, where COMMAND goes" "$ELECT" $P/e v -v true
+check "...says that options go before PATH" grep -q "options go before PATH: '-v' comes after it" "$T/err"
 
 # ---- three candidates, a listener -----------------------------------------------------------------
 "$ELECT" -l --json $P/e >"$T/listen" 2>"$T/listen-err" & listener=$!

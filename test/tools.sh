@@ -15,6 +15,12 @@ expect_status 3 "-- before COMMAND, as getopt users write it" "$ZKLOCK" $P/a -- 
 expect_status 0 "-- before LOCKPATH" "$ZKLOCK" -- $P/a true
 expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
 check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: unknown option '--bogus' (try 'zklock --help')" ]
+expect_status 64 "usage: an option after LOCKPATH, where COMMAND goes" "$ZKLOCK" $P/a --and $P/b true
+check "...says that options go before LOCKPATH" \
+  [ "$(cat "$T/err")" = "zklock: options go before LOCKPATH: '--and' comes after it, where COMMAND goes (put '--' before a COMMAND whose name starts with '-'; try 'zklock --help')" ]
+check "...having taken nothing" queued $P/b 0
+ln -s "$(type -P true)" "$T/-true"
+expect_status 0 "a COMMAND whose name starts with '-', after --" env PATH="$T:$PATH" "$ZKLOCK" $P/a -- -true
 expect_status 64 "usage: an option without its argument" "$ZKLOCK" -t
 check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: option '-t' needs an argument (try 'zklock --help')" ]
 expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true

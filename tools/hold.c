@@ -62,6 +62,18 @@ void hold_check_options(const struct hold_options *o, const char *tool)
         tool_die(EXIT_USAGE, "choose -v or -q (try '%s --help')", tool);
 }
 
+void hold_check_command(const char *command, bool after_dashes, const char *tool,
+                        const char *path)
+{
+    /* "zklock /p --and /q cmd" would run "--and": nobody names a program
+     * so, and getopt stopped at the path ('+'). A "--" before COMMAND says
+     * the name is meant. */
+    if (!after_dashes && command[0] == '-')
+        tool_die(EXIT_USAGE, "options go before %s: '%s' comes after it, where COMMAND goes "
+                 "(put '--' before a COMMAND whose name starts with '-'; try '%s --help')",
+                 path, command, tool);
+}
+
 /* ---- the lock thread --------------------------------------------------------------- */
 
 struct holder {

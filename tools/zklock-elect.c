@@ -90,6 +90,7 @@ static void parse(int argc, char **argv, struct options *o)
     };
     struct hold_options *h = &o->hold;
     int c;
+    bool dashes;
 
     *o = (struct options){.hold = hold_defaults('e')};
     opterr = 0;
@@ -125,8 +126,10 @@ static void parse(int argc, char **argv, struct options *o)
     if (strlen(h->identity) > ZKLOCK_DATA_MAX)
         tool_die(EXIT_USAGE, "VALUE: %zu bytes, more than the %d a node holds (try 'zklock-elect --help')",
                  strlen(h->identity), ZKLOCK_DATA_MAX);
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
+    dashes = optind < argc && strcmp(argv[optind], "--") == 0;
+    optind += dashes;
+    if (optind < argc)
+        hold_check_command(argv[optind], dashes, "zklock-elect", "PATH");
     h->command = optind < argc ? argv + optind : NULL;
 }
 

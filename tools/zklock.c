@@ -14,6 +14,7 @@ const char *tool_name = "zklock";
 static const char usage_text[] =
     "Usage: zklock [OPTION]... LOCKPATH [--] COMMAND [ARG]...\n"
     "Run COMMAND while holding the ZooKeeper lock LOCKPATH, like flock(1) across machines.\n"
+    "Options go before LOCKPATH.\n"
     "\n"
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                               then 127.0.0.1:2181)\n"
@@ -120,6 +121,7 @@ static void parse(int argc, char **argv, struct hold_options *o)
         {NULL, 0, NULL, 0},
     };
     int c, modes = 0;
+    bool dashes;
 
     *o = hold_defaults('x');
     /* '+': options end at the lock path; what follows is the command's.
@@ -169,10 +171,11 @@ static void parse(int argc, char **argv, struct hold_options *o)
     o->path = argv[optind++];
     /* Options end at LOCKPATH ('+' above), so getopt leaves a "--" after it
      * alone; whoever writes one means it as getopt's. */
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
+    dashes = optind < argc && strcmp(argv[optind], "--") == 0;
+    optind += dashes;
     if (optind >= argc)
         usage_error("missing COMMAND");
+    hold_check_command(argv[optind], dashes, "zklock", "LOCKPATH");
     o->command = argv + optind;
     o->servers = tool_servers(o->servers);
 }
