@@ -342,6 +342,7 @@ check "...says what the comparison is, not where a file of ours lies" \
 # killed while they work: a quiet zklock and a -v one holding, zklock-ls -f,
 # zklock-bench mid-run.
 own_lines_only() { ! grep -v "^$1: " "$2"; } # TOOL FILE (prints the intruders)
+not_grep() { ! grep -q "$@"; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
 expect_status 69 "zklock -v: unreachable" "$ZKLOCK" -v -s 127.0.0.1:1 --connect-timeout 1 $P/a true
 check "...shows the client's log" grep -q "ZOO_ERROR" "$T/err"
@@ -402,6 +403,38 @@ check "...which still holds the lock" queued $P/susp 1
 check "...and says so" grep -q "still holds: continuing" "$T/susp-err"
 kill -TERM $zs; wait $zs
 expect_status 64 "--on-suspend takes stop or continue" "$ZKLOCK" --on-suspend pause $P/susp true
+
+# ---- -v through an outage, and after a loss: zklock's own words ---------------------------------
+# A waiter (it has no lease to run out) sees the server freeze, and come
+# back within the session timeout.
+rm -f "$T/ready-o" "$T/go-o"
+"$ZKLOCK" --session-timeout 10000 $P/outage \
+  sh -c "echo x > $T/ready-o; while [ ! -e $T/go-o ]; do sleep 0.05; done" 2>/dev/null & oh=$!
+check "-v, an outage: the lock is held" wait_for 20 started "$T/ready-o"
+"$ZKLOCK" -v --session-timeout 10000 $P/outage true 2>"$T/outage-err" & ov=$!
+check "...the -v one waits" wait_for 20 queued $P/outage 2
+"$ZKLOCK_TEST_HARNESS" pause "$ZKLOCK_TEST_ZKDIR" 1
+check "...and says when the connection is lost" \
+  wait_for 30 grep -q "^zklock: connection to ZooKeeper lost: reconnecting" "$T/outage-err"
+"$ZKLOCK_TEST_HARNESS" resume "$ZKLOCK_TEST_ZKDIR" 1
+check "...and when it is back, the same session" \
+  wait_for 20 grep -q "^zklock: reconnected to ZooKeeper: the same session, its locks kept" "$T/outage-err"
+touch "$T/go-o"; wait $oh; wait $ov; st=$?
+check "...then takes the lock (exit $st)" [ $st = 0 ]
+
+# A holder frozen past its session timeout: the session's end is said, and
+# no release (there is nothing left to release).
+rm -f "$T/ready"
+"$ZKLOCK" -v --session-timeout 2000 $P/vlost sh -c "echo ready > $T/ready; exec sleep 300" 2>"$T/vlost-err" & pid=$!
+check "-v, a loss: the command runs" wait_for 20 started "$T/ready"
+kill -STOP $pid
+check "...the lock moves on while zklock is frozen" "$ZKLOCK" -t 30 $P/vlost true
+kill -CONT $pid; wait $pid; st=$?
+check "...exit 75 (exit $st)" [ $st = 75 ]
+check "...saying that the session expired, in zklock's own words" \
+  grep -q "^zklock: ZooKeeper session expired: its locks are lost" "$T/vlost-err"
+check "...and that the command ended" grep -q "^zklock: sh ended (143)$" "$T/vlost-err"
+check "...with no word of releasing (nothing was)" not_grep releas "$T/vlost-err"
 
 # ---- -n N / --limit N: a counting semaphore -------------------------------------------------------
 # Two leases: two commands inside at once, a third busy; -n before a path is

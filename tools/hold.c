@@ -325,8 +325,9 @@ struct run {
     bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
     bool suspended;  /* --on-suspend stop: we stopped the job for a lost connection */
     bool idle;       /* held, with no COMMAND to run (zklock-elect): until a signal */
-    int states[2];   /* on_state's pipe: the session's states, for --on-suspend */
+    int states[2];   /* on_state's pipe: the session's states, for --on-suspend and -v */
     bool connected;  /* the session is connected (the last state told) */
+    bool expired;    /* ... and it expired since it was opened */
     bool killed;
     int64_t kill_at_ms, started_ms;
     struct guard guard; /* stops the job should we die (guard.h) */
@@ -528,13 +529,17 @@ static void job_ended(struct run *r)
     job_untty(&r->job);
     if (r->exit_code < 0)
         r->exit_code = code;
-    /* What COMMAND left running is no longer covered by the lock, as
-     * zklock(1) says: the guard leaves it alone from now on (after a loss,
-     * what is left of the job is stopped still). */
-    if (!r->lost_lock)
+    if (r->lost_lock) {
+        /* nothing to release; what is left of the job is stopped still */
+        if (r->o->verbose)
+            tool_say("%s ended (%d)", r->o->command[0], code);
+    } else {
+        /* What COMMAND left running is no longer covered by the lock, as
+         * zklock(1) says: the guard leaves it alone from now on. */
         guard_watch(&r->guard, 0, 0);
-    if (r->o->verbose)
-        tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+        if (r->o->verbose)
+            tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+    }
     release(r);
 }
 
@@ -607,27 +612,63 @@ static void on_lost_lock(struct run *r)
 }
 
 /* --on-suspend stop: while the connection is lost, the job waits (the hold
- * may be lost: if the lease runs out, on_lost stops the job for good). */
-static void on_session_state(struct run *r)
+ * may be lost: if the lease runs out, on_lost stops the job for good).
+ * Returns true if it said something. */
+static bool suspend_job(struct run *r, int state)
 {
-    int state;
-
-    if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
-        return;
-    r->connected = state == ZKLOCK_CONNECTED || state == ZKLOCK_RECONNECTED;
-    update_guard(r);
     if (!r->o->stop_on_suspend || !r->started || r->lost_lock || job_empty(&r->job))
-        return;
+        return false;
     if (state == ZKLOCK_SUSPENDED && !r->suspended) {
         tool_say("connection to ZooKeeper lost: stopping %s until it is back",
                  r->o->command[0]);
         job_signal(&r->job, SIGSTOP);
         r->suspended = true;
-    } else if (state == ZKLOCK_RECONNECTED && r->suspended) {
+        return true;
+    }
+    if (state == ZKLOCK_RECONNECTED && r->suspended) {
         tool_say("connection back, %s still holds: continuing %s", r->o->path, r->o->command[0]);
         job_signal(&r->job, SIGCONT);
         r->suspended = false;
+        return true;
     }
+    return false;
+}
+
+/* -v: what happens to the session, in zklock's own words (the ZooKeeper
+ * client's lines say it in its own). */
+static void say_state(struct run *r, int state)
+{
+    switch (state) {
+    case ZKLOCK_SUSPENDED:
+        tool_say("connection to ZooKeeper lost: reconnecting (the session lasts a session "
+                 "timeout without it)");
+        break;
+    case ZKLOCK_RECONNECTED:
+        tool_say("reconnected to ZooKeeper: the same session, its locks kept");
+        break;
+    case ZKLOCK_EXPIRED:
+        tool_say("ZooKeeper session expired: its locks are lost");
+        break;
+    case ZKLOCK_CONNECTED:
+        if (r->expired)
+            tool_say("connected to ZooKeeper: a new session");
+        break;
+    }
+}
+
+static void on_session_state(struct run *r)
+{
+    int state;
+    bool said;
+
+    if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
+        return;
+    r->connected = state == ZKLOCK_CONNECTED || state == ZKLOCK_RECONNECTED;
+    update_guard(r);
+    said = suspend_job(r, state);
+    if (r->o->verbose && !said)
+        say_state(r, state);
+    r->expired = r->expired || state == ZKLOCK_EXPIRED;
 }
 
 /* After a loss, the whole job must be gone before we exit: SIGKILL for
@@ -837,7 +878,7 @@ int hold_run(struct hold_options *op)
         tool_say("releasing %s: %s", o.path, zklock_strerror(r.h.released_rc));
         if (r.h.released_rc == ZKLOCK_ELOST)
             r.exit_code = EXIT_LOST;
-    } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK) {
+    } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK && !r.lost_lock) {
         tool_say("released %s", o.path);
     }
     free_locks(&r.locks);
