@@ -88,7 +88,9 @@ extern "C" {
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
-                        "leases than asked for (kazoo's check)")
+                        "leases than asked for (kazoo's check)")            \
+    X(EDELETED, -1016, "the lock node was deleted by someone else: the "      \
+                       "lock may be taken")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -351,7 +353,7 @@ enum {
 /* Why on_lost was called. */
 enum {
     ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
-    ZKLOCK_LOST_DELETED = ZNONODE,         /* someone deleted the lock node */
+    ZKLOCK_LOST_DELETED = ZKLOCK_EDELETED, /* someone deleted the lock node */
     ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE    /* the hold's lease ran out: the
                                               ensemble was not heard from for
                                               nearly a session timeout, and
