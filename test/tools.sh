@@ -456,11 +456,22 @@ check "a third one waits in line" wait_for 20 queued $P/sem 4
 expect_status 0 "zklock-ls shows the semaphore" "$ZKLS" $P/sem
 check "text: the leases taken and the line" grep -q "^$P/sem  (semaphore: 2 leases taken, 1 in line)" "$T/out"
 check "text: the leases hold" [ "$(grep -Ec "^  [12] +holds +lease +[0-9]{10} .* lease-[ab]$" "$T/out")" = 2 ]
-check "text: the third's lease waits" grep -Eq "^  3 +waits +lease +[0-9]{10} .* lease-c$" "$T/out"
-check "text: the third heads the line" grep -Eq "^  4 +waits +mutex +[0-9]{10} .* lease-c$" "$T/out"
-check "json: a semaphore, two leases and a waiter" [ "$(json_field $P/sem '(q.get("semaphore"), [(n["state"], n["kind"]) for n in q["nodes"]])')" = \
+# The third is one contender: one row, its lease node (the one it will hold).
+check "text: the third waits, heading the line" grep -Eq "^  3 +waits +lease +[0-9]{10} .* lease-c$" "$T/out"
+check "...in one row, as one contender" [ "$(grep -c " lease-c$" "$T/out")" = 1 ]
+check "json: a semaphore, two leases and a waiter: its lease node and its node in line" \
+  [ "$(json_field $P/sem '(q.get("semaphore"), [(n["state"], n["kind"]) for n in q["nodes"]])')" = \
   "(True, [('holds', 'lease'), ('holds', 'lease'), ('waits', 'lease'), ('waits', 'mutex')])" ]
-touch "$T/sem-go"; wait $la $lb $lc
+check "json: ...counted as the table does" [ "$(json_field $P/sem '(q["taken"], q["in_line"])')" = "(2, 1)" ]
+"$ZKLOCK" -n 2 --identity lease-d $P/sem true & ld=$!
+check "a fourth one waits in line" wait_for 20 queued $P/sem 5
+expect_status 0 "zklock-ls shows two in line" "$ZKLS" $P/sem
+check "text: 2 leases taken, 2 in line" grep -q "^$P/sem  (semaphore: 2 leases taken, 2 in line)" "$T/out"
+check "text: the fourth behind the third, by its node in the acquisition lock" \
+  grep -Eq "^  4 +waits +mutex +[0-9]{10} .* lease-d$" "$T/out"
+check "text: a row per contender, four" [ "$(grep -Ec "^  [0-9]+ +(holds|waits) " "$T/out")" = 4 ]
+check "json: five nodes, 2 taken, 2 in line" [ "$(json_field $P/sem '(len(q["nodes"]), q["taken"], q["in_line"])')" = "(5, 2, 2)" ]
+touch "$T/sem-go"; wait $la $lb $lc $ld
 check "the third ran, with its lease's token" grep -Eq '^[0-9]+$' "$T/sem-fence"
 expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
 expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
