@@ -18,6 +18,8 @@ expect_status 64 "-l takes PATH only" "$ELECT" -l $P/e v
 expect_status 65 "an invalid path" "$ELECT" e v
 expect_status 0 "--help" "$ELECT" --help
 check "...shows both forms" grep -q "zklock-elect -l \[OPTION\]... PATH" "$T/out"
+check "...and that -l --json is JSON Lines" grep -q -- "-j, --json  *with -l: JSON Lines" "$T/out"
+check "...as its man page does" grep -q "JSON Lines" "$TESTDIR/../docs/zklock-elect.1"
 expect_status 64 "an option after PATH and VALUE, where COMMAND goes" "$ELECT" $P/e v -v true
 check "...says that options go before PATH" grep -q "options go before PATH: '-v' comes after it" "$T/err"
 

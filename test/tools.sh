@@ -45,6 +45,9 @@ check "--help names every option of the man page" \
   grep -q -- "--kill-after" "$T/out"
 expect_status 0 "--version" "$ZKLOCK" --version
 check "--version prints the version" grep -q "^zklock [0-9]" "$T/out"
+expect_status 0 "zklock-ls --help" "$ZKLS" --help
+check "...says that --json is JSON Lines" grep -q -- "-j, --json  *JSON Lines: one JSON object per lock" "$T/out"
+check "...and so does its man page" grep -q "JSON Lines" "$TESTDIR/../docs/zklock-ls.1"
 expect_status 64 "zklock-ls: no path" "$ZKLS"
 expect_status 65 "zklock-ls: invalid path" "$ZKLS" /a//b
 

@@ -25,7 +25,7 @@ static const char usage_text[] =
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                               then 127.0.0.1:2181)\n"
     "  -l, --listen                 follow the leader instead of campaigning\n"
-    "  -j, --json                   with -l: one JSON object per line\n"
+    "  -j, --json                   with -l: JSON Lines (one JSON object per line)\n"
     "      --kazoo                  kazoo's Election on the wire (default: Curator's\n"
     "                               LeaderLatch)\n"
     "  -t, --timeout SECONDS        give up if not leading within SECONDS (0: only if nobody\n"
