@@ -91,7 +91,9 @@ extern "C" {
                         "leases than asked for (kazoo's check)")               \
     X(EWRAPPED, -1016, "the lock path's sequence counter ran out (2^31 "      \
                        "nodes made under it): delete and re-create the "      \
-                       "path, or let an empty container be reaped")
+                       "path, or let an empty container be reaped")          \
+    X(EDELETED, -1017, "the lock node was deleted by someone else: the "      \
+                       "lock may be taken")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -354,7 +356,7 @@ enum {
 /* Why on_lost was called. */
 enum {
     ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
-    ZKLOCK_LOST_DELETED = ZNONODE,         /* someone deleted the lock node */
+    ZKLOCK_LOST_DELETED = ZKLOCK_EDELETED, /* someone deleted the lock node */
     ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE    /* the hold's lease ran out: the
                                               ensemble was not heard from for
                                               nearly a session timeout, and

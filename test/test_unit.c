@@ -243,6 +243,12 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(zklock_err_name(12345), "UNKNOWN");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(12345), "unknown error");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZNONODE), zerror(ZNONODE));
+    /* on_lost's reasons read as what happened, not as a ZooKeeper error
+     * ("no node" for a deleted lock node, once) */
+    CU_ASSERT(ZKLOCK_LOST_DELETED != ZNONODE);
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_LOST_DELETED),
+                           "the lock node was deleted by someone else: the lock may be taken");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_LOST_DELETED), "ZKLOCK_EDELETED");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_ETIMEDOUT),
                            "timed out before the lock was acquired");
     /* zklock's own codes sit below every ZooKeeper code */

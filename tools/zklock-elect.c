@@ -25,7 +25,7 @@ static const char usage_text[] =
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                               then 127.0.0.1:2181)\n"
     "  -l, --listen                 follow the leader instead of campaigning\n"
-    "  -j, --json                   with -l: one JSON object per line\n"
+    "  -j, --json                   with -l: JSON Lines (one JSON object per line)\n"
     "      --kazoo                  kazoo's Election on the wire (default: Curator's\n"
     "                               LeaderLatch)\n"
     "  -t, --timeout SECONDS        give up if not leading within SECONDS (0: only if nobody\n"
@@ -52,7 +52,8 @@ static const char usage_text[] =
     "own that gets the signals sent to zklock-elect; if leadership is lost (the session\n"
     "expired, the node was deleted, or no word from ZooKeeper for nearly a session\n"
     "timeout: then before anyone else can lead), the group gets SIGTERM, then SIGKILL after\n"
-    "--kill-after, and zklock-elect exits with 75.\n"
+    "--kill-after, and zklock-elect exits with 75. If zklock-elect itself dies (kill -9,\n"
+    "the OOM killer), its watchdog stops the group before anyone else can lead.\n"
     "\n"
     "Exit status: COMMAND's; 0 when interrupted while leading without COMMAND (or while\n"
     "listening); the conflict code (1) at the timeout; 64 bad usage; 65 invalid path; 69\n"
@@ -89,6 +90,7 @@ static void parse(int argc, char **argv, struct options *o)
     };
     struct hold_options *h = &o->hold;
     int c;
+    bool dashes;
 
     *o = (struct options){.hold = hold_defaults('e')};
     opterr = 0;
@@ -124,8 +126,10 @@ static void parse(int argc, char **argv, struct options *o)
     if (strlen(h->identity) > ZKLOCK_DATA_MAX)
         tool_die(EXIT_USAGE, "VALUE: %zu bytes, more than the %d a node holds (try 'zklock-elect --help')",
                  strlen(h->identity), ZKLOCK_DATA_MAX);
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
+    dashes = optind < argc && strcmp(argv[optind], "--") == 0;
+    optind += dashes;
+    if (optind < argc)
+        hold_check_command(argv[optind], dashes, "zklock-elect", "PATH");
     h->command = optind < argc ? argv + optind : NULL;
 }
 
