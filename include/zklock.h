@@ -83,8 +83,9 @@ extern "C" {
     X(ESYSTEM, -1011, "system error (see errno)")                             \
     X(ENOTSUP, -1012, "not supported by this build (e.g. TLS: the ZooKeeper " \
                       "C client was built without OpenSSL)")                  \
-    X(EOWNER, -1013, "a callback's thread cannot own a lock: use a "          \
-                     "handle-owned lock (ZKLOCK_OWNER_HANDLE)")               \
+    X(EOWNER, -1013, "a thread-owned lock cannot be used asynchronously or "  \
+                     "taken in a callback: use a handle-owned lock "          \
+                     "(ZKLOCK_OWNER_HANDLE)")                                 \
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
@@ -405,8 +406,9 @@ typedef void (*zklock_done_fn)(zklock_t *l, int rc, void *ctx);
  * timeout_ms) would have returned (ZKLOCK_OK, ZKLOCK_ETIMEDOUT, ZKLOCK_EBUSY
  * for a try-once, ZKLOCK_ECANCELED after zklock_cancel, ZKLOCK_ECLOSED,
  * ZCONNECTIONLOSS, ...). Any other return means not started: done is not
- * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1, a
- * thread-owned lock), ZKLOCK_EBUSY (an acquisition of l is in progress),
+ * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1),
+ * ZKLOCK_EOWNER (a thread-owned lock: set .owner = ZKLOCK_OWNER_HANDLE in
+ * its zklock_opts_t), ZKLOCK_EBUSY (an acquisition of l is in progress),
  * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
 ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn done,
                                     void *ctx);
@@ -416,8 +418,8 @@ ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn 
  * confirmed the node's deletion (or at once for a hold that counts down),
  * ZKLOCK_ELOST if the hold was lost, ZKLOCK_ECLOSED, or, if l is freed
  * before the server answered, ZKLOCK_ECANCELED (the deletion goes on).
- * Errors: ZKLOCK_EINVAL (NULL, thread-owned lock), ZKLOCK_ENOTHELD,
- * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
+ * Errors: ZKLOCK_EINVAL (NULL), ZKLOCK_EOWNER (a thread-owned lock),
+ * ZKLOCK_ENOTHELD, ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
 ZKLOCK_API int zklock_release_async(zklock_t *l, zklock_done_fn done, void *ctx);
 
 /* With ZKLOCK_DISPATCH_POLL: a descriptor that is readable while callbacks

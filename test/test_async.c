@@ -119,8 +119,10 @@ static void test_async_refusals(void)
     zklock_t *holder = tu_mutex(ts, path, NULL);
     struct outcome a = {0}, b = {0};
 
-    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EINVAL);
-    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EINVAL);
+    /* The likeliest first mistake gets the code whose text says what to set. */
+    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EOWNER);
+    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EOWNER);
+    CU_ASSERT(strstr(zklock_strerror(ZKLOCK_EOWNER), "ZKLOCK_OWNER_HANDLE") != NULL);
     TU_ASSERT_RC(zklock_acquire_async(l, -1, NULL, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(l, -2, done, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(NULL, -1, done, &a), ZKLOCK_EINVAL);
