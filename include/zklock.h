@@ -631,12 +631,34 @@ ZKLOCK_API int zklock_election_new(zklock_t **out, zklock_session_t *s, const ch
 
 /* The leader publishes value[0..len) (its address, say) in its node, for
  * observers (zklock_leader, zklock_queue_wait), without a new election.
- * Blocks for one round trip. Errors: ZKLOCK_EINVAL (l not an election,
- * value NULL with len > 0, len > ZKLOCK_DATA_MAX), ZKLOCK_ENOTHELD (the
- * caller does not lead), ZKLOCK_ELOST (its leadership was lost, also while
- * proclaiming), ZKLOCK_EDEADLK (on ZooKeeper's completion thread),
- * ZCONNECTIONLOSS (not connected now), ZooKeeper's codes (ZNOAUTH). */
+ * value is copied. Blocks for one round trip: it is
+ * zklock_proclaim_async() that waits. Errors: ZKLOCK_EINVAL (l not an
+ * election, value NULL with len > 0, len > ZKLOCK_DATA_MAX),
+ * ZKLOCK_ENOTHELD (the caller does not lead), ZKLOCK_ELOST (its leadership
+ * was lost, also while proclaiming), ZKLOCK_EDEADLK (on ZooKeeper's
+ * completion thread), ZCONNECTIONLOSS (not connected now, or the connection
+ * dropped before the answer: the value may or may not be set),
+ * ZKLOCK_ECLOSED (the session is closed, also while proclaiming),
+ * ZooKeeper's codes (ZNOAUTH). */
 ZKLOCK_API int zklock_proclaim(zklock_t *l, const void *value, size_t len);
+
+/* zklock_proclaim() without waiting, for a handle-owned election
+ * (ZKLOCK_OWNER_HANDLE): returns at once. ZKLOCK_OK means started, and
+ * done(l, rc, ctx) follows exactly once, as a callback (see the session's
+ * dispatch), never from inside this call, with what zklock_proclaim()
+ * would have returned: ZKLOCK_OK (the server has the value), ZKLOCK_ELOST
+ * (the leadership was lost, before the call or while proclaiming),
+ * ZCONNECTIONLOSS (not connected now, or dropped before the answer),
+ * ZooKeeper's codes (ZNOAUTH), ZKLOCK_ECLOSED (the session was closed
+ * first), or ZKLOCK_ECANCELED (l was freed first: zklock_free() runs done
+ * before it returns). Any other return means not started, and done is not
+ * called: ZKLOCK_EINVAL (as zklock_proclaim(), or done NULL), ZKLOCK_EOWNER
+ * (a thread-owned election), ZKLOCK_ENOTHELD (l does not lead),
+ * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. value is copied before it returns.
+ * Non-blocking: may be called anywhere, in a callback and on ZooKeeper's
+ * completion thread too. */
+ZKLOCK_API int zklock_proclaim_async(zklock_t *l, const void *value, size_t len,
+                                     zklock_done_fn done, void *ctx);
 
 /* The leader of the election at path, as any client sees it (zklock's,
  * Curator's LeaderLatch or LeaderSelector, kazoo's Election): *value its

@@ -277,6 +277,9 @@ struct zkl_recipe {
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* zklock_free(l): end the recipe's own calls in flight on l (an
+     * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
+    void (*retiring)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
@@ -323,6 +326,7 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 struct zkl_heir_multi;
@@ -400,6 +404,7 @@ struct zklock_session {
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -425,7 +430,8 @@ struct zkl_layer {
 };
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zklock__layers[];
-extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer;
+extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer,
+    zklock__election_layer;
 
 bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */

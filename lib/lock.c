@@ -414,6 +414,8 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
 
     l->freeing = true;
     cancel_locked(l);
+    if (l->recipe->retiring)
+        l->recipe->retiring(l); /* its own calls (an election's proclaims) */
     while (wait && (l->users > 0 || l->in_callback > 0))
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {
