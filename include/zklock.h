@@ -89,7 +89,9 @@ extern "C" {
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
-                        "leases than asked for (kazoo's check)")
+                        "leases than asked for (kazoo's check)")              \
+    X(ERESOLVE, -1016, "no name in the server list resolves (now): check "    \
+                       "the names, or DNS")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -192,6 +194,13 @@ typedef struct zklock_session_opts {
     /* Where callbacks run: ZKLOCK_DISPATCH_THREAD or ZKLOCK_DISPATCH_POLL
      * (see zklock_session_dispatch). */
     int dispatch;
+    /* Nonzero: zklock_session_open() returns at once, and the session
+     * connects in the background, trying again for as long as it lives
+     * (also while no name of the server list resolves: every second). Calls
+     * made meanwhile behave as during a reconnection: acquisitions wait
+     * within their timeout, try-once and queue reads answer
+     * ZCONNECTIONLOSS. on_state tells ZKLOCK_CONNECTED when it is up. */
+    int background;
 } zklock_session_opts_t;
 
 /* zklock_session_opts_t.dispatch:
@@ -207,18 +216,23 @@ enum {
 };
 
 /* Opens a session to the ZooKeeper ensemble `hosts` ("host:port,host:port",
- * optionally followed by a chroot "/path") and returns once the ZooKeeper
+ * optionally followed by a chroot "/path"; an IPv6 address bare, as
+ * ZooKeeper's C client takes it: "::1:2181") and returns once the ZooKeeper
  * session is established, so that the first acquire never races the
- * connection. opts may be NULL (all defaults); it is copied.
- * Errors: ZKLOCK_EINVAL (NULL out or hosts, unparsable or unresolvable
- * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX, a
- * credential without scheme, an unknown or malformed acl, an incomplete
- * set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a client without it),
+ * connection; with opts->background, at once (the session connects by
+ * itself). opts may be NULL (all defaults); it is copied.
+ * Errors: ZKLOCK_EINVAL (NULL out, a malformed server list: no server, a
+ * port missing or outside 1-65535, a host with blanks or brackets, an
+ * invalid chroot; negative timeouts, an identity longer than
+ * ZKLOCK_DATA_MAX, a credential without scheme, an unknown or malformed
+ * acl, an incomplete set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a
+ * client without it), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM, and, without
+ * background only: ZKLOCK_ERESOLVE (no name of the list resolves now: a
+ * wrong name, or DNS down; worth retrying, unlike ZKLOCK_EINVAL),
  * ZAUTHFAILED (the server rejected a credential, even if the connection
  * dropped before its answer), ZKLOCK_ENOSERVER (no server answered, or
- * gave its verdict on the credentials, within connect_timeout_ms),
- * ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
- * NULL and nothing is left behind. */
+ * gave its verdict on the credentials, within connect_timeout_ms). On
+ * error *out is NULL and nothing is left behind. */
 ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
                                    const zklock_session_opts_t *opts);
 

@@ -238,11 +238,81 @@ static void test_proclaim_cut_off(void)
     tu_assert_clean(p.path);
 }
 
+/* ---- a session that connects in the background ------------------------------------------------ */
+
+/* Opened while no server can be reached (the proxy refuses every
+ * connection, as a port where nothing listens yet): open returns OK at
+ * once, calls behave as during a reconnection (try-once is refused, a
+ * timeout runs), and an acquisition made before the server was reachable
+ * holds once it is, within its timeout; on_state tells CONNECTED. */
+static void test_background_open(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_session_opts_t o = {.timeout_ms = 6000, .background = 1, .on_state = tu_on_state,
+                               .ctx = &ev};
+    zklock_opts_t ho = {.owner = ZKLOCK_OWNER_HANDLE};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    const char *path = tu_path("background");
+    zklock_session_t *s = NULL;
+    struct outcome got = {0};
+    zklock_t *l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    zkproxy_cut(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &o), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_session_id(s), ==, 0);
+    l = tu_mutex(s, path, &ho);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZCONNECTIONLOSS);
+    TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT); /* its timeout runs */
+    TU_REQUIRE_RC(zklock_acquire_async(l, TU_WAIT_MS, done, &got), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(path), ==, -1); /* nothing reached the server */
+    zkproxy_restore(proxy);
+    CU_ASSERT(tu_wait_until(called, &got, TU_WAIT_MS));
+    TU_ASSERT_RC(got.rc, ZKLOCK_OK);
+    CU_ASSERT(tu_wait_state(&ev, ZKLOCK_CONNECTED));
+    CU_ASSERT(zklock_session_id(s) != 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
+/* A session that never connected closes at once: its calls end, nothing
+ * is left. Usage errors are still told by open. */
+static void test_background_never_connected(void)
+{
+    zklock_session_opts_t o = {.background = 1}, bad = {.background = 1, .timeout_ms = -1};
+    zklock_opts_t ho = {.owner = ZKLOCK_OWNER_HANDLE};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    const char *path = tu_path("background-never");
+    zklock_session_t *s = NULL;
+    struct outcome got = {0};
+    zklock_t *l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_ASSERT_RC(zklock_session_open(&s, "zk1", &o), ZKLOCK_EINVAL); /* no port */
+    TU_ASSERT_RC(zklock_session_open(&s, tu_hosts(), &bad), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    zkproxy_cut(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &o), ZKLOCK_OK);
+    l = tu_mutex(s, path, &ho);
+    TU_REQUIRE_RC(zklock_acquire_async(l, -1, done, &got), ZKLOCK_OK);
+    zklock_session_close(s);
+    TU_ASSERT_INT(got.calls, ==, 1);
+    TU_ASSERT_RC(got.rc, ZKLOCK_ECLOSED);
+    zklock_free(l);
+    zkproxy_stop(proxy);
+    TU_ASSERT_INT(tu_count(path), ==, -1);
+}
+
 static const tu_test_t loop_tests[] = {
     {"proclaim_async", test_proclaim_async},
     {"proclaim_async_errors", test_proclaim_async_errors},
     {"proclaim_in_flight_at_free_and_close", test_proclaim_in_flight_at_free_and_close},
     {"proclaim_cut_off", test_proclaim_cut_off},
+    {"background_open", test_background_open},
+    {"background_never_connected", test_background_never_connected},
     {NULL, NULL},
 };
 
