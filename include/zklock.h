@@ -20,10 +20,12 @@
  *  - Threads: every function may be called from any thread, concurrently,
  *    except where noted (zklock_session_close() and zklock_free() must not
  *    race with other calls on the same object). Callbacks (on_state,
- *    on_lost, done) run one at a time, in order, on the session's own
- *    callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
+ *    on_lost, done, a follower's fn) run one at a time, in order, on the
+ *    session's own callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
  *    zklock_session_dispatch()), never with a zklock lock held. In a
- *    callback the asynchronous calls, zklock_cancel(), zklock_hold_count(),
+ *    callback the asynchronous calls (zklock_acquire_async,
+ *    zklock_release_async, zklock_proclaim_async, zklock_leader_follow,
+ *    zklock_follow_stop), zklock_cancel(), zklock_hold_count(),
  *    zklock_fence(), zklock_check_op() and a handle-owned zklock_release()
  *    (which returns at once) work; a timed zklock_acquire() answers
  *    ZKLOCK_EDEADLK and a thread-owned one ZKLOCK_EOWNER; zklock_free()
@@ -680,11 +682,54 @@ ZKLOCK_API int zklock_proclaim_async(zklock_t *l, const void *value, size_t len,
  * nobody leads, also when path does not exist), *len its length and *token
  * the leader's token (len and token may be NULL). Creates nothing; two
  * pipelined round trips. Errors as zklock_queue_read(), and ZKLOCK_EINVAL
- * for a NULL value. To follow the leader without polling: read the queue
- * (zklock_queue_read) and wait with zklock_queue_wait(), which also returns
- * when the first node's data changes (a new value proclaimed). */
+ * for a NULL value. To follow the leader without polling or blocking:
+ * zklock_leader_follow() below (a thread may also wait with
+ * zklock_queue_wait(), which returns when the first node's data changes). */
 ZKLOCK_API int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
                              int64_t *token);
+
+/* Following the leader without a thread (an event loop's standby): fn is
+ * called with the leader now, then at every change: a new leader, a new
+ * value proclaimed, nobody leading. */
+typedef struct zklock_follow zklock_follow_t;
+
+/* What a follower is told, as a callback of its session (on the session's
+ * thread, or inside zklock_session_dispatch() with ZKLOCK_DISPATCH_POLL),
+ * in order with the others. path: the election's (borrowed). value, len:
+ * the leader's node's data as zklock_leader() gives it (borrowed for the
+ * call; value[len] is a NUL), token its token. value NULL: nobody leads
+ * (token 0, also while the path does not exist), or the follower cannot
+ * read the election: token is then why, a negative code (ZNOAUTH: the
+ * path's ACL; ZAUTHFAILED: the session's credentials were rejected, and
+ * nothing more follows); it is told once, the follower tries again every
+ * second, and what it then reads is told as a change. */
+typedef void (*zklock_leader_fn)(const char *path, const void *value, size_t len,
+                                 int64_t token, void *ctx);
+
+/* Starts following the leader of the election at path (any client's, as
+ * zklock_leader() reads it) and returns at once with *out: fn(path, ...,
+ * ctx) follows as soon as the leader is read (once the session is
+ * connected), then at every change, never from inside this call. A change
+ * is told only once seen: a leader that comes and goes between two looks may
+ * not be. The follower watches only what can change its answer (the
+ * leader's node, or, while nobody leads, the path), so a queue's churn behind
+ * its leader wakes no follower; it looks again after a reconnection and on
+ * the next ZooKeeper session after an expiry, telling fn only what changed.
+ * A closed session is freed only once its last follower is stopped (as
+ * once its last lock handle is freed). Non-blocking: may be called
+ * anywhere, in a callback too. Errors: ZKLOCK_EINVAL (NULL s, fn or out, a
+ * malformed path), ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. */
+ZKLOCK_API int zklock_leader_follow(zklock_session_t *s, const char *path, zklock_leader_fn fn,
+                                    void *ctx, zklock_follow_t **out);
+
+/* Stops following and frees f: fn is never called after this returns, and a
+ * call of fn running on another thread has returned by then (in a callback,
+ * fn may stop its own follower, or another: nothing is waited for; on
+ * ZooKeeper's completion thread, a call running elsewhere is not waited
+ * for). zklock_session_close() stops telling fn (a call running then is
+ * waited for, as every callback), but f must still be stopped, also after
+ * the close. f may be NULL. Must not race with another stop of f. */
+ZKLOCK_API void zklock_follow_stop(zklock_follow_t *f);
 
 /* ------------------------------------------------------------------------
  * Multi-lock: several locks, all or none

@@ -405,7 +405,7 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
-    int nlocks;                 /* live lock handles */
+    int nlocks;                 /* live lock handles and followers */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
@@ -415,6 +415,7 @@ struct zklock_session {
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
     struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
+    zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -441,7 +442,7 @@ struct zkl_layer {
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zklock__layers[];
 extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer,
-    zklock__election_layer;
+    zklock__election_layer, zklock__follow_layer;
 
 bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */

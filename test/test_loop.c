@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zkproxy.h"
 
@@ -306,6 +307,432 @@ static void test_background_never_connected(void)
     TU_ASSERT_INT(tu_count(path), ==, -1);
 }
 
+/* ---- following the leader ------------------------------------------------------------------ */
+
+/* What a follower was told, in order. */
+struct told {
+    int n, stop_at;             /* stop_at: fn stops f at that call (0: never) */
+    char values[32][64];        /* "" with null = 1 for nobody */
+    bool null[32];
+    int64_t tokens[32];
+    zklock_follow_t *f;
+    pthread_mutex_t mu;
+};
+
+static void record(const char *path, const void *value, size_t len, int64_t token, void *ctx)
+{
+    struct told *t = ctx;
+
+    pthread_mutex_lock(&t->mu);
+    if (t->n < 32) {
+        snprintf(t->values[t->n], sizeof t->values[0], "%.*s", (int)len,
+                 value ? (const char *)value : "");
+        t->null[t->n] = value == NULL;
+        t->tokens[t->n] = token;
+    }
+    t->n++;
+    pthread_mutex_unlock(&t->mu);
+    if (t->stop_at && t->n == t->stop_at)
+        zklock_follow_stop(t->f); /* from inside its own fn */
+}
+
+static int told_count(struct told *t)
+{
+    int n;
+    pthread_mutex_lock(&t->mu);
+    n = t->n;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+/* The last thing told is value (NULL: nobody leads). */
+struct last {
+    struct told *t;
+    const char *value;
+};
+
+static bool last_is(void *arg)
+{
+    struct last *l = arg;
+    struct told *t = l->t;
+    bool yes;
+
+    pthread_mutex_lock(&t->mu);
+    yes = t->n > 0 && t->n <= 32 &&
+          (l->value ? !t->null[t->n - 1] && strcmp(t->values[t->n - 1], l->value) == 0
+                    : t->null[t->n - 1] && t->tokens[t->n - 1] == 0);
+    pthread_mutex_unlock(&t->mu);
+    return yes;
+}
+
+static bool told_n(void *arg)
+{
+    struct last *l = arg;
+    return told_count(l->t) >= atoi(l->value);
+}
+
+#define TOLD_INIT {0, 0, {{0}}, {0}, {0}, NULL, PTHREAD_MUTEX_INITIALIZER}
+
+/* In an event loop (ZKLOCK_DISPATCH_POLL): nobody (the path does not even
+ * exist), a leader with its identity, its proclaimed value, the next
+ * leader, nobody again; each told once, in order, tokens growing, and
+ * never from inside zklock_leader_follow. */
+static void test_follow_leader(void)
+{
+    zklock_session_t *fs = poll_session(), *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("follow");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD), *lb = election(b, path, ZKLOCK_OWNER_HANDLE);
+    struct told t = TOLD_INIT;
+    struct last nobody = {&t, NULL}, va = {&t, "alpha"}, vb = {&t, "beta"};
+    zklock_follow_t *f = NULL;
+    struct tu_acquirer acq;
+    int64_t ta = 0, tb = 0;
+
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    TU_ASSERT_INT(t.n, ==, 0); /* never from inside the call */
+    CU_ASSERT_FATAL(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    TU_ASSERT_INT(t.n, ==, 1);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_fence(la, &ta), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, last_is, &va, TU_WAIT_MS));
+    TU_ASSERT_INT(t.tokens[t.n - 1], ==, ta);
+    /* Told the identity first if it looked before the proclaim: at most. */
+    TU_ASSERT_INT(t.n, <=, 3);
+    tu_start_acquirer(&acq, lb, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK); /* resigns: b leads, with its identity */
+    TU_ASSERT_RC(tu_join_acquirer(&acq), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_fence(lb, &tb), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(lb, "beta", 4), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, last_is, &vb, TU_WAIT_MS));
+    TU_ASSERT_INT(t.tokens[t.n - 1], ==, tb);
+    CU_ASSERT(tb > ta);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    for (int i = 1; i < t.n && i < 32; i++) /* each told once: no repeat */
+        CU_ASSERT(t.null[i] != t.null[i - 1] || t.tokens[i] != t.tokens[i - 1] ||
+                  strcmp(t.values[i], t.values[i - 1]) != 0);
+    zklock_follow_stop(f);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+/* The paths that session id watches on the server (wchc), one per line. */
+static void watched_by(int64_t id, char *out, size_t len)
+{
+    static char buf[65536];
+    char sid[40], *at, *end;
+
+    out[0] = '\0';
+    snprintf(sid, sizeof sid, "0x%llx\n", (unsigned long long)id);
+    if (tu_fourlw(1, "wchc", buf, sizeof buf) <= 0 || !(at = strstr(buf, sid)))
+        return;
+    at += strlen(sid);
+    for (end = at; *end == '\t'; end = strchr(end, '\n') ? strchr(end, '\n') + 1 : end + strlen(end))
+        ;
+    snprintf(out, len, "%.*s", (int)(end - at), at);
+}
+
+/* No herd: while somebody leads, a follower watches the leader's node and
+ * nothing else, so contenders queuing behind it and leaving wake no
+ * follower (not a request, not a call); the leader's going is seen. */
+static void test_follow_no_herd(void)
+{
+    enum { QUEUED = 4 };
+    zklock_session_t *fs = poll_session(), *a = tu_session(), *q = tu_session();
+    const char *path = tu_path("follow-herd");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_HANDLE), *lq[QUEUED];
+    struct told t = TOLD_INIT;
+    struct last one = {&t, "1"}, next = {&t, "queued"};
+    struct outcome got[QUEUED];
+    zklock_follow_t *f = NULL;
+    char watched[4096], leader_node[512], expected[600];
+    char **kids;
+    uint64_t requests;
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    kids = tu_children(path, &n);
+    TU_REQUIRE_RC(n, 1);
+    snprintf(leader_node, sizeof leader_node, "%s/%s", path, kids[0]);
+    tu_free_strings(kids);
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    watched_by(zklock_session_id(fs), watched, sizeof watched);
+    snprintf(expected, sizeof expected, "\t%s\n", leader_node);
+    CU_ASSERT_STRING_EQUAL(watched, expected); /* the leader's node, only */
+    requests = TU_STAT(fs, requests);
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < QUEUED; i++) {
+        zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE};
+        TU_REQUIRE_RC(zklock_election_new(&lq[i], q, path, &o), ZKLOCK_OK);
+        TU_REQUIRE_RC(zklock_acquire_async(lq[i], -1, done, &got[i]), ZKLOCK_OK);
+    }
+    CU_ASSERT(tu_wait_children(path, 1 + QUEUED));
+    for (int i = 1; i < QUEUED; i++) /* all but the first in line leave again */
+        zklock_cancel(lq[i]);
+    CU_ASSERT(tu_wait_children(path, 2));
+    /* The follower's session heard nothing: had it watched the path, each
+     * of those would have cost it a listing. */
+    TU_ASSERT_INT(TU_STAT(fs, requests), ==, requests);
+    TU_ASSERT_INT(zklock_session_dispatch(fs), ==, 0);
+    TU_ASSERT_INT(t.n, ==, 1);
+    TU_ASSERT_RC(zklock_proclaim(lq[0], "queued", 6), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(called, &got[0], TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_proclaim(lq[0], "queued", 6), ZKLOCK_OK);
+    CU_ASSERT(loop_until(fs, last_is, &next, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(lq[0]), ZKLOCK_OK);
+    zklock_follow_stop(f);
+    zklock_free(la);
+    for (int i = 0; i < QUEUED; i++)
+        zklock_free(lq[i]);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    zklock_session_close(q);
+    tu_assert_clean(path);
+}
+
+/* Stopped from inside its own fn: never called again, freed once fn has
+ * returned (valgrind and ASan runs check that). */
+static void test_follow_stop_inside_fn(void)
+{
+    zklock_session_t *fs = poll_session(), *a = tu_session();
+    const char *path = tu_path("follow-stop-inside");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct told t = TOLD_INIT;
+    struct last one = {&t, "1"};
+    zklock_follow_t *f = NULL, *g = NULL;
+    struct told u = TOLD_INIT;
+    struct last leads = {&u, "alpha"};
+
+    t.stop_at = 1;
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    t.f = f; /* fn runs in our dispatch, not before */
+    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    /* Another follower on the session sees the change the stopped one does not. */
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    CU_ASSERT(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    TU_ASSERT_INT(t.n, ==, 1);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_follow_stop(g);
+    zklock_free(la);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+}
+
+/* A deliberately slow fn, to stop its follower while it runs. */
+struct slow {
+    int started, finished, calls; /* __atomic */
+};
+
+static void slow_fn(const char *path, const void *value, size_t len, int64_t token, void *ctx)
+{
+    struct slow *sl = ctx;
+    struct timespec pause = {0, 300 * 1000 * 1000};
+
+    __atomic_add_fetch(&sl->calls, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sl->started, 1, __ATOMIC_SEQ_CST);
+    nanosleep(&pause, NULL); /* deliberately slow: zklock_follow_stop must wait for it */
+    __atomic_store_n(&sl->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool slow_started(void *sl)
+{
+    return __atomic_load_n(&((struct slow *)sl)->started, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Stopped from another thread while fn runs on the session's: stop returns
+ * after fn did (its ctx may go then), and fn is not called again. */
+static void test_follow_stop_while_fn_runs(void)
+{
+    zklock_session_t *fs = tu_session(), *a = tu_session();
+    const char *path = tu_path("follow-stop-running");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct slow sl = {0, 0, 0};
+    struct told u = TOLD_INIT;
+    struct last leads = {&u, "alpha"};
+    zklock_follow_t *f = NULL, *g = NULL;
+
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, slow_fn, &sl, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(slow_started, &sl, TU_WAIT_MS));
+    zklock_follow_stop(f);
+    TU_ASSERT_INT(__atomic_load_n(&sl.finished, __ATOMIC_SEQ_CST), ==, 1);
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(last_is, &leads, TU_WAIT_MS));
+    TU_ASSERT_INT(__atomic_load_n(&sl.calls, __ATOMIC_SEQ_CST), ==, 1);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_follow_stop(g);
+    zklock_free(la);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+}
+
+struct requests_seen {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+
+static bool sent_enough(void *arg)
+{
+    struct requests_seen *r = arg;
+    return TU_STAT(r->s, requests) >= r->at_least;
+}
+
+/* The follower's session expires: its watches went with it; it looks again
+ * on the new session (the leader is the same: nothing is told), and it
+ * follows from there (the leader's resignation is told). */
+static void test_follow_across_expiry(void)
+{
+    zklock_session_t *fs = poll_session(), *a = tu_session();
+    const char *path = tu_path("follow-expiry");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct told t = TOLD_INIT;
+    struct last leads = {&t, "alpha"}, nobody = {&t, NULL};
+    struct requests_seen seen;
+    zklock_follow_t *f = NULL;
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    n = t.n;
+    seen = (struct requests_seen){fs, TU_STAT(fs, requests) + 2}; /* a listing and a get */
+    tu_expire(fs);
+    CU_ASSERT(loop_until(fs, sent_enough, &seen, TU_WAIT_MS));
+    CU_ASSERT(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    TU_ASSERT_INT(t.n, ==, n); /* the same leader: not told again */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    zklock_follow_stop(f);
+    zklock_free(la);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+}
+
+/* Cut off while the leader changes: once the connection is back (the same
+ * session), the follower is told the new leader. */
+static void test_follow_across_reconnection(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_session_opts_t o = {.timeout_ms = 8000, .on_state = tu_on_state, .ctx = &ev};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *fs = NULL, *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("follow-reconnect");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD), *lb = election(b, path, ZKLOCK_OWNER_THREAD);
+    struct told t = TOLD_INIT;
+    struct last alpha = {&t, "alpha"}, beta = {&t, "beta"};
+    zklock_follow_t *f = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&fs, zkproxy_hosts(proxy), &o), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(last_is, &alpha, TU_WAIT_MS));
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_state(&ev, ZKLOCK_SUSPENDED));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(lb, "beta", 4), ZKLOCK_OK);
+    zkproxy_restore(proxy);
+    CU_ASSERT(tu_wait_state(&ev, ZKLOCK_RECONNECTED));
+    CU_ASSERT(tu_wait_until(last_is, &beta, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_follow_stop(f);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(fs);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
+static bool fd_readable(void *s)
+{
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+    return poll(&p, 1, 0) == 1;
+}
+
+/* zklock_session_close stops telling: a report still queued is dropped; the
+ * follower is stopped afterwards (the session lives until then). */
+static void test_follow_at_close(void)
+{
+    zklock_session_t *fs = poll_session(), *a = tu_session();
+    const char *path = tu_path("follow-close");
+    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct told t = TOLD_INIT, u = TOLD_INIT;
+    struct last one = {&t, "1"};
+    zklock_follow_t *f = NULL, *g = NULL;
+
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS)); /* nobody */
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(fd_readable, fs, TU_WAIT_MS)); /* the new leader, queued */
+    zklock_session_close(fs);
+    TU_ASSERT_INT(t.n, ==, 1);
+    TU_ASSERT_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_ECLOSED);
+    CU_ASSERT_PTR_NULL(g);
+    zklock_follow_stop(f); /* frees the session too */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+}
+
+/* A path the follower may not read: told once (token ZNOAUTH), tried again
+ * every second; once it may, what it reads is told. Bad arguments start
+ * nothing. */
+static void test_follow_refused(void)
+{
+    zklock_session_t *fs = poll_session();
+    const char *path = tu_path("follow-refused");
+    struct ACL no_read[1] = {{ZOO_PERM_ALL & ~ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector acl = {1, no_read};
+    struct told t = TOLD_INIT;
+    struct last one = {&t, "1"}, nobody = {&t, NULL};
+    struct requests_seen seen;
+    zklock_follow_t *f = NULL;
+
+    TU_ASSERT_RC(zklock_leader_follow(NULL, path, record, &t, &f), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_leader_follow(fs, "no/slash", record, &t, &f), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_leader_follow(fs, path, NULL, &t, &f), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_leader_follow(fs, path, record, &t, NULL), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(f);
+    zklock_follow_stop(NULL);
+    zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0); /* may exist */
+    TU_REQUIRE_RC(zoo_create(tu_zk(), path, NULL, -1, &acl, 0, NULL, 0), ZOK);
+    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    CU_ASSERT(t.null[0]);
+    TU_ASSERT_RC((int)t.tokens[0], ZNOAUTH);
+    seen = (struct requests_seen){fs, TU_STAT(fs, requests) + 1}; /* it tries again */
+    CU_ASSERT(loop_until(fs, sent_enough, &seen, TU_WAIT_MS));
+    TU_ASSERT_INT(zklock_session_dispatch(fs), ==, 0);
+    TU_ASSERT_INT(t.n, ==, 1); /* told once while it lasts */
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    TU_ASSERT_INT(t.n, ==, 2);
+    zklock_follow_stop(f);
+    zklock_session_close(fs);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), path, -1), ZOK);
+}
+
 static const tu_test_t loop_tests[] = {
     {"proclaim_async", test_proclaim_async},
     {"proclaim_async_errors", test_proclaim_async_errors},
@@ -313,6 +740,14 @@ static const tu_test_t loop_tests[] = {
     {"proclaim_cut_off", test_proclaim_cut_off},
     {"background_open", test_background_open},
     {"background_never_connected", test_background_never_connected},
+    {"follow_leader", test_follow_leader},
+    {"follow_no_herd", test_follow_no_herd},
+    {"follow_stop_inside_fn", test_follow_stop_inside_fn},
+    {"follow_stop_while_fn_runs", test_follow_stop_while_fn_runs},
+    {"follow_across_expiry", test_follow_across_expiry},
+    {"follow_across_reconnection", test_follow_across_reconnection},
+    {"follow_at_close", test_follow_at_close},
+    {"follow_refused", test_follow_refused},
     {NULL, NULL},
 };
 
