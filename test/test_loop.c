@@ -733,6 +733,74 @@ static void test_follow_refused(void)
     TU_ASSERT_RC(zoo_delete(tu_zk(), path, -1), ZOK);
 }
 
+/* ---- leader-only work in a loop (zklock(3), "Leader-only work") ------------------------------- */
+
+/* The pattern zklock(3) documents, as a daemon writes it. */
+static bool still_leads(const zklock_t *election)
+{
+    struct timespec until, now;
+
+    if (zklock_valid_until(election, &until) != ZKLOCK_OK)
+        return false;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec);
+}
+
+struct standby {
+    zklock_t *leader_only; /* a semaphore only the leader may take */
+    int lost;
+};
+
+static void cancel_leader_only(zklock_t *election, int reason, void *ctx)
+{
+    struct standby *sb = ctx;
+
+    sb->lost++;
+    zklock_cancel(sb->leader_only); /* its acquisition would queue again on the next session */
+}
+
+/* The election is lost while the loop has not dispatched yet (a pause): the
+ * on_lost is still queued, but zklock_valid_until, which answers from
+ * zklock's own state, already says so; the leader-only acquisition started
+ * before is canceled by on_lost, and is not granted on the renewed session
+ * when the lease it waited for frees up. */
+static void test_leader_only_work(void)
+{
+    zklock_session_t *s = poll_session(), *h = tu_session();
+    const char *path = tu_path("leader-only"), *sem_path = tu_path("leader-only-sem");
+    struct standby sb = {0};
+    zklock_opts_t eo = {.owner = ZKLOCK_OWNER_HANDLE, .on_lost = cancel_leader_only, .ctx = &sb};
+    zklock_opts_t ho = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *election = NULL, *other = NULL;
+    struct outcome got = {0};
+
+    TU_REQUIRE_RC(zklock_election_new(&election, s, path, &eo), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&sb.leader_only, s, sem_path, 1, &ho), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&other, h, sem_path, 1, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(other, -1), ZKLOCK_OK); /* the one lease is taken */
+    TU_REQUIRE_RC(zklock_acquire(election, -1), ZKLOCK_OK);
+    CU_ASSERT(still_leads(election));
+    TU_REQUIRE_RC(zklock_acquire_async(sb.leader_only, -1, done, &got), ZKLOCK_OK);
+    tu_expire(s); /* nothing dispatched meanwhile: on_lost waits in the queue */
+    CU_ASSERT(fd_readable(s));
+    TU_ASSERT_INT(sb.lost, ==, 0);
+    CU_ASSERT(!still_leads(election));
+    TU_ASSERT_INT(zklock_session_dispatch(s), >=, 1);
+    TU_ASSERT_INT(sb.lost, ==, 1);
+    CU_ASSERT(loop_until(s, called, &got, TU_WAIT_MS));
+    TU_ASSERT_RC(got.rc, ZKLOCK_ECANCELED);
+    TU_ASSERT_RC(zklock_release(other), ZKLOCK_OK); /* the lease frees up */
+    TU_ASSERT_INT(zklock_hold_count(sb.leader_only), ==, 0);
+    TU_ASSERT_INT(got.calls, ==, 1);
+    zklock_free(sb.leader_only);
+    zklock_free(election);
+    zklock_free(other);
+    zklock_session_close(s);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(sem_path);
+}
+
 static const tu_test_t loop_tests[] = {
     {"proclaim_async", test_proclaim_async},
     {"proclaim_async_errors", test_proclaim_async_errors},
@@ -748,6 +816,7 @@ static const tu_test_t loop_tests[] = {
     {"follow_across_reconnection", test_follow_across_reconnection},
     {"follow_at_close", test_follow_at_close},
     {"follow_refused", test_follow_refused},
+    {"leader_only_work", test_leader_only_work},
     {NULL, NULL},
 };
 
