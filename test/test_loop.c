@@ -28,20 +28,6 @@ static zklock_session_t *poll_session(void)
     return poll_session_at(tu_hosts(), 6000);
 }
 
-/* Polls the session's descriptor and dispatches until cond(arg) holds or
- * ms pass. */
-static bool loop_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms)
-{
-    int64_t end = tu_now_ms() + ms;
-    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
-
-    while (!cond(arg) && tu_now_ms() < end) {
-        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
-            zklock_session_dispatch(s);
-    }
-    return cond(arg);
-}
-
 /* One call's outcome, recorded by `done`. */
 struct outcome {
     int calls, rc; /* __atomic */
@@ -106,14 +92,14 @@ static void test_proclaim_async(void)
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_proclaim_async(l, "10.0.0.9:80", 11, done, &first), ZKLOCK_OK);
     TU_ASSERT_INT(first.calls, ==, 0); /* never from inside the call */
-    CU_ASSERT_FATAL(loop_until(s, called, &first, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(s, called, &first, TU_WAIT_MS));
     TU_ASSERT_RC(first.rc, ZKLOCK_OK);
     value = leader_value(path);
     CU_ASSERT(value && strcmp(value, "10.0.0.9:80") == 0);
     free(value);
     /* From a done callback. */
     TU_REQUIRE_RC(zklock_proclaim_async(l, "x", 1, proclaim_again, &ch), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(s, called, &ch.second, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(s, called, &ch.second, TU_WAIT_MS));
     TU_ASSERT_RC(ch.rc, ZKLOCK_OK);
     TU_ASSERT_RC(ch.second.rc, ZKLOCK_OK);
     value = leader_value(path);
@@ -150,7 +136,7 @@ static void test_proclaim_async_errors(void)
     /* The leadership ends with the session: told through done. */
     tu_expire(s);
     TU_REQUIRE_RC(zklock_proclaim_async(l, "v", 1, done, &lost), ZKLOCK_OK);
-    CU_ASSERT(loop_until(s, called, &lost, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(s, called, &lost, TU_WAIT_MS));
     TU_ASSERT_RC(lost.rc, ZKLOCK_ELOST);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
     TU_ASSERT_INT(never.calls, ==, 0);
@@ -373,6 +359,39 @@ static bool told_n(void *arg)
 
 #define TOLD_INIT {0, 0, {{0}}, {0}, {0}, NULL, PTHREAD_MUTEX_INITIALIZER}
 
+/* A follower's session, and a candidate's election (its own session) on a
+ * fresh path. */
+struct stage {
+    zklock_session_t *fs, *a;
+    const char *path;
+    zklock_t *la;
+};
+
+static void stage_open(struct stage *st, const char *name, zklock_session_t *fs)
+{
+    st->fs = fs;
+    st->a = tu_session();
+    st->path = tu_path(name);
+    st->la = election(st->a, st->path, ZKLOCK_OWNER_THREAD);
+}
+
+/* The candidate leads, and proclaims value. */
+static void stage_lead(struct stage *st, const char *value)
+{
+    TU_REQUIRE_RC(zklock_acquire(st->la, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_proclaim(st->la, value, strlen(value)), ZKLOCK_OK);
+}
+
+/* Frees all (the follower's session unless already closed: fs NULL); nothing
+ * is left under the path. */
+static void stage_close(struct stage *st)
+{
+    zklock_free(st->la);
+    zklock_session_close(st->fs);
+    zklock_session_close(st->a);
+    tu_assert_clean(st->path);
+}
+
 /* In an event loop (ZKLOCK_DISPATCH_POLL): nobody (the path does not even
  * exist), a leader with its identity, its proclaimed value, the next
  * leader, nobody again; each told once, in order, tokens growing, and
@@ -391,12 +410,12 @@ static void test_follow_leader(void)
     TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     TU_ASSERT_INT(t.n, ==, 0); /* never from inside the call */
-    CU_ASSERT_FATAL(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(fs, last_is, &nobody, TU_WAIT_MS));
     TU_ASSERT_INT(t.n, ==, 1);
     TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_fence(la, &ta), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, last_is, &va, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(fs, last_is, &va, TU_WAIT_MS));
     TU_ASSERT_INT(t.tokens[t.n - 1], ==, ta);
     /* Told the identity first if it looked before the proclaim: at most. */
     TU_ASSERT_INT(t.n, <=, 3);
@@ -406,11 +425,11 @@ static void test_follow_leader(void)
     TU_ASSERT_RC(tu_join_acquirer(&acq), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_fence(lb, &tb), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_proclaim(lb, "beta", 4), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, last_is, &vb, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(fs, last_is, &vb, TU_WAIT_MS));
     TU_ASSERT_INT(t.tokens[t.n - 1], ==, tb);
     CU_ASSERT(tb > ta);
     TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
-    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(fs, last_is, &nobody, TU_WAIT_MS));
     for (int i = 1; i < t.n && i < 32; i++) /* each told once: no repeat */
         CU_ASSERT(t.null[i] != t.null[i - 1] || t.tokens[i] != t.tokens[i - 1] ||
                   strcmp(t.values[i], t.values[i - 1]) != 0);
@@ -463,7 +482,7 @@ static void test_follow_no_herd(void)
     snprintf(leader_node, sizeof leader_node, "%s/%s", path, kids[0]);
     tu_free_strings(kids);
     TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(fs, told_n, &one, TU_WAIT_MS));
     watched_by(zklock_session_id(fs), watched, sizeof watched);
     snprintf(expected, sizeof expected, "\t%s\n", leader_node);
     CU_ASSERT_STRING_EQUAL(watched, expected); /* the leader's node, only */
@@ -487,7 +506,7 @@ static void test_follow_no_herd(void)
     TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
     CU_ASSERT(tu_wait_until(called, &got[0], TU_WAIT_MS));
     TU_ASSERT_RC(zklock_proclaim(lq[0], "queued", 6), ZKLOCK_OK);
-    CU_ASSERT(loop_until(fs, last_is, &next, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(fs, last_is, &next, TU_WAIT_MS));
     TU_ASSERT_RC(zklock_release(lq[0]), ZKLOCK_OK);
     zklock_follow_stop(f);
     zklock_free(la);
@@ -503,92 +522,54 @@ static void test_follow_no_herd(void)
  * returned (valgrind and ASan runs check that). */
 static void test_follow_stop_inside_fn(void)
 {
-    zklock_session_t *fs = poll_session(), *a = tu_session();
-    const char *path = tu_path("follow-stop-inside");
-    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
-    struct told t = TOLD_INIT;
-    struct last one = {&t, "1"};
+    struct stage st;
+    struct told t = TOLD_INIT, u = TOLD_INIT;
+    struct last one = {&t, "1"}, leads = {&u, "alpha"};
     zklock_follow_t *f = NULL, *g = NULL;
-    struct told u = TOLD_INIT;
-    struct last leads = {&u, "alpha"};
 
+    stage_open(&st, "follow-stop-inside", poll_session());
     t.stop_at = 1;
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, record, &t, &f), ZKLOCK_OK);
     t.f = f; /* fn runs in our dispatch, not before */
-    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(st.fs, told_n, &one, TU_WAIT_MS));
     /* Another follower on the session sees the change the stopped one does not. */
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
-    CU_ASSERT(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, record, &u, &g), ZKLOCK_OK);
+    stage_lead(&st, "alpha");
+    CU_ASSERT(tu_dispatch_until(st.fs, last_is, &leads, TU_WAIT_MS));
     TU_ASSERT_INT(t.n, ==, 1);
-    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(st.la), ZKLOCK_OK);
     zklock_follow_stop(g);
-    zklock_free(la);
-    zklock_session_close(fs);
-    zklock_session_close(a);
-    tu_assert_clean(path);
+    stage_close(&st);
 }
 
 /* A deliberately slow fn, to stop its follower while it runs. */
-struct slow {
-    int started, finished, calls; /* __atomic */
-};
-
 static void slow_fn(const char *path, const void *value, size_t len, int64_t token, void *ctx)
 {
-    struct slow *sl = ctx;
-    struct timespec pause = {0, 300 * 1000 * 1000};
-
-    __atomic_add_fetch(&sl->calls, 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&sl->started, 1, __ATOMIC_SEQ_CST);
-    nanosleep(&pause, NULL); /* deliberately slow: zklock_follow_stop must wait for it */
-    __atomic_store_n(&sl->finished, 1, __ATOMIC_SEQ_CST);
-}
-
-static bool slow_started(void *sl)
-{
-    return __atomic_load_n(&((struct slow *)sl)->started, __ATOMIC_SEQ_CST) != 0;
+    tu_slow_call(ctx); /* zklock_follow_stop must wait for it */
 }
 
 /* Stopped from another thread while fn runs on the session's: stop returns
  * after fn did (its ctx may go then), and fn is not called again. */
 static void test_follow_stop_while_fn_runs(void)
 {
-    zklock_session_t *fs = tu_session(), *a = tu_session();
-    const char *path = tu_path("follow-stop-running");
-    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
-    struct slow sl = {0, 0, 0};
+    struct stage st;
+    struct tu_slow sl = {0, 0, 0};
     struct told u = TOLD_INIT;
     struct last leads = {&u, "alpha"};
     zklock_follow_t *f = NULL, *g = NULL;
 
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, slow_fn, &sl, &f), ZKLOCK_OK);
-    CU_ASSERT_FATAL(tu_wait_until(slow_started, &sl, TU_WAIT_MS));
+    stage_open(&st, "follow-stop-running", tu_session());
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, slow_fn, &sl, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(tu_slow_started, &sl, TU_WAIT_MS));
     zklock_follow_stop(f);
     TU_ASSERT_INT(__atomic_load_n(&sl.finished, __ATOMIC_SEQ_CST), ==, 1);
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, record, &u, &g), ZKLOCK_OK);
+    stage_lead(&st, "alpha");
     CU_ASSERT(tu_wait_until(last_is, &leads, TU_WAIT_MS));
     TU_ASSERT_INT(__atomic_load_n(&sl.calls, __ATOMIC_SEQ_CST), ==, 1);
-    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(st.la), ZKLOCK_OK);
     zklock_follow_stop(g);
-    zklock_free(la);
-    zklock_session_close(fs);
-    zklock_session_close(a);
-    tu_assert_clean(path);
-}
-
-struct requests_seen {
-    zklock_session_t *s;
-    uint64_t at_least;
-};
-
-static bool sent_enough(void *arg)
-{
-    struct requests_seen *r = arg;
-    return TU_STAT(r->s, requests) >= r->at_least;
+    stage_close(&st);
 }
 
 /* The follower's session expires: its watches went with it; it looks again
@@ -596,32 +577,27 @@ static bool sent_enough(void *arg)
  * follows from there (the leader's resignation is told). */
 static void test_follow_across_expiry(void)
 {
-    zklock_session_t *fs = poll_session(), *a = tu_session();
-    const char *path = tu_path("follow-expiry");
-    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct stage st;
     struct told t = TOLD_INIT;
     struct last leads = {&t, "alpha"}, nobody = {&t, NULL};
-    struct requests_seen seen;
+    struct tu_requests seen;
     zklock_follow_t *f = NULL;
     int n;
 
-    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_proclaim(la, "alpha", 5), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    stage_open(&st, "follow-expiry", poll_session());
+    stage_lead(&st, "alpha");
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_dispatch_until(st.fs, last_is, &leads, TU_WAIT_MS));
     n = t.n;
-    seen = (struct requests_seen){fs, TU_STAT(fs, requests) + 2}; /* a listing and a get */
-    tu_expire(fs);
-    CU_ASSERT(loop_until(fs, sent_enough, &seen, TU_WAIT_MS));
-    CU_ASSERT(loop_until(fs, last_is, &leads, TU_WAIT_MS));
+    seen = (struct tu_requests){st.fs, TU_STAT(st.fs, requests) + 2}; /* a listing, a get */
+    tu_expire(st.fs);
+    CU_ASSERT(tu_dispatch_until(st.fs, tu_sent_requests, &seen, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(st.fs, last_is, &leads, TU_WAIT_MS));
     TU_ASSERT_INT(t.n, ==, n); /* the same leader: not told again */
-    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
-    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(st.la), ZKLOCK_OK);
+    CU_ASSERT(tu_dispatch_until(st.fs, last_is, &nobody, TU_WAIT_MS));
     zklock_follow_stop(f);
-    zklock_free(la);
-    zklock_session_close(fs);
-    zklock_session_close(a);
-    tu_assert_clean(path);
+    stage_close(&st);
 }
 
 /* Cut off while the leader changes: once the connection is back (the same
@@ -673,26 +649,24 @@ static bool fd_readable(void *s)
  * follower is stopped afterwards (the session lives until then). */
 static void test_follow_at_close(void)
 {
-    zklock_session_t *fs = poll_session(), *a = tu_session();
-    const char *path = tu_path("follow-close");
-    zklock_t *la = election(a, path, ZKLOCK_OWNER_THREAD);
+    struct stage st;
     struct told t = TOLD_INIT, u = TOLD_INIT;
     struct last one = {&t, "1"};
     zklock_follow_t *f = NULL, *g = NULL;
 
-    TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS)); /* nobody */
-    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
-    CU_ASSERT_FATAL(tu_wait_until(fd_readable, fs, TU_WAIT_MS)); /* the new leader, queued */
-    zklock_session_close(fs);
+    stage_open(&st, "follow-close", poll_session());
+    TU_REQUIRE_RC(zklock_leader_follow(st.fs, st.path, record, &t, &f), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_dispatch_until(st.fs, told_n, &one, TU_WAIT_MS)); /* nobody */
+    TU_REQUIRE_RC(zklock_acquire(st.la, -1), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(fd_readable, st.fs, TU_WAIT_MS)); /* the leader, queued */
+    zklock_session_close(st.fs);
     TU_ASSERT_INT(t.n, ==, 1);
-    TU_ASSERT_RC(zklock_leader_follow(fs, path, record, &u, &g), ZKLOCK_ECLOSED);
+    TU_ASSERT_RC(zklock_leader_follow(st.fs, st.path, record, &u, &g), ZKLOCK_ECLOSED);
     CU_ASSERT_PTR_NULL(g);
     zklock_follow_stop(f); /* frees the session too */
-    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
-    zklock_free(la);
-    zklock_session_close(a);
-    tu_assert_clean(path);
+    st.fs = NULL;
+    TU_ASSERT_RC(zklock_release(st.la), ZKLOCK_OK);
+    stage_close(&st);
 }
 
 /* A path the follower may not read: told once (token ZNOAUTH), tried again
@@ -706,7 +680,7 @@ static void test_follow_refused(void)
     struct ACL_vector acl = {1, no_read};
     struct told t = TOLD_INIT;
     struct last one = {&t, "1"}, nobody = {&t, NULL};
-    struct requests_seen seen;
+    struct tu_requests seen;
     zklock_follow_t *f = NULL;
 
     TU_ASSERT_RC(zklock_leader_follow(NULL, path, record, &t, &f), ZKLOCK_EINVAL);
@@ -718,15 +692,15 @@ static void test_follow_refused(void)
     zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0); /* may exist */
     TU_REQUIRE_RC(zoo_create(tu_zk(), path, NULL, -1, &acl, 0, NULL, 0), ZOK);
     TU_REQUIRE_RC(zklock_leader_follow(fs, path, record, &t, &f), ZKLOCK_OK);
-    CU_ASSERT_FATAL(loop_until(fs, told_n, &one, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_dispatch_until(fs, told_n, &one, TU_WAIT_MS));
     CU_ASSERT(t.null[0]);
     TU_ASSERT_RC((int)t.tokens[0], ZNOAUTH);
-    seen = (struct requests_seen){fs, TU_STAT(fs, requests) + 1}; /* it tries again */
-    CU_ASSERT(loop_until(fs, sent_enough, &seen, TU_WAIT_MS));
+    seen = (struct tu_requests){fs, TU_STAT(fs, requests) + 1}; /* it tries again */
+    CU_ASSERT(tu_dispatch_until(fs, tu_sent_requests, &seen, TU_WAIT_MS));
     TU_ASSERT_INT(zklock_session_dispatch(fs), ==, 0);
     TU_ASSERT_INT(t.n, ==, 1); /* told once while it lasts */
     TU_REQUIRE_RC(zoo_set_acl(tu_zk(), path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
-    CU_ASSERT(loop_until(fs, last_is, &nobody, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(fs, last_is, &nobody, TU_WAIT_MS));
     TU_ASSERT_INT(t.n, ==, 2);
     zklock_follow_stop(f);
     zklock_session_close(fs);
@@ -787,7 +761,7 @@ static void test_leader_only_work(void)
     CU_ASSERT(!still_leads(election));
     TU_ASSERT_INT(zklock_session_dispatch(s), >=, 1);
     TU_ASSERT_INT(sb.lost, ==, 1);
-    CU_ASSERT(loop_until(s, called, &got, TU_WAIT_MS));
+    CU_ASSERT(tu_dispatch_until(s, called, &got, TU_WAIT_MS));
     TU_ASSERT_RC(got.rc, ZKLOCK_ECANCELED);
     TU_ASSERT_RC(zklock_release(other), ZKLOCK_OK); /* the lease frees up */
     TU_ASSERT_INT(zklock_hold_count(sb.leader_only), ==, 0);
