@@ -166,13 +166,22 @@ static void tell(zklock_follow_t *f, const char *value, size_t len, int64_t toke
 
 static const struct zkl_qwatch_ops follow_ops;
 
-/* Sends a request of f's look (for child, or the path itself). One the
+/* Sends a request of f's look (for child, or the path itself): once
+ * connected (else a look is owed), never once stopped or closing. One the
  * client refuses fails as its answer would. */
 static void ask(zklock_follow_t *f, const char *child, enum zkl_qrequest request, bool watch)
 {
-    struct zkl_qwatch *w = zklock__qwatch_new(f->s, f->path, child);
-    int rc = w ? zklock__qwatch_send(w, request, watch) : ZKLOCK_ENOMEM;
+    struct zkl_qwatch *w;
+    int rc;
 
+    if (f->stopped || f->closed || f->s->closing)
+        return;
+    if (!zklock__connected(f->s)) {
+        f->owed = true; /* the session's resumption looks */
+        return;
+    }
+    w = zklock__qwatch_new(f->s, f->path, child);
+    rc = w ? zklock__qwatch_send(w, request, watch) : ZKLOCK_ENOMEM;
     if (rc != ZOK) {
         if (w)
             zklock__qwatch_retire(w);
@@ -344,18 +353,12 @@ static const struct zkl_qwatch_ops follow_ops = {follow_answered, follow_fired};
 
 static void look(zklock_follow_t *f)
 {
-    if (f->stopped || f->closed || f->s->closing)
-        return;
     if (f->req) {
         f->again = true;
         return;
     }
     if (zklock__session_refusal(f->s)) {
         tell(f, NULL, 0, zklock__session_refusal(f->s)); /* no session will come */
-        return;
-    }
-    if (!zklock__connected(f->s)) {
-        f->owed = true; /* the session's resumption looks */
         return;
     }
     f->owed = false;
