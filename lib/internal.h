@@ -33,6 +33,16 @@
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zklock__path_check(const char *path);
 
+/* ---- hosts.c: the server list ------------------------------------------------- */
+
+/* 0 if `hosts` is a server list the ZooKeeper client accepts
+ * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
+int zklock__hosts_check(const char *hosts);
+/* For a well-formed list: 0 if at least one of its names resolves now (the
+ * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
+ * Asks the system's resolver: may take as long as DNS does. */
+int zklock__hosts_resolve(const char *hosts);
+
 /* ---- clock.c: monotonic time --------------------------------------------- */
 
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
@@ -291,6 +301,9 @@ struct zkl_recipe {
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* zklock_free(l): end the recipe's own calls in flight on l (an
+     * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
+    void (*retiring)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
@@ -343,6 +356,7 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 struct zkl_heir_multi;
@@ -411,7 +425,7 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
-    int nlocks;                 /* live lock handles */
+    int nlocks;                 /* live lock handles and followers */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
@@ -420,6 +434,8 @@ struct zklock_session {
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
+    zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -445,7 +461,8 @@ struct zkl_layer {
 };
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zklock__layers[];
-extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer;
+extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer,
+    zklock__election_layer, zklock__follow_layer;
 
 bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */

@@ -50,7 +50,10 @@ sys.exit(0 if t == sorted(t) and len(set(t)) == len(t) >= 3 else 1)' "$T/listen"
 kill -TERM $gamma; wait $gamma; st=$?
 check "gamma resigns on SIGTERM, exit 0" [ $st = 0 ]
 check "the listener says nobody leads again" wait_for 20 last_is "$T/listen" "{\"path\":\"$P/e\",\"leader\":null,\"token\":0}"
-kill $listener; wait $listener 2>/dev/null
+check "...each change once: nobody, alpha, beta, gamma, nobody" \
+  [ "$("$PY" -c 'import json,sys; print(" ".join(str(json.loads(l)["leader"]) for l in open(sys.argv[1])))' "$T/listen")" = "None alpha beta gamma None" ]
+kill -TERM $listener; wait $listener; st=$?
+check "the listener ends on SIGTERM with 0, as --help says" [ $st = 0 ]
 
 # ---- COMMAND --------------------------------------------------------------------------------------
 expect_status 7 "COMMAND runs while leading; its exit status is ours" \
@@ -61,7 +64,9 @@ check "text listener: nobody" wait_for 20 grep -qx "(no leader)" "$T/listen-c"
 "$ELECT" $P/c "$(printf 'evil\033[2Jvalue')" sh -c "touch $T/c-in; sleep 30" & c=$!
 check "text listener: the value, escaped" wait_for 20 grep -q 'evil\\x1b\[2Jvalue' "$T/listen-c"
 kill -TERM $c; wait $c 2>/dev/null
-kill $listener; wait $listener 2>/dev/null
+check "text listener: nobody again" wait_for 20 last_is "$T/listen-c" "(no leader)"
+kill -INT $listener; wait $listener; st=$?
+check "...ends on SIGINT with 0" [ $st = 0 ]
 
 # ---- the README's active/standby line, its leader killed: one worker at a time -------------------
 # worker.sh DIR NAME: first notes (DIR/NAME.saw) every earlier worker's

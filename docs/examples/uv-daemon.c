@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <uv.h>
 #include <zklock.h>
@@ -49,6 +50,24 @@ struct daemon {
 };
 
 static void take_lock(struct daemon *d);
+
+/* Work only a holder (or a leader) may do: ask zklock, not the last
+ * callback. After a pause (SIGSTOP, a slow host) libuv runs its timers
+ * before it polls zklock's descriptor, so an on_lost may still wait in the
+ * queue while a timer starts such work; zklock_valid_until() answers from
+ * zklock's own state. Check it before the work, and in the done of an
+ * acquisition that only a leader should make (it may be granted just before
+ * the leadership's on_lost runs); in that on_lost, zklock_cancel() such
+ * acquisitions. zklock(3), "Leader-only work in an event loop". */
+static int still_holds(const zklock_t *l)
+{
+    struct timespec until, now;
+
+    if (zklock_valid_until(l, &until) != ZKLOCK_OK)
+        return 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec);
+}
 
 /* Ends the loop; zklock_free() then releases what is still held. */
 static void stop(struct daemon *d, const char *what, const char *why)
@@ -171,6 +190,13 @@ static void acquired(zklock_t *l, int rc, void *ctx)
 
     if (rc != ZKLOCK_OK) {
         retry_later(d, "acquire", rc);
+        return;
+    }
+    if (!still_holds(l)) {
+        /* granted, but the lease ran out before this callback ran: let it go */
+        d->multi_rc = ZKLOCK_ELOST;
+        if (zklock_release_async(d->lock, released_after_failure, d) != ZKLOCK_OK)
+            retry_later(d, "acquire", ZKLOCK_ELOST);
         return;
     }
     if (d->stopped)
