@@ -132,8 +132,11 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     if (s->contenders)
         s->contenders->sess_prev = c;
     s->contenders = c;
-    for (int kind = 0; kind < ZKL_SLOTS; kind++)
-        c->slots[kind] = (struct zkl_slot){c, kind};
+    for (int t = 0; t < ZKL_TICKETS; t++) {
+        c->tickets[t].gen = s->gen;
+        for (int kind = 0; kind < ZKL_SLOTS; kind++)
+            c->slots[t][kind] = (struct zkl_slot){(unsigned char)kind, (unsigned char)t};
+    }
     c->answer.kind = ZKL_REQ_NONE;
     l->refs++;
     return c;

@@ -35,7 +35,7 @@ enum zkl_phase {
  * the payload is borrowed from ZooKeeper's client, valid for the drive the
  * completion ends with. */
 struct zkl_answer {
-    int kind;                 /* enum zkl_req (engine.h), ZKL_REQ_NONE: none */
+    int kind;                 /* enum zkl_req (request.h), ZKL_REQ_NONE: none */
     int rc;
     const char *value;        /* create: the name made; get: the data */
     int len;
@@ -43,12 +43,15 @@ struct zkl_answer {
     const struct String_vector *names;
 };
 
-/* What a request's completion gets as its data: whose, and what for. */
+/* What a request's completion gets as its data: what the request is for,
+ * and the generation it was sent in (its ticket); whose, from where the slot
+ * is (request.c). */
 struct zkl_slot {
-    zkl_contender_t *c;
-    int kind;
+    unsigned char kind, ticket;
 };
-#define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (engine.h) */
+#define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (request.h) */
+/* Generations whose requests a contender may have in flight at once. */
+#define ZKL_TICKETS 4
 
 /* How a contender's lease ran out (c->lease_run_out, lease.c). */
 enum { ZKL_LEASE_RAN_OUT = 1, ZKL_LEASE_RAN_OUT_LATE };
@@ -138,7 +141,16 @@ struct zkl_contender {
     struct zkl_timer own_timer; /* ... ends the delay */
     int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
-    unsigned gen;          /* session generation of those requests/watches */
+    unsigned gen;          /* session generation of the last request/watch */
+    /* The same requests by the generation they were sent in: an answer
+     * names its request's ticket, not just its contender, so that answers
+     * an adopted session's old handle still gives after a readopt are told
+     * from the new handle's. */
+    struct zkl_ticket {
+        unsigned gen;
+        int ops;
+    } tickets[ZKL_TICKETS];
+    unsigned char ticket;  /* the one requests are sent with now */
 
     /* Facts recorded for the next step (step.c reads them, in this order),
      * by the completions (request.c), the watchers (watch.c), the timers
@@ -153,7 +165,7 @@ struct zkl_contender {
     int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
     bool leave_wanted;          /* its node must go (the handle or session goes, */
     int leave_rc;               /* ... or it never started), with this outcome */
-    struct zkl_slot slots[ZKL_SLOTS]; /* its requests' completions' data */
+    struct zkl_slot slots[ZKL_TICKETS][ZKL_SLOTS]; /* its requests' completions' data */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */

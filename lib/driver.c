@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "lease.h"
 #include "owner.h"
+#include "request.h"
 #include "stale.h"
 #include "step.h"
 #include "subs.h"
@@ -155,7 +156,7 @@ static void engine_ended(zklock_session_t *s, int reason)
 static void engine_handle_closed(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
-        c->ops = 0;
+        zklock__requests_gone(c);
         c->pred_watches = c->own_watches = c->queue_watches = 0;
         zklock__watch_over(c);
         zklock__mark(c);

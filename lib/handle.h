@@ -1,6 +1,6 @@
 /*
- * handle.h: the lock handle every recipe shares (handle.c), the calls on it
- * (lock.c), reading a queue from outside (inspect.c).
+ * handle.h: the lock handle every recipe shares (handle.c), and the calls
+ * on it (lock.c).
  */
 #ifndef ZKLOCK_HANDLE_H
 #define ZKLOCK_HANDLE_H
@@ -59,15 +59,11 @@ void zklock__lock_fini(zklock_t *l);
 /* With s->mu held; the last reference frees the handle. */
 void zklock__lock_unref(zklock_t *l);
 
-/* ---- inspect.c: reading a queue from outside ---------------------------------- */
-
-/* The queue inspector as a layer above the session (layers.c's table). */
-struct zkl_layer;
-extern const struct zkl_layer zklock__inspect_layer;
-/* A semaphore's leases: the first max (in queue order) hold, the rest wait. */
-void zklock__queue_cap_holders(zklock_queue_t *q, int max);
-
 /* ---- lock.c: the calls every recipe shares ------------------------------------- */
+
+/* Before a call reads a hold: one whose lease ran out is lost now (the host
+ * slept: the session thread has not noticed yet). Runs the driver. */
+void zklock__lease_checked(zklock_session_t *s);
 
 /* Releases what l holds, ends its calls and drops the user's reference
  * (zklock_free); returns the done callbacks to run before returning. */

@@ -9,12 +9,15 @@
  * never name (design.md, "Layout": calls go one way). Left out of the
  * call-graph check (../shared/tools/callcycles.py) for that reason. */
 #include "driver.h"
-#include "handle.h"
+#include "inspect.h"
+#include "recipe.h"
 #include "session.h"
 
 const struct zkl_layer *const zklock__layers[] = {
     &zklock__engine_layer,
     &zklock__inspect_layer,
+    &zklock__election_layer,
+    &zklock__follow_layer,
     NULL,
 };
 

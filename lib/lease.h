@@ -7,6 +7,10 @@
 
 #include "contender.h"
 
+/* With s->mu held, outside any event of the engine: if the lease ran out,
+ * its holds end now (before the session thread notices: the host slept);
+ * the caller runs the driver. */
+void zklock__lease_check(zklock_session_t *s);
 /* The leader answered a request of ours sent at *sent. */
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 /* Someone queues or holds: keep the lease fresh, and holds bounded by it. */

@@ -10,6 +10,7 @@
 
 #include "contender.h"
 #include "handle.h"
+#include "inspect.h"
 #include "names.h"
 #include "owner.h"
 #include "request.h"
@@ -43,6 +44,9 @@ struct zkl_recipe {
     void (*answer)(zkl_contender_t *c, const struct zkl_answer *a);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* zklock_free(l): end the recipe's own calls in flight on l (an
+     * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
+    void (*retiring)(zklock_t *l);
     /* A contender may hold by another's place (a read/write lock's
      * downgrade heir, rwlock.c): does c? (NULL: none does.) */
     bool (*inherits)(const zkl_contender_t *c);
@@ -59,6 +63,11 @@ struct zkl_recipe {
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
 };
+
+/* ---- election.c: the election as a layer above the session (its proclaims
+ * end with the session: layers.c's table) ------------------------------------- */
+
+extern const struct zkl_layer zklock__election_layer;
 
 /* ---- mutex.c: a handle whose nodes exclude every other ---------------------- */
 

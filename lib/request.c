@@ -10,8 +10,16 @@
  * completion ends with. A request the client refuses to queue is a fact
  * too (c->refused), for the next step: nothing here gives up or steps.
  *
- * One completion per ZooKeeper signature; the request's kind comes back
- * through the data pointer, a slot of the contender's (c->slots[kind]).
+ * One completion per ZooKeeper signature; the request's kind and ticket
+ * come back through the data pointer, a slot of the contender's
+ * (c->slots[ticket][kind]). A ticket is the generation the request was sent
+ * in: when a ZooKeeper session ends, s->gen moves on and every answer to an
+ * older request is dropped. An opened session's old handle is closed
+ * (which flushes those answers) before a new one exists; an adopted
+ * session's is the application's, which closes it when it likes, and its
+ * answers may come after the new handle's requests went out (ZCLOSING, or
+ * never: zookeeper_close may drop them): an answer is current only if its
+ * own request's ticket is, whatever else the contender sent since.
  * Payloads (a name, a listing, a Stat) are borrowed from the client: valid
  * until the completion returns, so for the whole drive that reads them.
  *
@@ -32,20 +40,29 @@ static bool chained(int kind)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
+/* The contender whose slot a completion's data is. */
+static zkl_contender_t *owner_of(const struct zkl_slot *slot)
+{
+    const struct zkl_slot *first = slot - (slot->ticket * ZKL_SLOTS + slot->kind);
+    return (zkl_contender_t *)((char *)first - offsetof(zkl_contender_t, slots));
+}
+
 /* First in every completion, with s->mu held: counts the request off; false
- * if the answer is of an older generation (dropped: the session it spoke of
- * is over, and its end reset the contender). */
-static bool answered(zkl_contender_t *c, int kind)
+ * if the answer is of an older generation than its session's (dropped: the
+ * session it spoke of is over, and its end reset the contender). */
+static bool answered(zkl_contender_t *c, const struct zkl_slot *slot)
 {
     zklock_session_t *s = session_of(c);
+    struct zkl_ticket *t = &c->tickets[slot->ticket];
 
     c->ops--;
+    t->ops--;
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
-    if (c->gen != s->gen)
+    if (t->gen != s->gen)
         return false;
     zklock__learn_completion_thread(s);
-    if (chained(kind))
+    if (chained(slot->kind))
         c->busy--;
     return true;
 }
@@ -54,11 +71,11 @@ static bool answered(zkl_contender_t *c, int kind)
 static void record(const void *data, const struct zkl_answer *a)
 {
     const struct zkl_slot *slot = data;
-    zkl_contender_t *c = slot->c;
+    zkl_contender_t *c = owner_of(slot);
     zklock_session_t *s = session_of(c);
 
     pthread_mutex_lock(&s->mu);
-    if (answered(c, slot->kind)) {
+    if (answered(c, slot)) {
         c->answer = *a;
         c->answer.kind = slot->kind;
     }
@@ -129,25 +146,71 @@ static int call(zkl_contender_t *c, const struct zkl_request *r, const void *slo
     return ZBADARGUMENTS;
 }
 
+/* c's ticket for generation gen: the one in use, or one with nothing in
+ * flight (a step sends nothing unless there is one: zklock__may_send). */
+static struct zkl_ticket *ticket_for(zkl_contender_t *c, unsigned gen)
+{
+    if (c->tickets[c->ticket].gen != gen) {
+        for (int t = 0; t < ZKL_TICKETS; t++) {
+            if (c->tickets[t].ops == 0) {
+                c->ticket = (unsigned char)t;
+                c->tickets[t].gen = gen;
+                break;
+            }
+        }
+    }
+    return &c->tickets[c->ticket];
+}
+
+static bool ticket_free(const zkl_contender_t *c, unsigned gen)
+{
+    for (int t = 0; t < ZKL_TICKETS; t++)
+        if (c->tickets[t].gen == gen || c->tickets[t].ops == 0)
+            return true;
+    return false;
+}
+
+bool zklock__may_send(const zkl_contender_t *c)
+{
+    unsigned gen = session_of(c)->gen;
+
+    if (!ticket_free(c, gen))
+        return false;
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (!ticket_free(m, gen))
+            return false;
+    return true;
+}
+
+void zklock__requests_gone(zkl_contender_t *c)
+{
+    c->ops = 0;
+    for (int t = 0; t < ZKL_TICKETS; t++)
+        c->tickets[t].ops = 0;
+}
+
 bool zklock__send(zkl_contender_t *c, const struct zkl_request *r)
 {
     zklock_session_t *s = session_of(c);
+    struct zkl_ticket *t = ticket_for(c, s->gen);
     int rc;
 
     if (c->ops == 0)
         zklock__now(&c->sent_at); /* no later than any request in flight */
     c->ops++;
+    t->ops++;
     s->ops++;
     c->gen = s->gen;
     if (chained(r->kind))
         c->busy++;
-    rc = call(c, r, &c->slots[r->kind]);
+    rc = call(c, r, &c->slots[c->ticket][r->kind]);
     if (rc == ZOK) {
         s->stats.requests++;
         return true;
     }
     /* Not even queued: undone, and a fact for the next step. */
     c->ops--;
+    t->ops--;
     if (--s->ops == 0)
         pthread_cond_broadcast(&s->cond);
     if (!chained(r->kind))

@@ -50,6 +50,13 @@ struct zkl_request {
  * in c->answer for c's step. A refusal by the client is recorded
  * (c->refused, for the step) and c marked: false. */
 bool zklock__send(zkl_contender_t *c, const struct zkl_request *r);
+/* Can c (and its subs, whose requests it may send) send in the current
+ * generation: a ticket of it, or one free? Only a contender whose requests
+ * of ZKL_TICKETS - 1 older generations are all still unanswered waits (each
+ * answer steps it again). */
+bool zklock__may_send(const zkl_contender_t *c);
+/* The handle is closed: none of c's answers will come. */
+void zklock__requests_gone(zkl_contender_t *c);
 /* The session's fire-and-forget requests: counted if the client took
  * them (rc: the zoo_a* call's), and off again in their completion. */
 bool zklock__detached_sent(zklock_session_t *s, int rc);

@@ -1,6 +1,7 @@
 /*
- * session.h: one ZooKeeper session at a time (session.c), its credentials
- * and ACLs (auth.c), and the layers above it (layers.c).
+ * session.h: one ZooKeeper session at a time (session.c), its servers
+ * (hosts.c), its credentials and ACLs (auth.c), and the layers above it
+ * (layers.c).
  */
 #ifndef ZKLOCK_SESSION_H
 #define ZKLOCK_SESSION_H
@@ -18,6 +19,8 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_reading;
+struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 
@@ -31,7 +34,7 @@ struct zkl_auth {
 struct zklock_session {
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* state changes, lock/user counts */
-    pthread_cond_t thread_cond; /* wakes the session thread */
+    pthread_cond_t thread_cond; /* wakes the session thread (timers, renewal) */
     pthread_t thread;
     bool thread_started, thread_stop;
     struct zkl_timers timers;
@@ -51,6 +54,7 @@ struct zklock_session {
     size_t nauth;
     unsigned auth_gen;          /* bumped for each handle they are sent on */
     bool auth_pending;          /* ... and the server's verdict is still to come */
+    size_t auth_added;          /* ... how many of them the handle took so far */
     bool auth_probing;          /* ... a request after them asks for it */
     int auth_rc;                /* ... the first refusal */
     bool auth_failed;           /* a server rejected them: no retry */
@@ -85,15 +89,22 @@ struct zklock_session {
     FILE *trace;                /* ZKLOCK_TRACE: one line per transition, or NULL */
     bool trace_owned;           /* ... a file the session opened */
     unsigned contenders_made;   /* numbers contenders for the trace */
-    int nlocks;                 /* live lock handles */
+    int nlocks;                 /* live lock handles and followers */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     bool poll_dispatch;         /* ZKLOCK_DISPATCH_POLL: the user runs them */
+    pthread_t cb_thread;        /* else the callback thread runs them */
+    bool cb_thread_started, cb_stop;
+    pthread_cond_t cb_cond;     /* wakes the callback thread */
+    bool cb_cond_made;
     bool cb_running;            /* cb_runner is running one of them */
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
+    zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
+    struct zkl_reading *readings; /* zklock_queue_read's reads in flight (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -135,14 +146,27 @@ int zklock__session_refusal(const zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 
+/* ---- hosts.c: the server list ------------------------------------------------- */
+
+/* 0 if `hosts` is a server list the ZooKeeper client accepts
+ * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
+int zklock__hosts_check(const char *hosts);
+/* For a well-formed list: 0 if at least one of its names resolves now (the
+ * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
+ * Asks the system's resolver: may take as long as DNS does. */
+int zklock__hosts_resolve(const char *hosts);
+
 /* ---- auth.c: credentials and ACLs -------------------------------------------- */
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);
 void zklock__auth_free(zklock_session_t *s);
-/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc). */
+/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc),
+ * without waiting: a handle between two connection attempts takes them as
+ * it connects (zklock__auth_confirm). */
 int zklock__auth_send(zklock_session_t *s);
-/* On each connection, with s->mu held: asks for that verdict if it is still
- * to come (a refusal ends the handle: ZOO_AUTH_FAILED_STATE). */
+/* On each connection, with s->mu held: adds what the handle did not take
+ * yet, and asks for the verdict if it is still to come (a refusal ends the
+ * handle: ZOO_AUTH_FAILED_STATE). */
 void zklock__auth_confirm(zklock_session_t *s);
 /* *dst (a deep copy, freed with zklock__acl_free) for a ZKLOCK_ACL_* kind;
  * ZKLOCK_ACL_DEFAULT copies `inherited` (NULL: open). */

@@ -8,9 +8,14 @@
 
 #include "common.h"
 
-/* ---- clock.c: monotonic time --------------------------------------------- */
+/* ---- clock.c: time, on ZKLOCK_CLOCK (CLOCK_BOOTTIME on Linux) ------------- */
 
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
+/* Waits on cond (from zklock__cond_init, with mu held) until at (a
+ * zklock__now time) or a wake-up, and at most cap_ms (0: no cap) before
+ * the clock is read again; ETIMEDOUT once at has passed, else 0. */
+int zklock__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *at,
+                            int cap_ms);
 void zklock__now(struct timespec *ts);
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
 void zklock__deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
@@ -32,7 +37,14 @@ struct zkl_timers {
     size_t n, cap, reserved;
     bool asleep, sleep_timed; /* the session thread sleeps (until sleep_until) */
     struct timespec sleep_until;
+    int slice_ms; /* while a timer is armed, the longest sleep before the
+                     clock is read again: the wait itself does not see the
+                     host sleep (clock.c). The lease's margin. */
 };
+
+/* The lease's margin (lease.c), a twentieth of the session timeout: also how
+ * late, at most, the session thread notices that the host slept. */
+#define ZKL_LEASE_MARGIN_DIVISOR 20
 
 /* Owners of timers reserve their slots first; arming then never fails. */
 int zklock__timers_reserve(zklock_session_t *s, size_t k);
@@ -62,6 +74,10 @@ struct zkl_callback {
 };
 
 void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
+/* ZKLOCK_DISPATCH_THREAD: starts the callback thread; stops it (without
+ * s->mu) once it ran what is queued. */
+int zklock__dispatch_start(zklock_session_t *s);
+void zklock__dispatch_stop(zklock_session_t *s);
 bool zklock__dispatch_one(zklock_session_t *s);
 /* Runs the callbacks of a list (from zklock__dispatch_take), s->mu held on
  * entry and exit, dropped around each. */

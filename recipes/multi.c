@@ -3,7 +3,7 @@
  * deadlock-free).
  *
  * A multi-lock's contender M makes no node of its own: it owns one contender
- * per member (its subs, see engine.h), each an ordinary contender of the
+ * per member (its subs, see lib/subs.c), each an ordinary contender of the
  * member's handle, owned by M's owner, so that while M holds, each member is
  * held by that thread too (zklock_fence(member) works).
  *

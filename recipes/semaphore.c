@@ -11,7 +11,7 @@
  *
  * A lease contender first takes the acquisition mutex: an ordinary engine
  * contender of the semaphore's internal mutex handle, owned by the lease
- * contender (its only sub, see engine.h). Under the mutex it makes its lease
+ * contender (its only sub, see lib/subs.c). Under the mutex it makes its lease
  * node and lists the leases in one round trip, and holds when they number at
  * most max_leases, its own included; otherwise it waits, node and mutex kept,
  * for the leases to change (Curator's rule), told by a watch on them. kazoo looks

@@ -180,12 +180,13 @@ static bool told_lost(struct worker *w)
 /* Before a write: has the lease run out while on_lost has not come? */
 static void check_lease(struct worker *w, zklock_t *lock, bool *lapsed)
 {
-    struct timespec until;
+    struct timespec until, now;
 
     if (*lapsed || told_lost(w))
         return;
+    clock_gettime(ZKLOCK_CLOCK, &now); /* valid_until's clock, not the log's */
     if (zklock_valid_until(lock, &until) == ZKLOCK_OK &&
-        (int64_t)until.tv_sec * 1000000000 + until.tv_nsec > now_ns())
+        (until.tv_sec > now.tv_sec || (until.tv_sec == now.tv_sec && until.tv_nsec > now.tv_nsec)))
         return;
     *lapsed = true;
     log_event(w, "LAPSED", w->lock, w->token, w->hold, "-");

@@ -129,6 +129,16 @@ int64_t tu_now_ms(void);
  * stretch past any session timeout. */
 int tu_scaled(int n);
 
+/* A deliberately slow callback, for calls that must wait for one that runs:
+ * tu_slow_call() counts the call, marks it started, sleeps 300 ms, marks it
+ * finished (all __atomic). */
+struct tu_slow {
+    int started, finished, calls;
+};
+void tu_slow_call(struct tu_slow *sl);
+/* For tu_wait_until: the slow callback (a struct tu_slow) has started. */
+bool tu_slow_started(void *sl);
+
 /* Runs argv (argv[0] is a path) and returns its pid. */
 int tu_spawn(char *const argv[]);
 /* Waits for pid; returns its exit status, or 128+signal. */
@@ -234,5 +244,14 @@ uint64_t tu_stat(zklock_session_t *s, size_t offset);
 /* Waits until s has evaluated n listings of lock paths in all: a waiter
  * that has listed knows its predecessor, so a release after that wakes it. */
 bool tu_wait_listings(zklock_session_t *s, uint64_t n);
+/* The caller's event loop, for a ZKLOCK_DISPATCH_POLL session: polls its
+ * descriptor and dispatches until cond(arg) holds or ms pass; cond(arg). */
+bool tu_dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms);
+/* For tu_wait_until: the session has sent at least at_least requests in all. */
+struct tu_requests {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+bool tu_sent_requests(void *requests);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -643,6 +644,24 @@ bool tu_wait_listings(zklock_session_t *s, uint64_t n)
 {
     struct listings_arg a = {s, n};
     return tu_wait_until(listings_seen, &a, TU_WAIT_MS);
+}
+
+bool tu_dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms)
+{
+    int64_t end = tu_now_ms() + ms;
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+
+    while (!cond(arg) && tu_now_ms() < end) {
+        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
+            zklock_session_dispatch(s);
+    }
+    return cond(arg);
+}
+
+bool tu_sent_requests(void *requests)
+{
+    struct tu_requests *r = requests;
+    return TU_STAT(r->s, requests) >= r->at_least;
 }
 
 int tu_scaled(int n)
