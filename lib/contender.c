@@ -132,12 +132,10 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     if (s->contenders)
         s->contenders->sess_prev = c;
     s->contenders = c;
-    for (int t = 0; t < ZKL_TICKETS; t++) {
+    for (int t = 0; t < ZKL_TICKETS; t++)
         c->tickets[t].gen = s->gen;
-        for (int kind = 0; kind < ZKL_SLOTS; kind++)
-            c->slots[t][kind] = (struct zkl_slot){(unsigned char)kind, (unsigned char)t};
-    }
-    c->answer.kind = ZKL_REQ_NONE;
+    for (int k = 0; k < ZKL_TICKETS * ZKL_SLOTS; k++)
+        c->slots[k] = (unsigned char)k;
     l->refs++;
     return c;
 }

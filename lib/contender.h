@@ -32,10 +32,10 @@ enum zkl_phase {
 #define ZKL_WANTS(c) ((c)->phase == ZKL_QUEUING || (c)->phase == ZKL_GRANTING)
 
 /* An answer to a contender's request, recorded for its step (request.c):
- * the payload is borrowed from ZooKeeper's client, valid for the drive the
- * completion ends with. */
+ * it and its payload are the completion's (borrowed from ZooKeeper's
+ * client), valid for the drive the completion ends with. */
 struct zkl_answer {
-    int kind;                 /* enum zkl_req (request.h), ZKL_REQ_NONE: none */
+    int kind;                 /* enum zkl_req (request.h) */
     int rc;
     const char *value;        /* create: the name made; get: the data */
     int len;
@@ -43,12 +43,10 @@ struct zkl_answer {
     const struct String_vector *names;
 };
 
-/* What a request's completion gets as its data: what the request is for,
- * and the generation it was sent in (its ticket); whose, from where the slot
- * is (request.c). */
-struct zkl_slot {
-    unsigned char kind, ticket;
-};
+/* A request's completion gets as its data one of the contender's slots, a
+ * byte that says what the request is for and the generation it was sent in
+ * (its ticket): ticket * ZKL_SLOTS + kind. Whose: from where the slot is
+ * (request.c). */
 #define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (request.h) */
 /* Generations whose requests a contender may have in flight at once. */
 #define ZKL_TICKETS 4
@@ -155,7 +153,8 @@ struct zkl_contender {
     /* Facts recorded for the next step (step.c reads them, in this order),
      * by the completions (request.c), the watchers (watch.c), the timers
      * and the session's changes (driver.c, lease.c), the owner's calls. */
-    struct zkl_answer answer;   /* an answer to one of its requests */
+    const struct zkl_answer *answer; /* an answer to one of its requests, or
+                                   NULL (the completion's, for its drive) */
     int refused;                /* a request the client refused, why */
     bool pred_fired, pred_relevant; /* the blocker's watch fired (about the */
     int pred_type;              /* ... node we watch now, in this session), how */
@@ -165,7 +164,7 @@ struct zkl_contender {
     int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
     bool leave_wanted;          /* its node must go (the handle or session goes, */
     int leave_rc;               /* ... or it never started), with this outcome */
-    struct zkl_slot slots[ZKL_TICKETS][ZKL_SLOTS]; /* its requests' completions' data */
+    unsigned char slots[ZKL_TICKETS * ZKL_SLOTS]; /* its requests' completions' data */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */

@@ -5,14 +5,14 @@
  * and the session's requests in flight, the statistics), stamps the
  * session's generation and, for the first in flight, the send time (the
  * lease runs from it), and registers a completion that only records the
- * answer in the contender (c->answer) and marks it: what the answer means is
+ * answer for the contender (c->answer) and marks it: what the answer means is
  * for the contender's step to read (step.c), in the drive that the
  * completion ends with. A request the client refuses to queue is a fact
  * too (c->refused), for the next step: nothing here gives up or steps.
  *
  * One completion per ZooKeeper signature; the request's kind and ticket
  * come back through the data pointer, a slot of the contender's
- * (c->slots[ticket][kind]). A ticket is the generation the request was sent
+ * (c->slots[ticket * ZKL_SLOTS + kind]). A ticket is the generation the request was sent
  * in: when a ZooKeeper session ends, s->gen moves on and every answer to an
  * older request is dropped. An opened session's old handle is closed
  * (which flushes those answers) before a new one exists; an adopted
@@ -30,6 +30,7 @@
 #include "request.h"
 
 _Static_assert(ZKL_SLOTS == ZKL_REQ_COUNT, "a completion slot per kind of request");
+_Static_assert(ZKL_TICKETS * ZKL_SLOTS <= 256, "a slot holds its own index in a byte");
 
 /* Kinds whose answer the contender's chain waits for (c->busy): all but the
  * own-node watch, which is set beside the chain. */
@@ -40,20 +41,20 @@ static bool chained(int kind)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-/* The contender whose slot a completion's data is. */
-static zkl_contender_t *owner_of(const struct zkl_slot *slot)
+/* The contender whose slot a completion's data is (a slot holds its own
+ * index). */
+static zkl_contender_t *owner_of(const unsigned char *slot)
 {
-    const struct zkl_slot *first = slot - (slot->ticket * ZKL_SLOTS + slot->kind);
-    return (zkl_contender_t *)((char *)first - offsetof(zkl_contender_t, slots));
+    return (zkl_contender_t *)((char *)(slot - *slot) - offsetof(zkl_contender_t, slots));
 }
 
 /* First in every completion, with s->mu held: counts the request off; false
  * if the answer is of an older generation than its session's (dropped: the
  * session it spoke of is over, and its end reset the contender). */
-static bool answered(zkl_contender_t *c, const struct zkl_slot *slot)
+static bool answered(zkl_contender_t *c, int ticket, int kind)
 {
     zklock_session_t *s = session_of(c);
-    struct zkl_ticket *t = &c->tickets[slot->ticket];
+    struct zkl_ticket *t = &c->tickets[ticket];
 
     c->ops--;
     t->ops--;
@@ -62,23 +63,22 @@ static bool answered(zkl_contender_t *c, const struct zkl_slot *slot)
     if (t->gen != s->gen)
         return false;
     zklock__learn_completion_thread(s);
-    if (chained(slot->kind))
+    if (chained(kind))
         c->busy--;
     return true;
 }
 
 /* Records a (borrowed) answer for c's step, marks c, ends the event. */
-static void record(const void *data, const struct zkl_answer *a)
+static void record(const void *data, struct zkl_answer *a)
 {
-    const struct zkl_slot *slot = data;
+    const unsigned char *slot = data;
     zkl_contender_t *c = owner_of(slot);
     zklock_session_t *s = session_of(c);
 
     pthread_mutex_lock(&s->mu);
-    if (answered(c, slot)) {
-        c->answer = *a;
-        c->answer.kind = slot->kind;
-    }
+    a->kind = *slot % ZKL_SLOTS;
+    if (answered(c, *slot / ZKL_SLOTS, a->kind))
+        c->answer = a;
     zklock__mark_event(c);
     zklock__entry_done(s); /* c's step reads the answer, and forgets it (c may be freed now) */
     pthread_mutex_unlock(&s->mu);
@@ -203,7 +203,7 @@ bool zklock__send(zkl_contender_t *c, const struct zkl_request *r)
     c->gen = s->gen;
     if (chained(r->kind))
         c->busy++;
-    rc = call(c, r, &c->slots[c->ticket][r->kind]);
+    rc = call(c, r, &c->slots[c->ticket * ZKL_SLOTS + r->kind]);
     if (rc == ZOK) {
         s->stats.requests++;
         return true;

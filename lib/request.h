@@ -10,7 +10,6 @@
 /* What a contender's request is for: its answer is read by kind (step.c;
  * a recipe's own kinds, from ZKL_REQ_RECIPE on, by its answer hook). */
 enum zkl_req {
-    ZKL_REQ_NONE = -1,
     ZKL_REQ_PARENT,      /* create a level of the lock path */
     ZKL_REQ_TOP_PARENT,  /* ... its top level */
     ZKL_REQ_CREATE,      /* create2 our node */

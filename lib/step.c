@@ -454,9 +454,9 @@ static void back_off(zkl_contender_t *c)
 
 static void read_answer(zkl_contender_t *c)
 {
-    const struct zkl_answer *a = &c->answer;
+    const struct zkl_answer *a = c->answer;
 
-    if (a->kind == ZKL_REQ_NONE)
+    if (!a)
         return;
     if (transient(a->rc))
         back_off(c);
@@ -492,7 +492,7 @@ static void read_answer(zkl_contender_t *c)
         c->l->recipe->answer(c, a); /* a recipe's own request */
         break;
     }
-    c->answer.kind = ZKL_REQ_NONE;
+    c->answer = NULL; /* the completion's: gone with it */
 }
 
 /* A request failed: retry when the connection is back, or give up. */
