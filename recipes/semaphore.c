@@ -58,8 +58,9 @@ enum { ROOM_UNKNOWN, ROOM_NONE, ROOM_FREE };
 
 /* A lease contender's own state (its c->recipe_data, made by prepare). */
 struct lease {
-    int room;     /* its last look at the leases: ROOM_* */
-    bool guessed; /* it let the acquisition lock go early once: never twice */
+    int room;      /* its last look at the leases: ROOM_* */
+    bool guessed;  /* it let the acquisition lock go early once: never twice */
+    bool guessing; /* ... just now: its create follows the lock's delete */
 };
 
 static struct lease *lease_of(const zkl_contender_t *c)
@@ -220,6 +221,10 @@ static bool may_create(zkl_contender_t *c)
     struct zklock_semaphore *sem = sem_of(c->l);
     zkl_contender_t *m;
 
+    if (lease_of(c)->guessing) {
+        lease_of(c)->guessing = false;
+        return true; /* the lock's delete went out first: its next holder's turn comes sooner */
+    }
     if (!zklock__subs_replace_lost(c)) /* lost with a session, or deleted: take it again */
         return false;
     if (c->subs && c->subs->let_go)
@@ -240,11 +245,14 @@ static bool may_create(zkl_contender_t *c)
     if (m->phase != ZKL_HELD || m->let_go)
         return false;
     if (!sem->kazoo) {
-        if (sem->room_seen && !c->try_once && !lease_of(c)->guessed) {
-            lease_of(c)->guessed = true;
-            let_go_of_mutex(c); /* early: see the top of the file */
-        }
-        return true;
+        if (!sem->room_seen || c->try_once || lease_of(c)->guessed)
+            return true;
+        /* Early (the top of the file): the lock's delete goes out ahead of
+         * our create, so c steps again after the lock's step sent it. */
+        lease_of(c)->guessed = lease_of(c)->guessing = true;
+        let_go_of_mutex(c);
+        zklock__mark(c);
+        return false;
     }
     if (lease_of(c)->room == ROOM_FREE) {
         lease_of(c)->room = ROOM_UNKNOWN;
