@@ -16,6 +16,7 @@
  * background). A release is decided when the server confirmed the delete
  * or the session ended.
  */
+#include "lease.h"
 #include "owner.h"
 
 #include <errno.h>
@@ -194,6 +195,7 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
         c->deadline_timer.fire = deadline_passed;
         zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
     }
+    zklock__lease_keep(s); /* someone queues: the lease is kept fresh */
     zklock__mark(c);
 }
 

@@ -902,8 +902,6 @@ void zklock__step(zkl_contender_t *c)
         c->l->recipe->step(c);
     read_owner(c);
     /* What it does. */
-    if (ZKL_WANTS(c) || c->phase == ZKL_HELD)
-        zklock__lease_keep(s);
     if (!zklock__may_send(c))
         return; /* an old handle's answers first (an adopted session's) */
     if (c->phase == ZKL_LEAVING) {
