@@ -87,21 +87,29 @@ void tu_zk_close(void);
  * deletes it. Fails the test if it exists already. */
 void tu_make_lock_path(const char *path);
 
+/* What the inspector answers when it cannot look (its connection or session
+ * stayed lost for TU_WAIT_MS, or the server refused the read): the test has
+ * failed already, and no caller expects this value. */
+#define TU_UNREADABLE (-2)
+
 /* Children of path (NULL-terminated, sorted; caller frees with
- * tu_free_strings), or NULL if it does not exist. */
+ * tu_free_strings), with *count their number; NULL with *count -1 if path
+ * does not exist, or TU_UNREADABLE if it could not be read. */
 char **tu_children(const char *path, int *count);
 void tu_free_strings(char **v);
 
-/* Number of children of path; -1 if path does not exist. */
+/* Number of children of path; -1 if path does not exist; TU_UNREADABLE. */
 int tu_count(const char *path);
-/* path has no children or is gone (the server reaps empty containers). */
+/* path has no children or is gone (the server reaps empty containers);
+ * false if it could not be read. */
 bool tu_no_children(const char *path);
 /* How many children of path match the extended regular expression. */
 int tu_children_matching(const char *path, const char *pattern);
 /* The Curator protection prefix of a node name: _c_<uuid>- */
 #define TU_CURATOR_PREFIX "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
 
-/* Ephemeral nodes anywhere under path (0 if path does not exist). */
+/* Ephemeral nodes anywhere under path (0 if path does not exist;
+ * TU_UNREADABLE if some level could not be read). */
 int tu_ephemerals(const char *path);
 
 /* Data of a node into buf (NUL-terminated); returns its length or -1. */
@@ -155,7 +163,8 @@ zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *o
 
 /* Waits until `path` has exactly `n` children. */
 bool tu_wait_children(const char *path, int n);
-/* For tu_wait_until: true once the node (a char *) no longer exists. */
+/* For tu_wait_until: true once the node (a char *) no longer exists (read:
+ * not merely unreadable). */
 bool tu_gone(void *path);
 /* What every test ends with: no ephemeral node left under path. */
 void tu_assert_clean(const char *path);

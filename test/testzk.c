@@ -90,13 +90,53 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An answer that says nothing about the node: the inspector lost its
+ * connection or its session (a server was just killed, say). */
+static bool inspector_in_trouble(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
+           rc == ZINVALIDSTATE || rc == ZCLOSING;
+}
+
+/* The inspector's read of path's children and Stat: ZOK or ZNONODE. Any
+ * other answer is no answer: asked again while the inspector reconnects (a
+ * new one if its session is over: the suites use the inspector from their
+ * main thread only), and if it still cannot look within TU_WAIT_MS the test
+ * fails, rather than taking "could not look" for "nothing there". */
+static int inspect_children(const char *path, struct String_vector *v, struct Stat *st)
+{
+    int64_t deadline = tu_now_ms() + TU_WAIT_MS;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    int rc;
+
+    for (;;) {
+        zhandle_t *zh = tu_zk();
+        rc = zh ? zoo_get_children2(zh, path, 0, v, st) : ZCONNECTIONLOSS;
+        if (rc == ZOK || rc == ZNONODE || !inspector_in_trouble(rc) || tu_now_ms() >= deadline)
+            break;
+        if (zh && zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE)
+            tu_zk_close(); /* the next tu_zk() connects afresh */
+        nanosleep(&pause, NULL); /* the client reconnects in the background */
+    }
+    if (rc != ZOK && rc != ZNONODE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "the inspector could not read the children of %s: %s", path,
+                 zerror(rc));
+        fprintf(stderr, "%s\n", msg);
+        CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+    return rc;
+}
+
 char **tu_children(const char *path, int *count)
 {
     struct String_vector v;
+    struct Stat st;
     char **out;
+    int rc = inspect_children(path, &v, &st);
 
-    *count = -1;
-    if (zoo_get_children(tu_zk(), path, 0, &v) != ZOK)
+    *count = rc == ZNONODE ? -1 : TU_UNREADABLE;
+    if (rc != ZOK)
         return NULL;
     out = calloc((size_t)v.count + 1, sizeof *out);
     for (int i = 0; i < v.count; i++)
@@ -139,27 +179,38 @@ int tu_children_matching(const char *path, const char *pattern)
 
 bool tu_no_children(const char *path)
 {
-    return tu_count(path) <= 0;
+    int n = tu_count(path);
+    return n == 0 || n == -1;
+}
+
+/* Ephemeral nodes at and under path; *unreadable is set if some level
+ * could not be read (the test has failed then). */
+static int count_ephemerals(const char *path, bool *unreadable)
+{
+    struct String_vector v;
+    struct Stat st = {0};
+    int total = 0, rc = inspect_children(path, &v, &st);
+
+    if (rc != ZOK) {
+        *unreadable |= rc != ZNONODE;
+        return 0;
+    }
+    if (st.ephemeralOwner != 0)
+        total = 1; /* an ephemeral node has no children */
+    for (int i = 0; total == 0 && i < v.count; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+        total += count_ephemerals(child, unreadable);
+    }
+    deallocate_String_vector(&v);
+    return total;
 }
 
 int tu_ephemerals(const char *path)
 {
-    struct Stat st;
-    int n, total = 0;
-    char **kids;
-
-    if (zoo_exists(tu_zk(), path, 0, &st) != ZOK)
-        return 0;
-    if (st.ephemeralOwner != 0)
-        return 1;
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids[i]);
-        total += tu_ephemerals(child);
-    }
-    tu_free_strings(kids);
-    return total;
+    bool unreadable = false;
+    int n = count_ephemerals(path, &unreadable);
+    return unreadable ? TU_UNREADABLE : n;
 }
 
 int tu_get(const char *path, char *buf, int len)
