@@ -59,9 +59,9 @@ typedef struct {
     const tu_test_t *tests; /* ends with {NULL, NULL} */
 } tu_suite_t;
 
-/* Runs the suites (ZKLOCK_TEST_ONLY=substring picks tests by name); each
- * test runs under a watchdog. Exit status: 0 all passed, 1 failures,
- * 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
+/* Runs the suites (ZKLOCK_TEST_ONLY=substring picks tests by name; naming
+ * none is a failure); each test runs under a watchdog. Exit status: 0 all
+ * passed, 1 failures, 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
 int tu_main(const tu_suite_t *suites, bool needs_zk);
 
 /* ---- ZooKeeper helpers ------------------------------------------------------------ */
