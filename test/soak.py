@@ -179,15 +179,23 @@ class Soak:
             self.harness("stop", self.zkdir)
 
     def leftover_nodes(self):
-        """Lock nodes still there once killed clients' sessions have expired."""
+        """Lock nodes still there once killed clients' sessions have expired;
+        None if they could never be counted (a failed look is no "none")."""
         deadline = time.monotonic() + 3 * self.a.session_ms / 1000 + 10
         while True:
-            r = subprocess.run([self.a.client, "--ephemerals", self.hosts, ROOT],
-                               capture_output=True, text=True)
-            n = int(r.stdout.strip() or -1)
+            n = count_leftover([self.a.client, "--ephemerals", self.hosts, ROOT])
             if n == 0 or time.monotonic() > deadline:
                 return n
             self.wait(0.5)
+
+
+def count_leftover(argv):
+    """soak_client --ephemerals: the count, or None if it could not look."""
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip().isdigit():
+        sys.stderr.write(r.stderr)
+        return None
+    return int(r.stdout)
 
 
 # ---- the checker ---------------------------------------------------------------------
@@ -299,7 +307,9 @@ def check(dirname, history, faults, leftover):
             violations.append(f"lock {h.lock}: {h.who} was overtaken while holding and not told")
 
     # 5: nothing left behind
-    if leftover != 0:
+    if leftover is None:
+        violations.append("the lock nodes left on the server could not be counted")
+    elif leftover != 0:
         violations.append(f"{leftover} lock node(s) left on the server")
 
     accepted = sum(1 for e in history if e[4])

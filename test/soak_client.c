@@ -16,7 +16,8 @@
  *       -t: the acquire timeout (default 3000 ms).
  *       Every event goes to LOG with a CLOCK_MONOTONIC timestamp.
  *   soak_client --ephemerals HOSTS ROOT
- *       Prints how many ephemeral nodes are left under ROOT.
+ *       Prints how many ephemeral nodes are left under ROOT; exit 1 and
+ *       nothing printed if some level could not be read.
  *   soak_client --make-paths HOSTS ROOT LOCKS
  *       Creates /ROOT/lock-<k> as persistent nodes.
  *
@@ -362,35 +363,46 @@ static void stop_workers(struct worker *w, int threads)
     }
 }
 
+/* Ephemeral nodes at and under path, or -1 if some level could not be read
+ * (a lost connection is no answer: "none" only from the server's word). */
 static int count_ephemerals(zhandle_t *zh, const char *path)
 {
     struct Stat st;
     struct String_vector kids;
-    int total = 0;
+    int total = 0, rc = zoo_get_children2(zh, path, 0, &kids, &st);
 
-    if (zoo_exists(zh, path, 0, &st) != ZOK)
+    if (rc == ZNONODE)
         return 0;
+    if (rc != ZOK) {
+        fprintf(stderr, "soak_client: cannot read %s: %s\n", path, zerror(rc));
+        return -1;
+    }
     if (st.ephemeralOwner != 0)
-        return 1;
-    if (zoo_get_children(zh, path, 0, &kids) != ZOK)
-        return 0;
-    for (int i = 0; i < kids.count; i++) {
+        total = 1; /* an ephemeral node has no children */
+    for (int i = 0; total >= 0 && st.ephemeralOwner == 0 && i < kids.count; i++) {
         char child[1024];
+        int n;
         snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
-        total += count_ephemerals(zh, child);
+        n = count_ephemerals(zh, child);
+        total = n < 0 ? -1 : total + n;
     }
     deallocate_String_vector(&kids);
     return total;
 }
 
+/* Prints the count; exit 1 (and nothing on stdout) if it could not be made. */
 static int ephemerals_main(const char *h, const char *r)
 {
     zklock_session_t *s;
+    int n;
+
     if (zklock_session_open(&s, h, NULL) != ZKLOCK_OK)
         return 1;
-    printf("%d\n", count_ephemerals(zklock_session_zhandle(s), r));
+    n = count_ephemerals(zklock_session_zhandle(s), r);
+    if (n >= 0)
+        printf("%d\n", n);
     zklock_session_close(s);
-    return 0;
+    return n >= 0 ? 0 : 1;
 }
 
 /* The lock paths as plain persistent nodes: never reaped when empty, so

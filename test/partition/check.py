@@ -292,7 +292,9 @@ def check_scenario(d):
             if not moved or lost_session:
                 v.append(f"{c}-{th}: cut off from its server {ev['server']}, it did not move to "
                          f"another with its session ({'expired' if lost_session else 'no reconnection'})")
-    if d["leftover"] != 0:
+    if d["leftover"] is None:
+        v.append("the lock nodes left on the server could not be counted")
+    elif d["leftover"] != 0:
         v.append(f"{d['leftover']} lock node(s) left on the server")
     for c in d.get("stuck", []):
         v.append(f"client {c} did not stop on SIGTERM")
@@ -318,7 +320,7 @@ def check_scenario(d):
         "refused": sum(1 for e in history if not e[4]),
         "granted_on_expired": len(on_expired),
         "lapsed": sum(1 for h in holds if h.lapsed is not None and (h.lost is None or h.lapsed < h.lost)),
-        "nodes_left": d["leftover"],
+        "nodes_left": d["leftover"] or 0,  # None (not counted) is a violation above
         "released_first": released_first,
         "margins_next": margins_next,
         "margins_expiry": margins_exp,

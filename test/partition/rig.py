@@ -414,8 +414,7 @@ class Rig:
         """Lock nodes left under root, once every session that could hold one has ended."""
         deadline = time.monotonic() + 2 * SESSION_MS / 1000 + 15
         while True:
-            r = run(*self.net.exec("c1", [self.a.client, "--ephemerals", self.hosts, root]), check_rc=False)
-            n = int(r.stdout.strip() or -1)
+            n = soak.count_leftover(self.net.exec("c1", [self.a.client, "--ephemerals", self.hosts, root]))
             if n == 0 or time.monotonic() > deadline:
                 return n
             time.sleep(0.5)
