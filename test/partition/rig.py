@@ -617,6 +617,7 @@ class Rig:
             "name": name, "dir": sdir, "t_start": t_start, "t_end": mono(),
             "history": storage.history, "events": events,
             "leftover": self.leftover(root), "stuck": stuck, "crashed": crashed,
+            "session_ms": SESSION_MS,
         }
         record["expiries"] = [e for e in self.zk.expiries(self.offset_s) if e[0] >= t_start]
         with open(os.path.join(sdir, "scenario.json"), "w") as out:
