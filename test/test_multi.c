@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detector.h"
+
 static zklock_t *new_multi(zklock_t *const *locks, size_t n, const zklock_opts_t *o)
 {
     zklock_t *m = NULL;
@@ -83,26 +85,32 @@ static void test_all_held_one_token(void)
 
 struct looper {
     zklock_t *l;
-    int *inside[2]; /* the detectors of the locks it takes */
-    int iterations, done, failures, overlaps;
+    struct detector *inside[2]; /* the detectors of the locks it takes */
+    int iterations, done, failures;
     pthread_t t;
 };
 
 static void *loop(void *arg)
 {
     struct looper *p = arg;
+    /* the critical section held open, so that an overlap, if there were
+     * one, has time to show */
+    struct timespec hold = {0, 200 * 1000};
 
     for (int i = 0; i < p->iterations; i++) {
+        int64_t token = 0;
         int rc = zklock_acquire(p->l, 20000);
+        if (rc == ZKLOCK_OK)
+            rc = zklock_fence(p->l, &token);
         if (rc != ZKLOCK_OK) {
             p->failures++;
             continue;
         }
         for (int k = 0; k < 2 && p->inside[k]; k++)
-            if (__atomic_add_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST) != 1)
-                p->overlaps++;
+            detector_enter(p->inside[k], false, token);
+        nanosleep(&hold, NULL);
         for (int k = 0; k < 2 && p->inside[k]; k++)
-            __atomic_sub_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST);
+            detector_leave(p->inside[k], false);
         if (zklock_release(p->l) != ZKLOCK_OK)
             p->failures++;
     }
@@ -111,13 +119,14 @@ static void *loop(void *arg)
 }
 
 /* {A,B}, {B,A}, {A} and {B}, each in a thread with its own session, in a
- * loop: no deadlock (no acquisition times out), no overlap on A or on B. */
+ * loop: no deadlock (no acquisition times out), no overlap on A or on B,
+ * their tokens grow, and every critical section was entered. */
 static void test_overlapping_sets_no_deadlock(void)
 {
     enum { ITER = 40 };
     zklock_session_t *s[4];
     char pa[256], pb[256];
-    int inside_a = 0, inside_b = 0;
+    struct detector inside_a = {0}, inside_b = {0};
     struct looper p[4];
     zklock_t *a[4], *b[4], *ab, *ba;
 
@@ -139,8 +148,13 @@ static void test_overlapping_sets_no_deadlock(void)
     for (int i = 0; i < 4; i++) {
         pthread_join(p[i].t, NULL);
         TU_ASSERT_INT(p[i].failures, ==, 0);
-        TU_ASSERT_INT(p[i].overlaps, ==, 0);
     }
+    TU_ASSERT_INT(inside_a.overlaps, ==, 0);
+    TU_ASSERT_INT(inside_b.overlaps, ==, 0);
+    TU_ASSERT_INT(inside_a.stale_tokens, ==, 0);
+    TU_ASSERT_INT(inside_b.stale_tokens, ==, 0);
+    TU_ASSERT_INT(inside_a.entries, ==, 3 * ITER); /* {A,B}, {B,A} and {A} */
+    TU_ASSERT_INT(inside_b.entries, ==, 3 * ITER);
     zklock_free(ab);
     zklock_free(ba);
     for (int i = 0; i < 4; i++) {
