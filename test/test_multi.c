@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "detector.h"
+#include "zkproxy.h"
 
 static zklock_t *new_multi(zklock_t *const *locks, size_t n, const zklock_opts_t *o)
 {
@@ -363,26 +364,52 @@ static void test_with_semaphore(void)
 /* The first hold of a new session is a multi-lock's: its lease is known
  * (the transaction is a write) and bounds the hold from the start. It was
  * not counted, and the belief timer was never armed: cut off, the holder
- * was told only when the session expired. */
+ * was told only when the session expired. Through a proxy that cuts the
+ * connection: the lease ends no later than a session timeout from now, and
+ * the holder is told when it runs out, before any server could expire the
+ * session (its lease plus the margin), not by the session's end. */
 static void test_lease_from_the_first_hold(void)
 {
-    zklock_session_t *s = tu_session();
-    zklock_t *a = tu_mutex(s, path_n("multi-lease", 0), NULL);
-    zklock_t *b = tu_mutex(s, path_n("multi-lease", 1), NULL);
-    zklock_t *m = new_multi((zklock_t *[]){a, b}, 2, NULL);
-    struct timespec until, now;
+    enum { TIMEOUT_MS = 10000 }; /* its twentieth, the margin, covers a slow on_lost */
+    struct tu_events ev = TU_EVENTS_INIT, lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS, .on_state = tu_on_state, .ctx = &ev};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *s = NULL;
+    zklock_t *a, *b, *m;
+    struct timespec until;
+    int64_t until_ms;
 
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    a = tu_mutex(s, path_n("multi-lease", 0), NULL);
+    b = tu_mutex(s, path_n("multi-lease", 1), NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &lo);
     TU_REQUIRE_RC(zklock_acquire(m, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(m, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    CU_ASSERT(until.tv_sec > now.tv_sec);
+    until_ms = until.tv_sec * 1000 + until.tv_nsec / 1000000;
+    /* heard from as it sent the transaction: 0.95 x the timeout ahead */
+    TU_ASSERT_INT(until_ms - tu_now_ms(), <=, TIMEOUT_MS);
+    TU_ASSERT_INT(until_ms - tu_now_ms(), >, TIMEOUT_MS / 2);
     TU_ASSERT_RC(zklock_valid_until(a, &until), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_state(&ev, ZKLOCK_SUSPENDED));
+    /* nothing is heard any more: this is the lease's end */
+    TU_REQUIRE_RC(zklock_valid_until(m, &until), ZKLOCK_OK);
+    until_ms = until.tv_sec * 1000 + until.tv_nsec / 1000000;
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE); /* not the session's end */
+    TU_ASSERT_INT(lost.lost_at_ms, <=, until_ms + TIMEOUT_MS / 20);
+    TU_ASSERT_INT(lost.lost, ==, 1);
+    zkproxy_restore(proxy);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_ELOST);
     zklock_free(m);
     zklock_free(a);
     zklock_free(b);
     zklock_session_close(s);
+    zkproxy_stop(proxy);
     tu_assert_clean(path_n("multi-lease", 0));
+    tu_assert_clean(path_n("multi-lease", 1));
 }
 
 static const tu_test_t multi_tests[] = {

@@ -190,8 +190,9 @@ struct tu_events {
     int lost, lost_reason;
     int states[32], nstates;
     int64_t states_at_ms[32]; /* tu_now_ms() when each state arrived */
+    int64_t lost_at_ms;       /* tu_now_ms() when on_lost last came */
 };
-#define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0, {0}}
+#define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0, {0}, 0}
 void tu_on_lost(zklock_t *l, int reason, void *ctx);
 void tu_on_state(zklock_session_t *s, int state, void *ctx);
 bool tu_lost_once(void *events);

@@ -424,6 +424,7 @@ void tu_on_lost(zklock_t *l, int reason, void *ctx)
     pthread_mutex_lock(&e->mu);
     e->lost++;
     e->lost_reason = reason;
+    e->lost_at_ms = tu_now_ms();
     pthread_mutex_unlock(&e->mu);
 }
 
