@@ -197,7 +197,7 @@ static int count_ephemerals(const char *path, bool *unreadable)
     }
     if (st.ephemeralOwner != 0)
         total = 1; /* an ephemeral node has no children */
-    for (int i = 0; total == 0 && i < v.count; i++) {
+    for (int i = 0; st.ephemeralOwner == 0 && i < v.count; i++) {
         char child[1024];
         snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
         total += count_ephemerals(child, unreadable);
