@@ -218,5 +218,10 @@ uint64_t tu_stat(zklock_session_t *s, size_t offset);
 /* Waits until s has evaluated n listings of lock paths in all: a waiter
  * that has listed knows its predecessor, so a release after that wakes it. */
 bool tu_wait_listings(zklock_session_t *s, uint64_t n);
+/* Waits until zklock has handled every watch event and answer the servers
+ * sent s for what happened before this call: a negative check ("not woken",
+ * "not held") made after it cannot be made before the event that would make
+ * it fail had arrived. */
+void tu_barrier(zklock_session_t *s);
 
 #endif

@@ -257,6 +257,43 @@ void tu_expire(zklock_session_t *s)
 }
 
 
+/* ---- the events a session has seen ----------------------------------------------------- */
+
+struct barrier {
+    int done, rc;
+};
+
+static void barrier_done(int rc, const struct Stat *st, const void *data)
+{
+    struct barrier *b = (struct barrier *)data;
+    __atomic_store_n(&b->rc, rc, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool barrier_passed(void *b)
+{
+    return __atomic_load_n(&((struct barrier *)b)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A write of the root's data with a version no node has: refused
+ * (ZBADVERSION), never applied, but ordered with every other write, so its
+ * answer comes after every event of an earlier write; and zklock handles a
+ * session's watch events and answers on the ZooKeeper client's completion
+ * thread, in the order they came, as this answer is. */
+void tu_barrier(zklock_session_t *s)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    struct barrier *b = calloc(1, sizeof *b);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    TU_REQUIRE_RC(zoo_aset(zh, "/", "", 0, -2, barrier_done, b), ZOK);
+    if (!tu_wait_until(barrier_passed, b, TU_WAIT_MS))
+        CU_FAIL_FATAL("the session's barrier write was not answered"); /* b stays: it may still be */
+    TU_ASSERT_RC(b->rc, ZBADVERSION);
+    free(b);
+}
+
 /* ---- servers ------------------------------------------------------------------------ */
 
 int tu_servers(void)
