@@ -64,6 +64,11 @@ typedef struct {
  * passed, 1 failures, 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
 int tu_main(const tu_suite_t *suites, bool needs_zk);
 
+/* Says that part of the running test cannot run here, and why: a line
+ * "ok - SUITE/TEST # SKIP why" in the log, which scripts/test.sh counts
+ * (a skip CI does not expect fails it). */
+void tu_skip(const char *why);
+
 /* ---- ZooKeeper helpers ------------------------------------------------------------ */
 
 const char *tu_hosts(void);
