@@ -15,16 +15,27 @@
 #   valgrind   make check-valgrind (memcheck, leaks are errors)
 #   fuzz       libFuzzer on lock paths, node names and node data as the utilities
 #              print it ($FUZZ_SECONDS, default 60)
+#   soak       the chaos soak (make soak), short: $SOAK_SECONDS (default 120)
+#              of client kills and pauses, server kills and pauses against a
+#              3-server ensemble, then test/soak.py's checker; about 2.5
+#              minutes in all, and stopped at SOAK_SECONDS + 180 s
 #   distcheck  make distcheck
 #   partition  the partition rig (make check-partition): network namespaces,
 #              silent cuts, partitions, loss, delay, pauses, one run of each
 #              scenario; needs root, and says SKIP (exit 77) where namespaces
 #              cannot be made. About 5 minutes; $PARTITION_FLAGS go to
 #              test/partition/rig.py (e.g. '--runs 3 --keep')
+#
+# Not a stage: the model's large bounds (make check-model), about 35 minutes
+# and 3 GB for the verifiers, more than CI's budget (its whole run, about
+# 30 minutes, must stay well under 90) and than a shared runner's memory.
+# make check runs the small bounds (model/check.sh), every broken variant
+# included; run make check-model when the engine's protocol or the model
+# changes.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-ALL_STAGES="check install demo asan tsan valgrind fuzz distcheck partition"
+ALL_STAGES="check install demo asan tsan valgrind fuzz soak distcheck partition"
 # a suite that fails under test/zk-harness.sh shows its servers' last log lines
 export ZKLOCK_HARNESS_LOGS=${ZKLOCK_HARNESS_LOGS:-1}
 stages=${*:-$ALL_STAGES}
@@ -142,6 +153,22 @@ stage_fuzz() {
   (cd "$out" && ./fuzz_names -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
     -print_final_stats=1 corpus 2>&1 | tail -n 15) || { echo "FAIL: the fuzzer found a crash (see $out)"; return 1; }
   echo "PASS: fuzzed lock paths, node names and node data for ${FUZZ_SECONDS:-60} s"
+}
+
+stage_soak() {
+  local seconds=${SOAK_SECONDS:-120} rc=0
+  build "$B/plain"
+  make -C "$B/plain" -s test/soak_client >/dev/null || { echo "FAIL: cannot build test/soak_client"; return 1; }
+  # soak.py bounds itself (the faults for $seconds, then at most a minute to
+  # stop the clients and a few session timeouts for the nodes to go); the
+  # timeout is for a hang, and its SIGTERM goes through soak.py's clean-up
+  (cd "$B/plain" && timeout $((seconds + 180)) python3 "$ZKLOCK_TOP/test/soak.py" --seconds "$seconds" \
+    --client test/soak_client --harness "$ZKLOCK_TOP/test/zk-harness.sh") >"$B/soak.log" 2>&1 || rc=$?
+  sed -n '1p; /== soak results ==/,$p' "$B/soak.log"
+  if [ $rc -ne 0 ]; then
+    tail -n 20 "$B/soak.log"; echo "FAIL: the soak (exit $rc; log in $B/soak.log)"; return 1
+  fi
+  echo "PASS: the soak, $seconds s of faults"
 }
 
 stage_distcheck() {

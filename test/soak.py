@@ -197,6 +197,11 @@ class Soak:
             return check(self.dir, self.storage.history, self.events, self.faults, left,
                          self.a.session_ms)
         finally:
+            for p in self.clients.values():  # stopped early (SIGTERM, an error)
+                if p.poll() is None:
+                    p.send_signal(signal.SIGCONT)
+                    p.kill()
+                    p.wait()
             self.harness("stop", self.zkdir)
 
     def leftover_nodes(self):
@@ -555,6 +560,10 @@ def main():
     seed = args.seed if args.seed is not None else int(time.time())
     random.seed(seed)
     print(f"seed {seed}")
+
+    def interrupted(sig, frame):  # through the clean-up in Soak.run
+        raise KeyboardInterrupt(f"interrupted by {signal.Signals(sig).name}")
+    signal.signal(signal.SIGTERM, interrupted)
     sys.exit(Soak(args).run())
 
 
