@@ -426,6 +426,20 @@ def believed_overlaps(holds):
     return pairs
 
 
+def overlap_violations(holds):
+    """believed_overlaps() as violations, but for those with a paused holder
+    (it could be told nothing): (violations, the pairs with a paused one)."""
+    violations, paused = [], []
+    for a, b in believed_overlaps(holds):
+        if a.paused or b.paused:
+            paused.append((a, b))
+            continue
+        both = min(a.end or float("inf"), b.end or float("inf")) - b.acq
+        violations.append(f"lock {a.lock}: {a.who} ({a.kind}) and {b.who} ({b.kind}) believed "
+                          f"they held together for {both / 1e6:.0f} ms")
+    return violations, paused
+
+
 def lapsed_accepted(ops, holds, margin_us):
     """Accepted operations that went out past zklock_valid_until() by more
     than margin_us: the lease's margin, in which zklock delivers on_lost and
@@ -497,13 +511,8 @@ def check(dirname, history, events, faults, leftover, session_ms):
     violations += inside
     order = token_order(holds)
     violations += order
-    pairs = believed_overlaps(holds)
-    paused_pairs = [(a, b) for a, b in pairs if a.paused or b.paused]
-    for a, b in pairs:
-        if not (a.paused or b.paused):
-            both = min(a.end or float("inf"), b.end or float("inf")) - b.acq
-            violations.append(f"lock {a.lock}: {a.who} and {b.who} believed they held together "
-                              f"for {both / 1e6:.0f} ms")
+    overlaps, paused_pairs = overlap_violations(holds)
+    violations += overlaps
     lapsed, lapsed_within, lapsed_paused = lapsed_accepted(ops, holds, session_ms * 1000 // 20)
     violations += lapsed
     overtaken, told, untold = overtaken_not_told(holds, ops)
@@ -523,7 +532,7 @@ def check(dirname, history, events, faults, leftover, session_ms):
     print(f"writes accepted / refused:    {accepted} / {len(ops) - accepted}")
     print(f"losses reported (on_lost):    {sum(1 for h in holds if h.lost is not None)}")
     print(f"holders overtaken / told:     {overtaken} / {told}")
-    print(f"believed overlaps:            {len(pairs) - len(paused_pairs)} "
+    print(f"believed overlaps:            {len(overlaps)} "
           f"(+{len(paused_pairs)} with a paused holder)")
     print(f"accepted inside a newer hold: {len(inside)} (+{len(inside_paused)} by paused "
           f"holders past valid_until)")

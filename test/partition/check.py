@@ -52,7 +52,7 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import soak  # noqa: E402  (the clients' logs, the storage's record, the checks both share)
-from soak import believed_overlaps, conflict, read_logs  # noqa: E402
+from soak import conflict, read_logs  # noqa: E402
 
 NS = 1_000_000_000
 SESSION_MS = 4000  # rig.py's, for a record that does not say
@@ -119,13 +119,8 @@ def check_scenario(d):
     v += soak.overtaken_not_told(holds, ops)[2]
 
     # believed holds
-    pairs = believed_overlaps(holds)
-    paused_pairs = [(a, b) for a, b in pairs if a.paused or b.paused]
-    for a, b in pairs:
-        if not (a.paused or b.paused):
-            both = min(a.end or float("inf"), b.end or float("inf")) - b.acq
-            v.append(f"lock {a.lock}: {a.who} ({a.kind}) and {b.who} ({b.kind}) believed they held "
-                     f"together for {both / 1e6:.0f} ms")
+    overlaps, paused_pairs = soak.overlap_violations(holds)
+    v += overlaps
 
     # every hold ends; every loss is told; no belief past the session's end
     margins_next, margins_exp, paused_margins = [], [], []
@@ -216,7 +211,7 @@ def check_scenario(d):
         "handoffs": handoffs,
         "faults": sum(ev.get("count", 1) for ev in events),
         "losses": dict(reasons),
-        "believed_overlaps": len(pairs) - len(paused_pairs),
+        "believed_overlaps": len(overlaps),
         "paused_overlaps": len(paused_pairs),
         "accepted_overlaps": len(acc),
         "accepted_inside_paused": len(inside_paused),
