@@ -41,7 +41,7 @@ static void test_curator_layout(void)
     TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
     TU_ASSERT_INT(tu_children_matching(sub(path, "leases"), "^" TU_CURATOR_PREFIX "lease-[0-9]{10}$"), ==, 1);
     /* The acquisition mutex is let go once the lease is held. */
-    CU_ASSERT(tu_wait_children(sub(path, "locks"), 0));
+    CU_ASSERT(tu_wait_no_children(sub(path, "locks")));
     TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
     TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
     zklock_free(a);

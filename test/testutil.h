@@ -168,6 +168,9 @@ zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *o
 
 /* Waits until `path` has exactly `n` children. */
 bool tu_wait_children(const char *path, int n);
+/* Waits until `path` has no children or is gone: an empty container may be
+ * reaped (every second, by the harness's servers) before it is seen empty. */
+bool tu_wait_no_children(const char *path);
 /* For tu_wait_until: true once the node (a char *) no longer exists (read:
  * not merely unreadable). */
 bool tu_gone(void *path);

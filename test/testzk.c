@@ -411,6 +411,16 @@ bool tu_wait_children(const char *path, int n)
     return tu_wait_until(has_count, &a, TU_WAIT_MS);
 }
 
+static bool no_children(void *path)
+{
+    return tu_no_children(path);
+}
+
+bool tu_wait_no_children(const char *path)
+{
+    return tu_wait_until(no_children, (void *)path, TU_WAIT_MS);
+}
+
 bool tu_gone(void *path)
 {
     return tu_count(path) == -1;
