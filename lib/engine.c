@@ -92,24 +92,30 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
 /* ---- sending -------------------------------------------------------------- */
 
 /* Creates every level of the lock path as a container node, top down, in
- * one pipelined burst; "exists already" answers are fine. A refusal (ACL,
- * an ephemeral ancestor, a missing chroot) is kept in c->parent_rc: our own
- * create then fails with "no node", and the caller must hear the cause, not
- * a retry storm. */
+ * one pipelined burst (the queue's own level persistent where the peer's
+ * layout has it so: l->keep_queue); "exists already" answers are fine. A
+ * refusal (ACL, an ephemeral ancestor, a missing chroot) is kept in
+ * c->parent_rc: our own create then fails with "no node", and the caller
+ * must hear the cause, not a retry storm. */
 void zklock__send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
-    char *p = strdup(c->l->queue);
+    const zklock_t *l = c->l;
+    char *p = strdup(l->queue);
     bool top = true;
 
     if (!p)
         return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+        bool kept = !slash && l->keep_queue;
+        const char *data = kept ? l->queue_data : NULL;
+
         if (slash)
             *slash = '\0';
         c->busy++;
         zklock__op_begin(c);
-        if (zoo_acreate(s->zh, p, NULL, -1, c->l->acl, ZOO_CONTAINER,
+        if (zoo_acreate(s->zh, p, data, data ? (int)strlen(data) : -1, l->acl,
+                        kept ? ZOO_PERSISTENT : ZOO_CONTAINER,
                         top ? top_parent_done : parent_done, c) != ZOK) {
             zklock__op_end(c); /* the create that follows is refused too, and says why */
             c->busy--;

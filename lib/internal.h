@@ -33,6 +33,16 @@
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zklock__path_check(const char *path);
 
+/* ---- hosts.c: the server list ------------------------------------------------- */
+
+/* 0 if `hosts` is a server list the ZooKeeper client accepts
+ * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
+int zklock__hosts_check(const char *hosts);
+/* For a well-formed list: 0 if at least one of its names resolves now (the
+ * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
+ * Asks the system's resolver: may take as long as DNS does. */
+int zklock__hosts_resolve(const char *hosts);
+
 /* ---- clock.c: monotonic time --------------------------------------------- */
 
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
@@ -133,10 +143,24 @@ struct zkl_entry {
 int zklock__parse_name(const char *name, struct zkl_entry *e);
 
 /* Sorts a queue into lock order: by sequence number in serial-number
- * arithmetic relative to `ref` (so the order survives the 2^31 wrap as long
- * as the live queue spans less than 2^31 numbers), exclusive before shared on
- * a tie (a downgrade heir follows its writer), then by name. */
+ * arithmetic relative to `ref`, exclusive before shared on a tie (a
+ * downgrade heir follows its writer), then by name. Where every number is
+ * below ZKL_SEQ_SPENT, as in every queue the engine judges, that is plain
+ * numeric order, which is also the text order Curator and kazoo sort by. */
 void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref);
+
+/* The end of a lock path's sequence counter (design.md, "Sequence numbers
+ * run out"). After 2^31 - 1 creations under one parent ZooKeeper 3.8 keeps
+ * numbering 2147483647 (and, for creates in flight together, negative
+ * numbers); older servers wrap to negative ones. Curator and kazoo sort the
+ * text, where a negative number comes first: such a number is *spent*, and
+ * so is 2147483647 itself, the one that repeats. */
+#define ZKL_SEQ_SPENT INT32_MAX
+bool zklock__seq_spent(int32_t seq);
+/* The counter's upper half: a contender numbered there lists the queue
+ * before it takes a turn handed over (a spent number may have come since
+ * it last looked); below it, 2^30 creations would have to happen first. */
+#define ZKL_SEQ_LATE (INT32_C(1) << 30)
 
 /* The index of the entry that blocks q[self] (the nearest conflicting
  * predecessor), or -1 if q[self] may hold. *blockers = how many conflicting
@@ -277,6 +301,9 @@ struct zkl_recipe {
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* zklock_free(l): end the recipe's own calls in flight on l (an
+     * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
+    void (*retiring)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
@@ -288,6 +315,12 @@ struct zklock {
     char *queue;           /* where its contenders queue: path, or (semaphore)
                               a child of it; owned if it is not path */
     bool unnumbered;       /* its nodes are not sequential (kazoo's leases) */
+    /* The queue's own level is made PERSISTENT, as kazoo's layout has it
+     * (kazoo's ensure_path; a kazoo object that once saw the path never
+     * looks again), with queue_data (NULL: none) in it; the levels above,
+     * and every level of Curator's layout, are CONTAINERs. */
+    bool keep_queue;
+    const char *queue_data; /* borrowed from the recipe's memory */
     const char *tag_text;  /* in its nodes' names: zklock__tag_text(tag), or
                               a recipe's */
     bool internal;         /* is a recipe's own handle: nobody hears of its losses */
@@ -323,6 +356,7 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 struct zkl_heir_multi;
@@ -391,7 +425,7 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
-    int nlocks;                 /* live lock handles */
+    int nlocks;                 /* live lock handles and followers */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
@@ -400,6 +434,8 @@ struct zklock_session {
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
+    zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -425,7 +461,8 @@ struct zkl_layer {
 };
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zklock__layers[];
-extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer;
+extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer,
+    zklock__election_layer, zklock__follow_layer;
 
 bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */

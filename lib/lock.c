@@ -151,8 +151,10 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     struct zkl_done *done;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1 || !handle_owned(l))
+    if (!l || !fn || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (!handle_owned(l))
+        return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, true);
     if (rc == 0) {
@@ -228,8 +230,10 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     struct zkl_done *done = NULL;
     int rc;
 
-    if (!l || !handle_owned(l))
+    if (!l)
         return ZKLOCK_EINVAL;
+    if (!handle_owned(l))
+        return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);
     if (fn && !(done = zklock__done_new(l, fn, ctx)))
         rc = ZKLOCK_ENOMEM;
@@ -410,6 +414,8 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
 
     l->freeing = true;
     cancel_locked(l);
+    if (l->recipe->retiring)
+        l->recipe->retiring(l); /* its own calls (an election's proclaims) */
     while (wait && (l->users > 0 || l->in_callback > 0))
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {

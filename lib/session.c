@@ -370,8 +370,8 @@ static int open_handle(zklock_session_t *s)
     else
 #endif
         s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
-    if (!s->zh)
-        return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_EINVAL;
+    if (!s->zh) /* the list is well formed (hosts.c): its names failed */
+        return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_ERESOLVE;
     zoo_set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
     s->state = ZKL_S_CONNECTING;
     /* Queued now, sent ahead of anything else once connected. */
@@ -386,10 +386,29 @@ static int open_handle(zklock_session_t *s)
     return rc;
 }
 
+/* open_handle(), once a name of the list resolves. The lookup, which may
+ * wait for DNS, is made without s->mu, so that it holds up no caller; a
+ * list that does not resolve is not given to zookeeper_init() (which would
+ * wait as long, with s->mu). ZKLOCK_ECLOSED if the session closed meanwhile. */
+static int open_handle_when_resolved(zklock_session_t *s)
+{
+    int rc;
+
+    pthread_mutex_unlock(&s->mu);
+    rc = zklock__hosts_resolve(s->hosts);
+    pthread_mutex_lock(&s->mu);
+    if (s->thread_stop || s->state == ZKL_S_CLOSED)
+        return ZKLOCK_ECLOSED;
+    return rc ? rc : open_handle(s);
+}
+
 /* Closes the dead handle (its late answers are stale by generation) and
- * opens a new session. */
+ * opens a new session (the first one, for a session opened in the
+ * background). */
 static void replace_handle(zklock_session_t *s)
 {
+    int rc;
+
     zhandle_t *old = s->retired_zh ? s->retired_zh : s->zh;
 
     s->need_new_handle = false;
@@ -403,7 +422,8 @@ static void replace_handle(zklock_session_t *s)
     handle_closed(s);
     if (s->thread_stop || s->state == ZKL_S_CLOSED || s->auth_failed)
         return;
-    if (open_handle(s) != 0) {
+    rc = open_handle_when_resolved(s);
+    if (rc != 0 && rc != ZKLOCK_ECLOSED) {
         s->need_new_handle = true; /* try again shortly */
         zklock__timer_arm_in(s, &s->retry_timer, ZKL_REOPEN_MS);
     }
@@ -576,6 +596,27 @@ static void stop_thread(zklock_session_t *s)
     s->thread_started = false;
 }
 
+/* opts.background: the session thread makes the first handle as it makes
+ * every later one (replace_handle), and retries until it has one: the ZooKeeper
+ * client then retries the servers by itself. Calls wait meanwhile as during a
+ * reconnection. */
+static int open_in_background(zklock_session_t *s)
+{
+    s->need_new_handle = true;
+    s->reopen_now = true;
+    return start_thread(s);
+}
+
+static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
+{
+    if (rc) {
+        zklock_session_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
 int zklock_session_open(zklock_session_t **out, const char *hosts,
                         const zklock_session_opts_t *opts)
 {
@@ -586,8 +627,8 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     if (!out)
         return ZKLOCK_EINVAL;
     *out = NULL;
-    if (!hosts || !*hosts)
-        return ZKLOCK_EINVAL;
+    if (zklock__hosts_check(hosts) != 0)
+        return ZKLOCK_EINVAL; /* malformed: no retry would help */
     rc = session_new(&s, opts);
     if (rc)
         return rc;
@@ -597,6 +638,11 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
         return ZKLOCK_ENOMEM;
     }
     pthread_mutex_lock(&s->mu);
+    if (s->opts.background) {
+        rc = open_in_background(s);
+        pthread_mutex_unlock(&s->mu);
+        return finish_open(out, s, rc);
+    }
     rc = open_handle(s);
     if (rc == 0)
         rc = start_thread(s);
@@ -610,12 +656,7 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
         rc = ZKLOCK_ENOSERVER; /* no server, or no verdict on the credentials */
     pthread_mutex_unlock(&s->mu);
-    if (rc) {
-        zklock_session_close(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    return finish_open(out, s, rc);
 }
 
 /* With s->mu held: starts using the application's handle zh. */

@@ -147,7 +147,7 @@ stage_fuzz() {
   clang -g -O1 -fsanitize=fuzzer,address,undefined -DZKL_LIBFUZZER -DTHREADED \
     -I"$B/plain" -I"$B/plain/include" -I"$ZKLOCK_TOP/include" \
     -o "$out/fuzz_names" "$ZKLOCK_TOP/test/fuzz_names.c" "$ZKLOCK_TOP/lib/node.c" \
-    "$ZKLOCK_TOP/lib/path.c" "$ZKLOCK_TOP/lib/error.c" "$ZKLOCK_TOP/tools/escape.c" \
+    "$ZKLOCK_TOP/lib/path.c" "$ZKLOCK_TOP/lib/hosts.c" "$ZKLOCK_TOP/lib/error.c" "$ZKLOCK_TOP/tools/escape.c" \
     -lzookeeper_mt -ljansson ||
     { echo "FAIL: cannot build the fuzz target"; return 1; }
   (cd "$out" && ./fuzz_names -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \

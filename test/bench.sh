@@ -18,6 +18,12 @@ run() { # description python-check-on-r workload args...
     sed 's/^/    /' "$T/bench.err"
   fi
 }
+# idle first, while nobody else has written (the others' lock paths are
+# deleted by the server for seconds after they end): 2 s sessions, so a
+# heartbeat every third of a second, some in the window, and every
+# transaction counted one of the benchmark's own requests.
+run "idle: the peers' keys, the ensemble's transactions" 'r["holders"] == 2 and r["seconds"] == 2 and r["session_timeout_ms"] == 2000 and 1 <= r["txns"] <= r["requests"] + 2 and abs(r["txn_per_s_per_holder"] - r["txns"] / 2 / 2) < 1e-3' --session-timeout 2000 idle 2 2
+run "idle-many: one session, many locks" 'r["holders"] == 1 and r["locks_per_holder"] == 50 and 1 <= r["txns"] <= r["requests"] + 1 and abs(r["txn_per_timeout_per_holder"] - r["txns"]) < 1e-2' --session-timeout 2000 idle-many 50 2
 run "uncontended: the peers' keys" 'r["n"] == 100 and r["ops_per_s"] > 0 and r["p50_us"] <= r["p99_us"] and r["cpu_us_per_op"] > 0' uncontended 100
 run "contended: no overlap, everyone served" 'r["overlaps"] == 0 and r["acquisitions"] > 0 and r["min_per_client"] > 0' contended 4 2
 run "herd: one wake-up per release" 'r["wakeups_per_release"] == 1.0 and r["releases"] == 30' herd 30

@@ -53,14 +53,7 @@ static bool called(void *o)
  * until cond(arg) holds, or ms pass. */
 static bool loop_while_not(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms)
 {
-    int64_t end = tu_now_ms() + ms;
-    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
-
-    while (!cond(arg) && tu_now_ms() < end) {
-        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
-            zklock_session_dispatch(s);
-    }
-    return cond(arg);
+    return tu_dispatch_until(s, cond, arg, ms);
 }
 
 static bool loop_until(zklock_session_t *s, struct outcome *o, int ms)
@@ -119,8 +112,10 @@ static void test_async_refusals(void)
     zklock_t *holder = tu_mutex(ts, path, NULL);
     struct outcome a = {0}, b = {0};
 
-    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EINVAL);
-    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EINVAL);
+    /* The likeliest first mistake gets the code whose text says what to set. */
+    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EOWNER);
+    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EOWNER);
+    CU_ASSERT(strstr(zklock_strerror(ZKLOCK_EOWNER), "ZKLOCK_OWNER_HANDLE") != NULL);
     TU_ASSERT_RC(zklock_acquire_async(l, -1, NULL, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(l, -2, done, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(NULL, -1, done, &a), ZKLOCK_EINVAL);
@@ -538,23 +533,9 @@ static void test_thousand_waiters(void)
 
 /* ---- calls of several threads on one handle (review findings) ---------------------------- */
 
-struct slow_done {
-    int started, finished; /* __atomic */
-};
-
 static void slow_done(zklock_t *l, int rc, void *ctx)
 {
-    struct slow_done *sd = ctx;
-    struct timespec pause = {0, 300 * 1000 * 1000};
-
-    __atomic_store_n(&sd->started, 1, __ATOMIC_SEQ_CST);
-    nanosleep(&pause, NULL); /* deliberately slow: zklock_free must wait for it */
-    __atomic_store_n(&sd->finished, 1, __ATOMIC_SEQ_CST);
-}
-
-static bool slow_started(void *sd)
-{
-    return __atomic_load_n(&((struct slow_done *)sd)->started, __ATOMIC_SEQ_CST) != 0;
+    tu_slow_call(ctx); /* zklock_free must wait for it */
 }
 
 /* zklock_free while one of l's done callbacks runs: it has returned before
@@ -564,10 +545,10 @@ static void test_free_waits_for_a_running_done(void)
     zklock_session_t *s = tu_session();
     const char *path = tu_path("free-running-done");
     zklock_t *l = handle_mutex(s, path, NULL);
-    struct slow_done sd = {0, 0};
+    struct tu_slow sd = {0, 0, 0};
 
     TU_REQUIRE_RC(zklock_acquire_async(l, -1, slow_done, &sd), ZKLOCK_OK);
-    CU_ASSERT_FATAL(tu_wait_until(slow_started, &sd, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_wait_until(tu_slow_started, &sd, TU_WAIT_MS));
     zklock_free(l);
     TU_ASSERT_INT(__atomic_load_n(&sd.finished, __ATOMIC_SEQ_CST), ==, 1);
     zklock_session_close(s);

@@ -49,6 +49,65 @@ static void test_path_table(void)
     }
 }
 
+/* ---- server lists ------------------------------------------------------------ */
+
+/* What ZooKeeper's client would refuse (a usage error) against what it
+ * takes; none of these is looked up. */
+static void test_hosts_table(void)
+{
+    static const struct {
+        const char *hosts;
+        int rc;
+    } table[] = {
+        {"127.0.0.1:2181", 0},
+        {"zk1:2181,zk2:2182,zk3:2183", 0},
+        {"zk1:2181,zk2:2182/app/locks", 0},
+        {"zk1:2181/", 0},                /* "/" is no chroot */
+        {"zk1:2181, zk2:2181", 0},       /* blanks before a host, as the client skips them */
+        {"zk1:2181,,zk2:2181,", 0},      /* empty entries, as the client skips them */
+        {"::1:2181", 0},                 /* IPv6, bare: the port follows the last ':' */
+        {"zk1:65535", 0},
+        {"nonexistent.invalid:1", 0},    /* well formed: resolving it is another matter */
+        {NULL, ZKLOCK_EINVAL},
+        {"", ZKLOCK_EINVAL},
+        {",", ZKLOCK_EINVAL},
+        {"/chroot", ZKLOCK_EINVAL},      /* no server */
+        {"zk1", ZKLOCK_EINVAL},          /* no port */
+        {"zk1:", ZKLOCK_EINVAL},
+        {":2181", ZKLOCK_EINVAL},        /* no host */
+        {"zk1:0", ZKLOCK_EINVAL},
+        {"zk1:65536", ZKLOCK_EINVAL},
+        {"zk1:99999999999", ZKLOCK_EINVAL},
+        {"zk1:2181x", ZKLOCK_EINVAL},
+        {"zk1:-1", ZKLOCK_EINVAL},
+        {"zk1:0x50", ZKLOCK_EINVAL},
+        {"zk1:2181,zk2", ZKLOCK_EINVAL}, /* one server without a port */
+        {"zk 1:2181", ZKLOCK_EINVAL},
+        {"zk1 :2181", ZKLOCK_EINVAL},
+        {"[::1]:2181", ZKLOCK_EINVAL},   /* brackets: the client would look up "[::1]" */
+        {"zk1:2181/bad//chroot", ZKLOCK_EINVAL},
+        {"zk1:2181/trailing/", ZKLOCK_EINVAL},
+        {"zk1:2181/a/../b", ZKLOCK_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        char msg[160];
+        int rc = zklock__hosts_check(table[i].hosts);
+        snprintf(msg, sizeof msg, "hosts #%zu '%s': got %d, want %d", i,
+                 table[i].hosts ? table[i].hosts : "(null)", rc, table[i].rc);
+        CU_assertImplementation(rc == table[i].rc, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+}
+
+/* Names that need no DNS: a numeric address, and /etc/hosts's localhost.
+ * (A name that does not resolve is tested where no query can leave the
+ * machine: test/resolve.sh.) */
+static void test_hosts_resolve(void)
+{
+    TU_ASSERT_RC(zklock__hosts_resolve("127.0.0.1:2181"), 0);
+    TU_ASSERT_RC(zklock__hosts_resolve("localhost:2181/chroot"), 0);
+    TU_ASSERT_RC(zklock__hosts_resolve(",127.0.0.1:2181"), 0);
+}
+
 static void test_path_length(void)
 {
     char p[ZKL_PATH_MAX + 2];
@@ -168,6 +227,8 @@ static void test_sort_mixed_tags(void)
     CU_ASSERT_STRING_EQUAL(q[4].name, "_c_a-lock-0000000009");
 }
 
+/* zklock-ls still shows a queue across the wrap in creation order; the
+ * engine refuses to queue in one (spent_numbers). */
 static void test_sort_across_wrap(void)
 {
     /* The queue's order across the wrap of the 32-bit counter... */
@@ -196,6 +257,18 @@ static void test_sort_across_wrap(void)
             }
         }
     }
+}
+
+/* Where Curator's and kazoo's text order stops agreeing with the counter:
+ * 2147483647 (ZooKeeper 3.8 gives it again and again) and below 0. */
+static void test_spent_numbers(void)
+{
+    CU_ASSERT(!zklock__seq_spent(0));
+    CU_ASSERT(!zklock__seq_spent(ZKL_SEQ_LATE));
+    CU_ASSERT(!zklock__seq_spent(2147483646));
+    CU_ASSERT(zklock__seq_spent(2147483647));
+    CU_ASSERT(zklock__seq_spent(-1));
+    CU_ASSERT(zklock__seq_spent(INT32_MIN));
 }
 
 static void test_blocker_rule(void)
@@ -254,12 +327,20 @@ static const struct {
     {ZKLOCK_ENOTSUP, -1012, "ZKLOCK_ENOTSUP",
      "not supported by this build (e.g. TLS: the ZooKeeper C client was built without OpenSSL)"},
     {ZKLOCK_EOWNER, -1013, "ZKLOCK_EOWNER",
-     "a callback's thread cannot own a lock: use a handle-owned lock (ZKLOCK_OWNER_HANDLE)"},
+     "a thread-owned lock cannot be used asynchronously or taken in a callback: use a "
+     "handle-owned lock (ZKLOCK_OWNER_HANDLE)"},
     {ZKLOCK_EUNSURE, -1014, "ZKLOCK_EUNSURE",
      "no word from ZooKeeper for nearly a session timeout: the session may have expired, so the "
      "lock may be taken"},
     {ZKLOCK_EMISMATCH, -1015, "ZKLOCK_EMISMATCH",
      "the semaphore's path holds another number of leases than asked for (kazoo's check)"},
+    {ZKLOCK_EWRAPPED, -1016, "ZKLOCK_EWRAPPED",
+     "the lock path's sequence counter ran out (2^31 nodes made under it): delete and re-create "
+     "the path, or let an empty container be reaped"},
+    {ZKLOCK_EDELETED, -1017, "ZKLOCK_EDELETED",
+     "the lock node was deleted by someone else: the lock may be taken"},
+    {ZKLOCK_ERESOLVE, -1018, "ZKLOCK_ERESOLVE",
+     "no name in the server list resolves (now): check the names, or DNS"},
 };
 
 static void test_errors(void)
@@ -273,6 +354,12 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(zklock_err_name(12345), "UNKNOWN");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(12345), "unknown error");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZNONODE), zerror(ZNONODE));
+    /* on_lost's reasons read as what happened, not as a ZooKeeper error
+     * ("no node" for a deleted lock node, once) */
+    CU_ASSERT(ZKLOCK_LOST_DELETED != ZNONODE);
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_LOST_DELETED),
+                           "the lock node was deleted by someone else: the lock may be taken");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_LOST_DELETED), "ZKLOCK_EDELETED");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_ETIMEDOUT),
                            "timed out before the lock was acquired");
     /* zklock's own codes: their values, names and texts, and every one
@@ -377,10 +464,13 @@ static void test_timer_heap(void)
 static const tu_test_t unit_tests[] = {
     {"path_table", test_path_table},
     {"path_length", test_path_length},
+    {"hosts_table", test_hosts_table},
+    {"hosts_resolve", test_hosts_resolve},
     {"parse_names", test_parse_names},
     {"prefixes", test_prefixes},
     {"sort_mixed_tags", test_sort_mixed_tags},
     {"sort_across_wrap", test_sort_across_wrap},
+    {"spent_numbers", test_spent_numbers},
     {"blocker_rule", test_blocker_rule},
     {"errors", test_errors},
     {"version", test_version},

@@ -38,6 +38,21 @@ bool tu_wait_until(bool (*cond)(void *), void *arg, int ms)
     }
 }
 
+void tu_slow_call(struct tu_slow *sl)
+{
+    struct timespec pause = {0, 300 * 1000 * 1000};
+
+    __atomic_add_fetch(&sl->calls, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sl->started, 1, __ATOMIC_SEQ_CST);
+    nanosleep(&pause, NULL); /* deliberately slow: the call under test must wait for it */
+    __atomic_store_n(&sl->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+bool tu_slow_started(void *sl)
+{
+    return __atomic_load_n(&((struct tu_slow *)sl)->started, __ATOMIC_SEQ_CST) != 0;
+}
+
 /* ---- runner --------------------------------------------------------------------------- */
 
 static const tu_suite_t *all_suites;

@@ -124,6 +124,8 @@ int tu_get(const char *path, char *buf, int len);
  * with id, it takes over that session (and keeps it alive). Close it with
  * zookeeper_close(). */
 zhandle_t *tu_connect_as(const clientid_t *id);
+/* The same to other servers than the harness's. */
+zhandle_t *tu_connect_to(const char *hosts, const clientid_t *id);
 
 /* Forces s's ZooKeeper session to expire now (another handle with the same
  * session id and password connects and closes) and waits until s has a new
@@ -139,6 +141,16 @@ int64_t tu_now_ms(void);
  * scale tests keep their shape but not their size, which memcheck would
  * stretch past any session timeout. */
 int tu_scaled(int n);
+
+/* A deliberately slow callback, for calls that must wait for one that runs:
+ * tu_slow_call() counts the call, marks it started, sleeps 300 ms, marks it
+ * finished (all __atomic). */
+struct tu_slow {
+    int started, finished, calls;
+};
+void tu_slow_call(struct tu_slow *sl);
+/* For tu_wait_until: the slow callback (a struct tu_slow) has started. */
+bool tu_slow_started(void *sl);
 
 /* Runs argv (argv[0] is a path) and returns its pid. */
 int tu_spawn(char *const argv[]);
@@ -157,8 +169,33 @@ int tu_fourlw(int i, const char *word, char *buf, size_t len);
 int tu_leader(void);
 /* Which server holds the connection of session id, 0 if none. */
 int tu_server_of(int64_t session_id);
+/* The ensemble's zxid (the leader's, or the highest a server gives: srvr);
+ * false if no server told it. Every committed transaction advances it by one. */
+bool tu_zxid(uint64_t *zxid);
+/* Waits (TU_WAIT_MS at most) until the ensemble commits nothing for for_ms:
+ * the deletions of what earlier tests left behind (empty containers, which
+ * the harness's servers sweep every second) are done. */
+bool tu_wait_quiet(int for_ms);
 /* Runs "zk-harness.sh CMD DIR I" (kill, pause, resume, restart). */
 int tu_harness(const char *cmd, int i);
+/* A standalone server of the test's own, started from a snapshot seeded
+ * with `seed` ("PATH=COUNT ...": each PATH's next sequential child is
+ * numbered COUNT; zk-harness.sh --seed), and a plain handle to it (zh).
+ * tu_seeded_start returns false, having said SKIP (tu_skip()), where javac
+ * is missing; anything else that goes wrong fails the test. */
+struct tu_seeded {
+    char dir[256];
+    char hosts[256];
+    zhandle_t *zh;
+};
+bool tu_seeded_start(struct tu_seeded *z, const char *seed);
+void tu_seeded_stop(struct tu_seeded *z);
+/* A session there, with the test defaults. */
+zklock_session_t *tu_seeded_session(const struct tu_seeded *z);
+/* Children of path there (-1: no such path; TU_UNREADABLE and the test
+ * fails if it cannot be read), and a wait for their number. */
+int tu_seeded_count(const struct tu_seeded *z, const char *path);
+bool tu_seeded_wait_count(const struct tu_seeded *z, const char *path, int n);
 
 /* ---- lock-test helpers ------------------------------------------------------------ */
 
@@ -231,5 +268,14 @@ bool tu_wait_listings(zklock_session_t *s, uint64_t n);
  * "not held") made after it cannot be made before the event that would make
  * it fail had arrived. */
 void tu_barrier(zklock_session_t *s);
+/* The caller's event loop, for a ZKLOCK_DISPATCH_POLL session: polls its
+ * descriptor and dispatches until cond(arg) holds or ms pass; cond(arg). */
+bool tu_dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms);
+/* For tu_wait_until: the session has sent at least at_least requests in all. */
+struct tu_requests {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+bool tu_sent_requests(void *requests);
 
 #endif
