@@ -22,7 +22,9 @@
  *    race with other calls on the same object). Callbacks (on_state,
  *    on_lost, done, a follower's fn) run one at a time, in order, on the
  *    session's own callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
- *    zklock_session_dispatch()), never with a zklock lock held. In a
+ *    zklock_session_dispatch()), never with a zklock lock held. A slow
+ *    callback delays the callbacks behind it, never the lease's heartbeats
+ *    or a deadline (they have a thread of their own). In a
  *    callback the asynchronous calls (zklock_acquire_async,
  *    zklock_release_async, zklock_proclaim_async, zklock_leader_follow,
  *    zklock_follow_stop), zklock_cancel(), zklock_hold_count(),
@@ -416,6 +418,15 @@ ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)
+ *
+ * One rule for all of them (zklock_acquire_async, zklock_release_async,
+ * zklock_proclaim_async): a call that its caller's own state or arguments
+ * refuse (NULL, a thread-owned lock, a closed session, another call in
+ * progress, an upgrade, a held member of a multi-lock, a hold it does not
+ * have) starts nothing: it returns the error, as the blocking call would,
+ * and done is never called. A call that started returns ZKLOCK_OK, and done
+ * tells its outcome, also one known at once (a reentrant hold, a try-once
+ * while disconnected, the release of a lost hold).
  */
 
 /* What an asynchronous call ends with: l, and what the blocking call would
@@ -430,8 +441,12 @@ typedef void (*zklock_done_fn)(zklock_t *l, int rc, void *ctx);
  * ZCONNECTIONLOSS, ...). Any other return means not started: done is not
  * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1),
  * ZKLOCK_EOWNER (a thread-owned lock: set .owner = ZKLOCK_OWNER_HANDLE in
- * its zklock_opts_t), ZKLOCK_EBUSY (an acquisition of l is in progress),
- * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
+ * its zklock_opts_t), ZKLOCK_EBUSY (an acquisition of l is in progress, or
+ * of the other view of its read/write lock, or of a member of the
+ * multi-lock l), ZKLOCK_EDEADLK (l is the write view of a read/write lock
+ * whose read view the handle holds; a multi-lock one of whose members is
+ * held), ZKLOCK_ECLOSED (also: a member of the multi-lock l is being
+ * freed), ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
 ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn done,
                                     void *ctx);
 
@@ -441,7 +456,8 @@ ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn 
  * ZKLOCK_ELOST if the hold was lost, ZKLOCK_ECLOSED, or, if l is freed
  * before the server answered, ZKLOCK_ECANCELED (the deletion goes on).
  * Errors: ZKLOCK_EINVAL (NULL), ZKLOCK_EOWNER (a thread-owned lock),
- * ZKLOCK_ENOTHELD, ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
+ * ZKLOCK_ENOTHELD, ZKLOCK_EBUSY (l is a member held through a multi-lock:
+ * release that), ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
 ZKLOCK_API int zklock_release_async(zklock_t *l, zklock_done_fn done, void *ctx);
 
 /* With ZKLOCK_DISPATCH_POLL: a descriptor that is readable while callbacks
@@ -519,11 +535,27 @@ ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
 ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost
- * it), negative on error (ZKLOCK_EINVAL). Non-blocking. */
+ * it, also when its lease ran out: see zklock_valid_until()), negative on
+ * error (ZKLOCK_EINVAL). Non-blocking. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
+/* The clock zklock measures its leases and deadlines on, and the clock of
+ * zklock_valid_until()'s time: CLOCK_BOOTTIME on Linux, CLOCK_MONOTONIC
+ * elsewhere (<time.h>). CLOCK_BOOTTIME goes on while the host sleeps
+ * (suspend, hibernation, a virtual machine saved and restored);
+ * CLOCK_MONOTONIC stops, so a lease measured on it would outlive a sleep
+ * longer than the session timeout. Compare zklock_valid_until() with
+ * clock_gettime(ZKLOCK_CLOCK, &now), never with CLOCK_MONOTONIC (earlier
+ * versions gave a CLOCK_MONOTONIC time). */
+#if defined(__linux__)
+#define ZKLOCK_CLOCK CLOCK_BOOTTIME
+#else
+#define ZKLOCK_CLOCK CLOCK_MONOTONIC
+#endif
+
 /* How long the caller's hold may still be acted on without hearing from the
- * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
+ * ensemble: a ZKLOCK_CLOCK time (CLOCK_BOOTTIME on Linux: not
+ * CLOCK_MONOTONIC, see above). zklock keeps the lease fresh while it
  * holds or waits (a write that needs a quorum every sixth of the session
  * timeout, unless one of its own was answered meanwhile); it is the send
  * time of the latest of its writes (creates, deletes, multis) answered,
@@ -532,7 +564,12 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * lease that ran out while it waited. No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the
  * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
- * as the session is heard from again. docs/design.md has the argument.
+ * as the session is heard from again. It is lost the moment the time
+ * passes, whoever notices first: this call, zklock_hold_count(),
+ * zklock_fence(), zklock_check_op() and zklock_release() answer by the
+ * lease as it is when they are called (not held, ZKLOCK_ELOST), also right
+ * after the host slept, before on_lost is told. docs/design.md has the
+ * argument.
  * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
 struct timespec; /* <time.h>; declared here too for strict C89 users */
 ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);

@@ -52,15 +52,18 @@ static const char *kind_of(enum zkl_tag tag)
 /* ---- one read ------------------------------------------------------------------ */
 
 struct answer {
-    struct reading *r;
+    struct zkl_reading *r;
     int rc;
     struct Stat st;
     char *data;
     int len;
 };
 
-struct reading {
+/* One read in flight, on its caller's stack; the session lists them
+ * (s->readings) so that a closed handle can end them (inspect_handle_closed). */
+struct zkl_reading {
     zklock_session_t *s;
+    struct zkl_reading *next;
     pthread_cond_t cond;
     int pending;
     int rc;
@@ -73,7 +76,7 @@ struct reading {
     size_t n;
 };
 
-static void answered(struct reading *r)
+static void answered(struct zkl_reading *r)
 {
     r->s->ops--;
     if (--r->pending == 0)
@@ -84,7 +87,7 @@ static void answered(struct reading *r)
 static void children_done(int rc, const struct String_vector *v, const struct Stat *st,
                           const void *data)
 {
-    struct reading *r = (struct reading *)data;
+    struct zkl_reading *r = (struct zkl_reading *)data;
 
     pthread_mutex_lock(&r->s->mu);
     r->exists = rc != ZNONODE;
@@ -108,7 +111,7 @@ static void children_done(int rc, const struct String_vector *v, const struct St
 static void node_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
     struct answer *a = (struct answer *)data;
-    struct reading *r = a->r;
+    struct zkl_reading *r = a->r;
 
     pthread_mutex_lock(&r->s->mu);
     a->rc = rc;
@@ -130,14 +133,14 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
     pthread_mutex_unlock(&r->s->mu);
 }
 
-static void await_answers(struct reading *r)
+static void await_answers(struct zkl_reading *r)
 {
     while (r->pending > 0)
         pthread_cond_wait(&r->cond, &r->s->mu);
 }
 
 /* Sends one request; counts it if the client took it. */
-static bool sent(struct reading *r, int rc)
+static bool sent(struct zkl_reading *r, int rc)
 {
     if (rc != ZOK) {
         if (r->rc == 0)
@@ -164,13 +167,13 @@ static int session_rc(zklock_session_t *s)
     return 0;
 }
 
-static void read_children(struct reading *r, const char *path)
+static void read_children(struct zkl_reading *r, const char *path)
 {
     sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
     await_answers(r);
 }
 
-static void read_nodes(struct reading *r, const char *path)
+static void read_nodes(struct zkl_reading *r, const char *path)
 {
     /* The session may have ended while we waited for the listing. */
     if ((r->rc = session_rc(r->s)) != 0)
@@ -198,7 +201,7 @@ static void read_nodes(struct reading *r, const char *path)
     await_answers(r);
 }
 
-static void reading_free(struct reading *r)
+static void reading_free(struct zkl_reading *r)
 {
     for (int i = 0; i < r->nnames; i++)
         free(r->names[i]);
@@ -244,7 +247,7 @@ static bool fill_node(zklock_node_t *node, struct queue_block *b, const struct z
 
 /* The nodes read, in queue order, without those that went between the
  * listing and their read; *n of them. NULL if out of memory. */
-static struct zkl_entry *live_nodes(const struct reading *r, size_t *n)
+static struct zkl_entry *live_nodes(const struct zkl_reading *r, size_t *n)
 {
     struct zkl_entry *live = calloc(r->n + 1, sizeof *live);
 
@@ -261,7 +264,7 @@ static struct zkl_entry *live_nodes(const struct reading *r, size_t *n)
     return live;
 }
 
-static int build_queue(struct reading *r, const char *path, zklock_queue_t **out)
+static int build_queue(struct zkl_reading *r, const char *path, zklock_queue_t **out)
 {
     struct queue_block *b = calloc(1, sizeof *b);
     struct zkl_entry *live;
@@ -326,8 +329,25 @@ static void leave(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
 }
 
+static void unlist_reading(struct zkl_reading *r)
+{
+    struct zkl_reading **p = &r->s->readings;
+
+    while (*p && *p != r)
+        p = &(*p)->next;
+    if (*p)
+        *p = r->next;
+}
+
+/* What a call that failed while the session closes answers: the close,
+ * not the C client's ZCLOSING. */
+static int as_closed(const zklock_session_t *s, int rc)
+{
+    return rc != 0 && (s->closing || s->state == ZKL_S_CLOSED) ? ZKLOCK_ECLOSED : rc;
+}
+
 /* With s->mu held: reads the queue at path into r (reading_free() it). */
-static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
+static int read_locked(struct zkl_reading *r, zklock_session_t *s, const char *path)
 {
     int rc;
 
@@ -337,10 +357,13 @@ static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
         return ZKLOCK_ESYSTEM;
     rc = enter(s);
     if (rc == 0) {
+        r->next = s->readings;
+        s->readings = r;
         read_children(r, path);
         if (r->rc == 0 && r->exists)
             read_nodes(r, path);
-        rc = r->rc;
+        unlist_reading(r);
+        rc = as_closed(s, r->rc);
         leave(s);
     }
     return rc;
@@ -348,7 +371,7 @@ static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
 
 int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out)
 {
-    struct reading r;
+    struct zkl_reading r;
     int rc;
 
     if (!out)
@@ -366,7 +389,7 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
 }
 
 /* The first node of the queue holds: the leader of an election. */
-static void take_leader(struct reading *r, char **value, size_t *len, int64_t *token)
+static void take_leader(struct zkl_reading *r, char **value, size_t *len, int64_t *token)
 {
     size_t n;
     struct zkl_entry *live = live_nodes(r, &n);
@@ -384,7 +407,7 @@ static void take_leader(struct reading *r, char **value, size_t *len, int64_t *t
 int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
                   int64_t *token)
 {
-    struct reading r;
+    struct zkl_reading r;
     char *v = NULL;
     size_t l = 0;
     int64_t t = 0;
@@ -659,9 +682,10 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
             } else if (timeout_ms < 0) {
                 pthread_cond_wait(&s->cond, &s->mu);
             } else {
-                pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+                zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
             }
         }
+        rc = as_closed(s, rc);
         leave(s);
     }
     zklock__qwatch_retire(w);
@@ -681,17 +705,38 @@ static void inspect_ended(zklock_session_t *s, int reason)
     pthread_cond_broadcast(&s->cond);
 }
 
-/* The old handle is closed: its watches cannot fire, its answers will not
- * come; free the retired records. */
+/* Why a request of a closed handle will never be answered. */
+static int unanswered_rc(const zklock_session_t *s)
+{
+    return s->closing || s->state == ZKL_S_CLOSED ? ZKLOCK_ECLOSED : ZSESSIONEXPIRED;
+}
+
+/* The old handle is closed: its watches cannot fire, and what it had not
+ * answered will not be answered. zookeeper_close() runs what it still owes
+ * (ZCLOSING) only if its completion thread is still in its loop: in
+ * libzookeeper_mt 3.8 nothing else runs them (its destroy() does not in
+ * the multi-threaded client). So the reads and the watch requests that a
+ * caller waits for end here; the retired records are freed. */
 static void inspect_handle_closed(zklock_session_t *s)
 {
     struct zkl_qwatch *w = s->qwatches, *next;
     for (; w; w = next) {
         next = w->next;
         w->registered = 0;
+        if (w->in_flight && !w->ops) { /* its caller waits on s->cond */
+            w->answered = true;
+            w->rc = unanswered_rc(s);
+        }
         w->in_flight = false;
         settle(w);
     }
+    for (struct zkl_reading *r = s->readings; r; r = r->next) {
+        if (r->pending > 0 && r->rc == 0)
+            r->rc = unanswered_rc(s);
+        r->pending = 0;
+        pthread_cond_broadcast(&r->cond);
+    }
+    pthread_cond_broadcast(&s->cond);
 }
 
 /* Adopted handles: take back what is left on the handle. */

@@ -3,12 +3,13 @@
  *
  * The session thread does what must not happen on ZooKeeper's completion
  * thread or on a caller's thread:
- *  - delivers the user's callbacks (dispatch.c), in order, without s->mu;
  *  - after an expiry, closes the dead handle and opens a new session;
  *  - fires the session's timers (timer.c), among them the local expiry: when
  *    the connection has been down for a whole session timeout, the ensemble
  *    has expired the session (or will at any moment), and a partitioned
  *    client never hears so from a server.
+ * It runs no user code: the user's callbacks have a thread of their own
+ * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
  * engine, the queue inspector) hear of connection changes through the table
@@ -252,10 +253,11 @@ static void connected(zklock_session_t *s)
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
-    if (!resumed)
-        s->heard_known = false; /* a new session: its first write will tell */
+    if (!resumed) /* a new session: its first write will tell */
+        s->heard_known = s->heard_later_known = false;
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
+    s->timers.slice_ms = s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     s->state = ZKL_S_CONNECTED;
     zklock__auth_confirm(s);
     if (s->adopted)
@@ -441,18 +443,14 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        /* Timers first: a stream of callbacks must not hold up a deadline. */
         zklock__timers_fire_due(s);
-        if (!s->poll_dispatch && zklock__dispatch_one(s))
-            continue;
         if (s->thread_stop)
             break;
         if (may_reopen(s)) {
             replace_handle(s);
             continue;
         }
-        if ((s->poll_dispatch || !s->cb_head) && !s->thread_stop && !may_reopen(s))
-            zklock__timers_sleep(s);
+        zklock__timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -567,6 +565,7 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         rc = take_options(s, opts);
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
+    s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
     if (rc) {
@@ -577,15 +576,25 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     return 0;
 }
 
-static int start_thread(zklock_session_t *s)
+/* With s->mu held (let go meanwhile, if the first fails): the session
+ * thread and the callback thread. */
+static int start_threads(zklock_session_t *s)
 {
-    if (pthread_create(&s->thread, NULL, session_thread, s) != 0)
+    if (zklock__dispatch_start(s) != 0)
         return ZKLOCK_ESYSTEM;
+    if (pthread_create(&s->thread, NULL, session_thread, s) != 0) {
+        pthread_mutex_unlock(&s->mu);
+        zklock__dispatch_stop(s);
+        pthread_mutex_lock(&s->mu);
+        return ZKLOCK_ESYSTEM;
+    }
     s->thread_started = true;
     return 0;
 }
 
-static void stop_thread(zklock_session_t *s)
+/* Without s->mu: the session thread, then the callback thread once it ran
+ * what is queued. */
+static void stop_threads(zklock_session_t *s)
 {
     pthread_mutex_lock(&s->mu);
     s->thread_stop = true;
@@ -594,6 +603,7 @@ static void stop_thread(zklock_session_t *s)
     if (s->thread_started)
         pthread_join(s->thread, NULL);
     s->thread_started = false;
+    zklock__dispatch_stop(s);
 }
 
 /* opts.background: the session thread makes the first handle as it makes
@@ -604,7 +614,7 @@ static int open_in_background(zklock_session_t *s)
 {
     s->need_new_handle = true;
     s->reopen_now = true;
-    return start_thread(s);
+    return start_threads(s);
 }
 
 static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
@@ -645,12 +655,12 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     }
     rc = open_handle(s);
     if (rc == 0)
-        rc = start_thread(s);
+        rc = start_threads(s);
     zklock__deadline(&deadline, s->opts.connect_timeout_ms);
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
            (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(&deadline))
-        pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+        zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
     if (rc == 0 && s->auth_rc != 0)
         rc = s->auth_rc;
     else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
@@ -693,7 +703,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
         return rc;
     s->adopted = true;
     pthread_mutex_lock(&s->mu);
-    rc = start_thread(s); /* first: nothing is sent unless it runs */
+    rc = start_threads(s); /* first: nothing is sent unless they run */
     if (rc == 0)
         take_handle(s, zh);
     pthread_mutex_unlock(&s->mu);
@@ -793,8 +803,8 @@ static void drain_adopted(zklock_session_t *s)
 
     EACH_LAYER(close_begin, s);
     zklock__deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
-    while (layers_busy(s) && zklock__connected(s) && !zklock__passed(&deadline) &&
-           pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT)
+    while (layers_busy(s) && zklock__connected(s) &&
+           zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0) != ETIMEDOUT)
         ;
     EACH_LAYER(unwatch_all, s);
     while (s->ops > 0 || s->watches > 0)
@@ -830,7 +840,7 @@ void zklock_session_close(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 
-    stop_thread(s);
+    stop_threads(s);
     if (zh)
         zookeeper_close(zh); /* flushes our requests in flight */
     if (retired)

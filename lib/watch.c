@@ -34,7 +34,7 @@ static void send_watch(zkl_contender_t *c)
     c->watch_pending = true;
     c->watch_wanted = true;
     zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
+    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, zklock__req(c));
     if (rc != ZOK) {
         c->watch_pending = false;
         zklock__watch_over(c);
@@ -188,9 +188,9 @@ void zklock__arm_own_watch(zkl_contender_t *c)
         return;
     c->own_pending = true;
     zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, c);
+    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, zklock__req(c));
     if (rc != ZOK) {
-        zklock__op_end(c);
+        zklock__op_unsent(c);
         c->own_pending = false;
     }
 }

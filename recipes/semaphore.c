@@ -171,7 +171,7 @@ static bool send_max_check(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->l->path, 0, max_done, c);
+    rc = zoo_aget(s->zh, c->l->path, 0, max_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
     return rc == ZOK;
@@ -234,9 +234,10 @@ static void look_for_room(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done, c);
+        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done,
+                                  zklock__req(c));
     else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, c);
+        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
     else

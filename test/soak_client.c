@@ -192,16 +192,17 @@ static bool told_lost(struct worker *w)
  * the LATE field in late (see the top) and logs the hold's first LAPSED. */
 static void check_lease(struct worker *w, zklock_t *lock, bool *lapsed, char *late, size_t len)
 {
-    struct timespec until;
+    struct timespec until, now;
     int64_t past;
 
     snprintf(late, len, "-");
     if (told_lost(w))
         return;
+    clock_gettime(ZKLOCK_CLOCK, &now); /* valid_until's clock, not the log's */
     if (zklock_valid_until(lock, &until) != ZKLOCK_OK) {
         snprintf(late, len, "E"); /* ended, and on_lost not delivered yet */
     } else {
-        past = now_ns() - ((int64_t)until.tv_sec * 1000000000 + until.tv_nsec);
+        past = ((int64_t)now.tv_sec - until.tv_sec) * 1000000000 + (now.tv_nsec - until.tv_nsec);
         if (past < 0)
             return;
         snprintf(late, len, "%lld", (long long)(past / 1000));

@@ -409,6 +409,52 @@ static void test_handle_owned_rwlock(void)
     tu_assert_clean(path);
 }
 
+/* What a recipe refuses before queuing (an upgrade, another acquisition of
+ * the pair or of a member in progress, a multi-lock whose member is held)
+ * is refused as the blocking call refuses it: returned, and done is never
+ * called. */
+static void test_async_refusals_of_recipes(void)
+{
+    zklock_session_t *s = poll_session(), *h = tu_session();
+    const char *path = tu_path("async-rw-refused"), *mpath = tu_path("async-multi-refused");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_rwlock_t *rw = NULL, *other = NULL;
+    zklock_t *r, *w, *member, *m = NULL;
+    struct outcome got_r = {0}, upgrade = {0}, pair_busy = {0}, multi = {0};
+
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, path, &o), ZKLOCK_OK);
+    r = zklock_rwlock_read(rw);
+    w = zklock_rwlock_write(rw);
+    /* The read side waits behind a writer: its acquisition is in progress. */
+    TU_REQUIRE_RC(zklock_rwlock_new(&other, h, path, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(other), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire_async(r, TU_WAIT_MS, done, &got_r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire_async(w, 10000, done, &pair_busy), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(other)), ZKLOCK_OK);
+    CU_ASSERT(loop_until(s, &got_r, TU_WAIT_MS));
+    TU_ASSERT_RC(got_r.rc, ZKLOCK_OK);
+    /* Reading, the write side is an upgrade. */
+    TU_ASSERT_RC(zklock_acquire_async(w, 0, done, &upgrade), ZKLOCK_EDEADLK);
+    /* A multi-lock whose member its owner holds. */
+    member = handle_mutex(s, mpath, NULL);
+    TU_REQUIRE_RC(zklock_multi_new(&m, &member, 1, &o), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(member, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire_async(m, 10000, done, &multi), ZKLOCK_EDEADLK);
+    TU_ASSERT_RC(zklock_release(member), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    /* Whatever is still to run has run: none of the refused calls' done. */
+    zklock_session_dispatch(s);
+    TU_ASSERT_INT(upgrade.calls + pair_busy.calls + multi.calls, ==, 0);
+    zklock_free(m);
+    zklock_free(member);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(other);
+    zklock_session_close(s);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(mpath);
+}
+
 /* ---- scale on one thread ------------------------------------------------------------------------ */
 
 static int threads_now(void)
@@ -629,6 +675,7 @@ static const tu_test_t async_tests[] = {
     {"handle_owned_hold_lost", test_handle_owned_hold_lost},
     {"check_op_guards_a_multi", test_check_op_guards_a_multi},
     {"handle_owned_rwlock", test_handle_owned_rwlock},
+    {"async_refusals_of_recipes", test_async_refusals_of_recipes},
     {"free_waits_for_a_running_done", test_free_waits_for_a_running_done},
     {"fd_level_after_free", test_fd_level_after_free},
     {"release_while_acquirer_wakes", test_release_while_acquirer_wakes},

@@ -716,7 +716,7 @@ static bool still_leads(const zklock_t *election)
 
     if (zklock_valid_until(election, &until) != ZKLOCK_OK)
         return false;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     return now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec);
 }
 

@@ -65,7 +65,7 @@ static int still_holds(const zklock_t *l)
 
     if (zklock_valid_until(l, &until) != ZKLOCK_OK)
         return 0;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     return now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec);
 }
 
