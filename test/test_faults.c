@@ -1102,9 +1102,10 @@ static void test_adopted_local_expiry_and_readopt(void)
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_free(l2);
+    /* the old handle first: its watcher forwards to a.s, which must outlive it */
+    zookeeper_close(a.zh);
     zklock_session_close(a.s);
     zookeeper_close(fresh);
-    zookeeper_close(a.zh);
     zkproxy_stop(proxy);
     TU_ASSERT_RC(zklock_session_readopt(NULL, fresh), ZKLOCK_EINVAL);
     tu_assert_clean(path);

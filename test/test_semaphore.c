@@ -41,7 +41,7 @@ static void test_curator_layout(void)
     TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
     TU_ASSERT_INT(tu_children_matching(sub(path, "leases"), "^" TU_CURATOR_PREFIX "lease-[0-9]{10}$"), ==, 1);
     /* The acquisition mutex is let go once the lease is held. */
-    CU_ASSERT(tu_wait_children(sub(path, "locks"), 0));
+    CU_ASSERT(tu_wait_no_children(sub(path, "locks")));
     TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
     TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
     zklock_free(a);
@@ -186,11 +186,19 @@ static void test_waiter_order(void)
     /* W2 takes the mutex from W1 and waits on the leases, W3 on W2. */
     CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
     CU_ASSERT(tu_wait_children(sub(path, "locks"), 2));
+    /* W2 has read the leases and W3 has heard of W1's going, had it watched it */
+    tu_barrier(ws[1]);
+    tu_barrier(ws[2]);
+    TU_ASSERT_INT(zklock_hold_count(w[1]), ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(w[2]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[1]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
     TU_ASSERT_INT(TU_STAT(ws[2], wakeups), ==, 0); /* nobody woke W3 */
     TU_ASSERT_RC(zklock_release(w[0]), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&a[1]), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2)); /* W2's and W3's */
+    tu_barrier(ws[2]);
+    TU_ASSERT_INT(zklock_hold_count(w[2]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
     TU_ASSERT_RC(zklock_release(w[1]), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&a[2]), ZKLOCK_OK);

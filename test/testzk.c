@@ -96,13 +96,60 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An answer that says nothing about the node: the inspector lost its
+ * connection or its session (a server was just killed, say). */
+static bool inspector_in_trouble(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
+           rc == ZINVALIDSTATE || rc == ZCLOSING;
+}
+
+/* The read of path's children and Stat, by `by` or by the inspector if it
+ * is NULL: ZOK or ZNONODE. Any
+ * other answer is no answer: asked again while the inspector reconnects (a
+ * new one if its session is over: the suites use the inspector from their
+ * main thread only), and if it still cannot look within TU_WAIT_MS the test
+ * fails, rather than taking "could not look" for "nothing there". */
+static int inspect_children_by(zhandle_t *by, const char *path, struct String_vector *v,
+                               struct Stat *st)
+{
+    int64_t deadline = tu_now_ms() + TU_WAIT_MS;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    int rc;
+
+    for (;;) {
+        zhandle_t *zh = by ? by : tu_zk();
+        rc = zh ? zoo_get_children2(zh, path, 0, v, st) : ZCONNECTIONLOSS;
+        if (rc == ZOK || rc == ZNONODE || !inspector_in_trouble(rc) || tu_now_ms() >= deadline)
+            break;
+        if (!by && zh && zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE)
+            tu_zk_close(); /* the next tu_zk() connects afresh */
+        nanosleep(&pause, NULL); /* the client reconnects in the background */
+    }
+    if (rc != ZOK && rc != ZNONODE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "the inspector could not read the children of %s: %s", path,
+                 zerror(rc));
+        fprintf(stderr, "%s\n", msg);
+        CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+    return rc;
+}
+
+static int inspect_children(const char *path, struct String_vector *v, struct Stat *st)
+{
+    return inspect_children_by(NULL, path, v, st);
+}
+
 char **tu_children(const char *path, int *count)
 {
     struct String_vector v;
+    struct Stat st;
     char **out;
+    int rc = inspect_children(path, &v, &st);
 
-    *count = -1;
-    if (zoo_get_children(tu_zk(), path, 0, &v) != ZOK)
+    *count = rc == ZNONODE ? -1 : TU_UNREADABLE;
+    if (rc != ZOK)
         return NULL;
     out = calloc((size_t)v.count + 1, sizeof *out);
     for (int i = 0; i < v.count; i++)
@@ -145,27 +192,38 @@ int tu_children_matching(const char *path, const char *pattern)
 
 bool tu_no_children(const char *path)
 {
-    return tu_count(path) <= 0;
+    int n = tu_count(path);
+    return n == 0 || n == -1;
+}
+
+/* Ephemeral nodes at and under path; *unreadable is set if some level
+ * could not be read (the test has failed then). */
+static int count_ephemerals(const char *path, bool *unreadable)
+{
+    struct String_vector v;
+    struct Stat st = {0};
+    int total = 0, rc = inspect_children(path, &v, &st);
+
+    if (rc != ZOK) {
+        *unreadable |= rc != ZNONODE;
+        return 0;
+    }
+    if (st.ephemeralOwner != 0)
+        total = 1; /* an ephemeral node has no children */
+    for (int i = 0; st.ephemeralOwner == 0 && i < v.count; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+        total += count_ephemerals(child, unreadable);
+    }
+    deallocate_String_vector(&v);
+    return total;
 }
 
 int tu_ephemerals(const char *path)
 {
-    struct Stat st;
-    int n, total = 0;
-    char **kids;
-
-    if (zoo_exists(tu_zk(), path, 0, &st) != ZOK)
-        return 0;
-    if (st.ephemeralOwner != 0)
-        return 1;
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids[i]);
-        total += tu_ephemerals(child);
-    }
-    tu_free_strings(kids);
-    return total;
+    bool unreadable = false;
+    int n = count_ephemerals(path, &unreadable);
+    return unreadable ? TU_UNREADABLE : n;
 }
 
 int tu_get(const char *path, char *buf, int len)
@@ -211,6 +269,43 @@ void tu_expire(zklock_session_t *s)
     CU_FAIL_FATAL("could not make the session expire");
 }
 
+
+/* ---- the events a session has seen ----------------------------------------------------- */
+
+struct barrier {
+    int done, rc;
+};
+
+static void barrier_done(int rc, const struct Stat *st, const void *data)
+{
+    struct barrier *b = (struct barrier *)data;
+    __atomic_store_n(&b->rc, rc, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool barrier_passed(void *b)
+{
+    return __atomic_load_n(&((struct barrier *)b)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A write of the root's data with a version no node has: refused
+ * (ZBADVERSION), never applied, but ordered with every other write, so its
+ * answer comes after every event of an earlier write; and zklock handles a
+ * session's watch events and answers on the ZooKeeper client's completion
+ * thread, in the order they came, as this answer is. */
+void tu_barrier(zklock_session_t *s)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    struct barrier *b = calloc(1, sizeof *b);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    TU_REQUIRE_RC(zoo_aset(zh, "/", "", 0, -2, barrier_done, b), ZOK);
+    if (!tu_wait_until(barrier_passed, b, TU_WAIT_MS))
+        CU_FAIL_FATAL("the session's barrier write was not answered"); /* b stays: it may still be */
+    TU_ASSERT_RC(b->rc, ZBADVERSION);
+    free(b);
+}
 
 /* ---- servers ------------------------------------------------------------------------ */
 
@@ -373,7 +468,7 @@ bool tu_seeded_start(struct tu_seeded *z, const char *seed)
 
     memset(z, 0, sizeof *z);
     if (run_harness(has_javac) != 0) {
-        printf("SKIP: a seeded server needs javac (apt-get install default-jdk-headless)\n");
+        tu_skip("a seeded server needs javac (apt-get install default-jdk-headless)");
         return false;
     }
     CU_ASSERT_FATAL(script != NULL);
@@ -429,10 +524,11 @@ zklock_session_t *tu_seeded_session(const struct tu_seeded *z)
 int tu_seeded_count(const struct tu_seeded *z, const char *path)
 {
     struct String_vector v;
-    int n;
+    struct Stat st;
+    int n, rc = inspect_children_by(z->zh, path, &v, &st);
 
-    if (zoo_get_children(z->zh, path, 0, &v) != ZOK)
-        return -1;
+    if (rc != ZOK)
+        return rc == ZNONODE ? -1 : TU_UNREADABLE; /* the test has failed then */
     n = v.count;
     deallocate_String_vector(&v);
     return n;
@@ -480,6 +576,16 @@ bool tu_wait_children(const char *path, int n)
 {
     struct count_arg a = {path, n};
     return tu_wait_until(has_count, &a, TU_WAIT_MS);
+}
+
+static bool no_children(void *path)
+{
+    return tu_no_children(path);
+}
+
+bool tu_wait_no_children(const char *path)
+{
+    return tu_wait_until(no_children, (void *)path, TU_WAIT_MS);
 }
 
 bool tu_gone(void *path)
@@ -532,6 +638,7 @@ void tu_on_lost(zklock_t *l, int reason, void *ctx)
     pthread_mutex_lock(&e->mu);
     e->lost++;
     e->lost_reason = reason;
+    e->lost_at_ms = tu_now_ms();
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -235,7 +235,7 @@ check "both readers inside at once" wait_for 20 test -e "$T/in-b"
 expect_status 1 "a writer cannot join them" "$ZKLOCK" -w -t 0 $P/rw true
 touch "$T/readers-go"
 wait $ra; sa=$?; wait $rb; sb=$?
-check "readers shared the lock" [ $sa = 0 ] && [ $sb = 0 ]
+check "readers shared the lock" [ "$sa $sb" = "0 0" ]
 expect_status 0 "a writer gets it after them" "$ZKLOCK" -w -t 5 $P/rw true
 
 # ---- zklock-ls ------------------------------------------------------------------------------------
