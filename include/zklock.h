@@ -662,7 +662,9 @@ ZKLOCK_API int zklock_leader(zklock_session_t *s, const char *path, char **value
  * the members; zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
  * hold_count, valid_until, cancel, the asynchronous calls and on_lost work on
  * m as on any zklock_t; if a member's hold is lost, m's is (on_lost of m, and
- * of the member), and the other members are released.
+ * of the member), and the other members are released. A member's on_lost
+ * tells only of a hold that was part of m's: a member that held while m
+ * still waited, and lost that hold, is not reported (m queues it again).
  *
  * Deadlock-free: m puts a node in every member's queue with one ZooKeeper
  * transaction, so two multi-locks are queued in the same order in every queue

@@ -338,6 +338,18 @@ static void report_lost(zkl_contender_t *c, int reason)
     queue_lost(c->l, reason);
 }
 
+/* Is the loss of c's hold to be told? A multi-lock's member holds as part
+ * of its multi-lock's hold (zklock.h): its loss is told only if the
+ * multi-lock held (holds, lost it, is being released). While the
+ * multi-lock still waits, or gave up, its owner never had the member's
+ * hold: the multi-lock queues again, or is over (recipes/multi.c). */
+static bool loss_owed(const zkl_contender_t *c)
+{
+    const zkl_contender_t *p = c->parent;
+
+    return !p || p->phase == ZKL_HELD || p->phase == ZKL_LOST || p->releasing;
+}
+
 static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
 
 /* A sub's hold is part of its parent's (a multi-lock's member): when it is
@@ -369,7 +381,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
-    if (reason)
+    if (reason && loss_owed(c))
         report_lost(c, reason);
     wake(c);
     lose_heirs_of(c, reason, unconfirmed);
@@ -410,7 +422,7 @@ static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
  * session lives. The hold is over for the owner at once either way. */
 void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
 {
-    c->loss_unconfirmed = !c->waiting;
+    c->loss_unconfirmed = !c->waiting && loss_owed(c); /* decided now: the parent moves on */
     c->loss_fallback = fallback;
     zklock__lose(c, 0);
 }
@@ -428,7 +440,8 @@ void zklock__confirm_loss(zkl_contender_t *c, int reason)
 void zklock__release_found_lost(zkl_contender_t *c, int reason)
 {
     c->result = ZKLOCK_ELOST;
-    report_lost(c, reason);
+    if (loss_owed(c))
+        report_lost(c, reason);
 }
 
 void zklock__give_up(zkl_contender_t *c, int rc)

@@ -371,6 +371,102 @@ static void test_lease_from_the_first_hold(void)
     tu_assert_clean(path_n("multi-lease", 0));
 }
 
+/* ---- a member's place goes while the multi-lock waits ------------------------------------------ */
+
+/* The child of path that session s owns (caller frees), or NULL. */
+static char *node_of(const char *path, zklock_session_t *s)
+{
+    int n;
+    char **kids = tu_children(path, &n), *mine = NULL, full[512];
+    struct Stat st;
+
+    for (int i = 0; kids && i < n && !mine; i++) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+        if (zoo_exists(tu_zk(), full, 0, &st) == ZOK && st.ephemeralOwner == zklock_session_id(s))
+            mine = strdup(full);
+    }
+    tu_free_strings(kids);
+    return mine;
+}
+
+/* Deletes session s's node in path, as an operator would. */
+static void operator_deletes(const char *path, zklock_session_t *s)
+{
+    char *node = node_of(path, s);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    free(node);
+}
+
+static void done_flag(zklock_t *l, int rc, void *ctx)
+{
+    (void)l;
+    __atomic_store_n((int *)ctx, rc == ZKLOCK_OK ? 1 : -1, __ATOMIC_SEQ_CST);
+}
+
+static bool flag_set(void *flag)
+{
+    return __atomic_load_n((int *)flag, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Runs a callback through s's queue and waits for it: every callback
+ * queued before has run by then (they run in order). */
+static void callback_barrier(zklock_session_t *s)
+{
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l = tu_mutex(s, tu_path("multi-barrier"), &by_handle);
+    int flag = 0;
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, 1);
+    zklock_free(l);
+}
+
+/* Issue 21, item 5 (a). A member's on_lost is for a lost multi-lock hold
+ * (zklock.h): a member that held while M still waited, and lost that hold,
+ * was reported to the member's on_lost although M's acquisition had not
+ * returned. M queues again and holds; nobody is told of a loss. */
+static void test_member_lost_while_waiting_not_told(void)
+{
+    struct tu_events ev_a = TU_EVENTS_INIT, ev_b = TU_EVENTS_INIT, ev_m = TU_EVENTS_INIT;
+    zklock_opts_t lo_a = {.on_lost = tu_on_lost, .ctx = &ev_a};
+    zklock_opts_t lo_b = {.on_lost = tu_on_lost, .ctx = &ev_b};
+    zklock_opts_t lo_m = {.on_lost = tu_on_lost, .ctx = &ev_m};
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    char pa[256], pb[256];
+    zklock_t *a, *b, *p, *m;
+    struct tu_acquirer w;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-lost-waiting", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-lost-waiting", 2));
+    a = tu_mutex(s, pa, &lo_a);
+    b = tu_mutex(s, pb, &lo_b);
+    p = tu_mutex(sp, pb, NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &lo_m);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
+    operator_deletes(pa, s); /* the hold of M's member on A, while M waits for B */
+    CU_ASSERT(tu_wait_children(pa, 1)); /* M queued again */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK); /* held both, released both */
+    callback_barrier(s); /* an on_lost queued before has run by now */
+    TU_ASSERT_INT(ev_a.lost, ==, 0);
+    TU_ASSERT_INT(ev_b.lost, ==, 0);
+    TU_ASSERT_INT(ev_m.lost, ==, 0);
+    TU_ASSERT_INT(TU_STAT(s, lost), ==, 0);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(p);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
 static const tu_test_t multi_tests[] = {
     {"all_held_one_token", test_all_held_one_token},
     {"overlapping_sets_no_deadlock", test_overlapping_sets_no_deadlock},
@@ -380,6 +476,7 @@ static const tu_test_t multi_tests[] = {
     {"expiry_loses_all", test_expiry_loses_all},
     {"with_semaphore", test_with_semaphore},
     {"lease_from_the_first_hold", test_lease_from_the_first_hold},
+    {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
     {NULL, NULL},
 };
 
