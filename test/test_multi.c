@@ -389,6 +389,21 @@ static char *node_of(const char *path, zklock_session_t *s)
     return mine;
 }
 
+/* The child of path whose name has `part` (full path, caller frees), or NULL. */
+static char *child_with(const char *path, const char *part)
+{
+    int n;
+    char **kids = tu_children(path, &n), *found = NULL, full[512];
+
+    for (int i = 0; kids && i < n && !found; i++) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+        if (strstr(kids[i], part))
+            found = strdup(full);
+    }
+    tu_free_strings(kids);
+    return found;
+}
+
 /* Deletes session s's node in path, as an operator would. */
 static void operator_deletes(const char *path, zklock_session_t *s)
 {
@@ -397,6 +412,155 @@ static void operator_deletes(const char *path, zklock_session_t *s)
     CU_ASSERT_PTR_NOT_NULL_FATAL(node);
     TU_ASSERT_RC(zoo_delete(tu_zk(), node, -1), ZOK);
     free(node);
+}
+
+/* Issue 21, item 3. P holds B; M1 = {A,B} queues (it holds A, waits for B
+ * behind P), M2 = {A,B} queues behind M1 on both. An operator deletes one
+ * of M1's nodes. M1 used to queue that member alone, at the back, while the
+ * other kept its place: M1 then waited for M2 on one lock and M2 for M1 on
+ * the other, for ever. Now M1 drops both nodes and queues both again in one
+ * transaction, behind M2 on both: once P releases, M2 holds, then M1. */
+static void member_deleted_no_deadlock(const char *name, bool held_one)
+{
+    zklock_session_t *sp = tu_session(), *s1 = tu_session(), *s2 = tu_session();
+    char pa[256], pb[256];
+    const char *victim = held_one ? pa : pb;
+    zklock_t *p, *a1, *b1, *a2, *b2, *m1, *m2;
+    struct tu_acquirer w1, w2;
+
+    snprintf(pa, sizeof pa, "%s", path_n(name, 1));
+    snprintf(pb, sizeof pb, "%s", path_n(name, 2));
+    p = tu_mutex(sp, pb, NULL);
+    a1 = tu_mutex(s1, pa, NULL);
+    b1 = tu_mutex(s1, pb, NULL);
+    a2 = tu_mutex(s2, pa, NULL);
+    b2 = tu_mutex(s2, pb, NULL);
+    m1 = new_multi((zklock_t *[]){a1, b1}, 2, NULL);
+    m2 = new_multi((zklock_t *[]){b2, a2}, 2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w1, m1, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
+    tu_start_acquirer(&w2, m2, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 2) && tu_wait_children(pb, 3));
+    operator_deletes(victim, s1);
+    /* M1 queues again: its node is back in the path it lost it in (and,
+     * fixed, in the other one too, behind M2's). */
+    CU_ASSERT(tu_wait_children(victim, held_one ? 2 : 3));
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w2), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w1), ZKLOCK_OK);
+    zklock_free(m1);
+    zklock_free(m2);
+    zklock_free(a1);
+    zklock_free(b1);
+    zklock_free(a2);
+    zklock_free(b2);
+    zklock_free(p);
+    zklock_session_close(sp);
+    zklock_session_close(s1);
+    zklock_session_close(s2);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
+static void test_held_member_deleted_no_deadlock(void)
+{
+    member_deleted_no_deadlock("multi-del-held", true);
+}
+
+static void test_waiting_member_deleted_no_deadlock(void)
+{
+    member_deleted_no_deadlock("multi-del-wait", false);
+}
+
+/* The same with a semaphore member, which takes its lease once the locks
+ * are held: while M waits for the lease, its node on A is deleted. M lets
+ * go of the lease it was taking too (waiting for it while A is not held
+ * would be waiting in a cycle's reach), queues A again, then takes the
+ * lease in its turn. */
+static void test_semaphore_member_given_back(void)
+{
+    zklock_session_t *s = tu_session(), *o = tu_session();
+    char pa[256], ps[256], leases[300];
+    zklock_t *a, *sem, *full, *m;
+    struct tu_acquirer w;
+    char *lease;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-sem-back", 1));
+    snprintf(ps, sizeof ps, "%s", path_n("multi-sem-back", 2));
+    snprintf(leases, sizeof leases, "%s/leases", ps);
+    a = tu_mutex(s, pa, NULL);
+    TU_REQUIRE_RC(zklock_semaphore_new(&sem, s, ps, 1, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&full, o, ps, 1, NULL), ZKLOCK_OK);
+    m = new_multi((zklock_t *[]){sem, a}, 2, NULL);
+    TU_REQUIRE_RC(zklock_acquire(full, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(leases, 2)); /* waits for the lease */
+    lease = node_of(leases, s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lease);
+    operator_deletes(pa, s);
+    CU_ASSERT(tu_wait_until(tu_gone, lease, TU_WAIT_MS)); /* the lease given back */
+    CU_ASSERT(tu_wait_children(pa, 1)); /* A queued again */
+    CU_ASSERT(tu_wait_children(leases, 2)); /* ... and the lease taken again in its turn */
+    free(lease);
+    TU_ASSERT_RC(zklock_release(full), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(sem);
+    zklock_free(full);
+    zklock_session_close(s);
+    zklock_session_close(o);
+    tu_assert_clean(pa);
+    tu_assert_clean(ps);
+}
+
+/* And with a downgrade heir as a member: the owner holds the write side, M
+ * = {its read side, B} holds the read side at once (a heir) and waits for
+ * B. Its node on B is deleted: M releases the heir too, makes it again
+ * beside the write hold (which still holds), and queues B again. */
+static void test_heir_member_made_again(void)
+{
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    char pr[256], pb[256];
+    zklock_rwlock_t *rw = NULL;
+    zklock_t *b, *p, *m;
+    struct tu_acquirer w;
+    char *heir;
+
+    snprintf(pr, sizeof pr, "%s", path_n("multi-heir-again", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-heir-again", 2));
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, pr, &by_handle), ZKLOCK_OK);
+    b = tu_mutex(s, pb, &by_handle);
+    p = tu_mutex(sp, pb, NULL);
+    m = new_multi((zklock_t *[]){zklock_rwlock_read(rw), b}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, 10000, false);
+    CU_ASSERT_FATAL(tu_wait_children(pr, 2) && tu_wait_children(pb, 2)); /* writer + heir; P + M */
+    heir = child_with(pr, "__READ__");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(heir);
+    operator_deletes(pb, s);
+    CU_ASSERT(tu_wait_until(tu_gone, heir, TU_WAIT_MS)); /* the heir let go ... */
+    CU_ASSERT(tu_wait_children(pr, 2)); /* ... and made again */
+    CU_ASSERT(tu_wait_children(pb, 2)); /* B queued again */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_read(rw)), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(pr, "__READ__"), ==, 1); /* one heir, beside its writer */
+    free(heir);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    TU_ASSERT_INT(nodes(pr), ==, 0);
+    zklock_free(m);
+    zklock_free(b);
+    zklock_free(p);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    tu_assert_clean(pr);
+    tu_assert_clean(pb);
 }
 
 static void done_flag(zklock_t *l, int rc, void *ctx)
@@ -476,7 +640,11 @@ static const tu_test_t multi_tests[] = {
     {"expiry_loses_all", test_expiry_loses_all},
     {"with_semaphore", test_with_semaphore},
     {"lease_from_the_first_hold", test_lease_from_the_first_hold},
+    {"held_member_deleted_no_deadlock", test_held_member_deleted_no_deadlock},
+    {"waiting_member_deleted_no_deadlock", test_waiting_member_deleted_no_deadlock},
     {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
+    {"semaphore_member_given_back", test_semaphore_member_given_back},
+    {"heir_member_made_again", test_heir_member_made_again},
     {NULL, NULL},
 };
 
