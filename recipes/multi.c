@@ -378,9 +378,13 @@ static bool requeue_all(zkl_contender_t *c)
     return true;
 }
 
-/* Members let go by requeue_all whose nodes are not gone yet: the new
- * round's nodes must not queue behind them (each is let go of, and
- * disowned, once its node is deleted or its session over). */
+/* Members let go by requeue_all whose calls are not decided yet: the new
+ * round's nodes must not queue behind their old ones. Each is disowned when
+ * decided: once its node is deleted or its session over, or, given up while
+ * disconnected, at once; its delete then goes out on the reconnection
+ * before M's transaction (engine_resumed steps newer contenders first, and
+ * a session's requests are applied in order). Even behind one, a new node
+ * only waits for a delete that waits for nothing. */
 static bool old_round_pending(const zkl_contender_t *c)
 {
     for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
