@@ -1115,53 +1115,29 @@ static void test_multi_member_dropped_unsure(void)
     zklock_opts_t po = {.on_lost = tu_on_lost, .ctx = &lost};
     zklock_session_t *sp = tu_session(), *s2 = tu_session();
     char pa[256], pb[256], *m1a;
-    zklock_t *p, *a1, *b1, *a2, *b2, *m1, *m2, *probe;
-    struct tu_acquirer w1, w2;
+    struct tu_crossed x;
+    zklock_t *probe;
 
     snprintf(pa, sizeof pa, "%s", tu_path("multi-unsure-a"));
     snprintf(pb, sizeof pb, "%s", tu_path("multi-unsure-b"));
-    faulty_open(&f, 10000);
+    faulty_open(&f, 10000); /* M1's session */
     /* A hold of M1's session whose on_lost says when its lease ran out. */
     probe = tu_mutex(f.s, tu_path("multi-unsure-probe"), &po);
-    p = tu_mutex(sp, pb, NULL);
-    a1 = tu_mutex(f.s, pa, NULL);
-    b1 = tu_mutex(f.s, pb, NULL);
-    a2 = tu_mutex(s2, pa, NULL);
-    b2 = tu_mutex(s2, pb, NULL);
-    TU_REQUIRE_RC(zklock_multi_new(&m1, (zklock_t *[]){a1, b1}, 2, NULL), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_multi_new(&m2, (zklock_t *[]){a2, b2}, 2, NULL), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(probe, -1), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
-    tu_start_acquirer(&w1, m1, 25000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
-    m1a = only_child(pa);
+    tu_crossed_start(&x, sp, f.s, s2, pa, pb, 25000);
+    m1a = tu_node_of(pa, f.s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m1a);
-    tu_start_acquirer(&w2, m2, 25000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 2) && tu_wait_children(pb, 3));
     cut(&f);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS)); /* the lease ran out */
     zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
     CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_RECONNECTED));
     CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED)); /* the session lives */
-    {
-        char full[512];
-        snprintf(full, sizeof full, "%s/%s", pa, m1a);
-        CU_ASSERT(tu_wait_until(tu_gone, full, TU_WAIT_MS)); /* M1's dropped node swept */
-    }
+    CU_ASSERT(tu_wait_until(tu_gone, m1a, TU_WAIT_MS)); /* M1's dropped node swept */
     CU_ASSERT(tu_wait_children(pa, 2)); /* M2's, and M1's again */
     CU_ASSERT(tu_wait_children(pb, 3));
-    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
-    TU_ASSERT_RC(tu_join_acquirer(&w2), ZKLOCK_OK);
-    TU_ASSERT_RC(tu_join_acquirer(&w1), ZKLOCK_OK);
+    tu_crossed_finish(&x);
     TU_ASSERT_RC(zklock_release(probe), ZKLOCK_ELOST);
     free(m1a);
-    zklock_free(m1);
-    zklock_free(m2);
-    zklock_free(a1);
-    zklock_free(b1);
-    zklock_free(a2);
-    zklock_free(b2);
-    zklock_free(p);
     zklock_free(probe);
     faulty_close(&f);
     zklock_session_close(sp);

@@ -312,38 +312,56 @@ static void test_expiry_loses_all(void)
     tu_assert_clean(pb);
 }
 
+/* A lock A and a semaphore S of one lease on session s, M = {S, A}, and
+ * another handle of S on session o (to take the lease elsewhere). */
+struct sem_multi {
+    zklock_session_t *s, *o;
+    char pa[256], ps[256], leases[300];
+    zklock_t *a, *sem, *full, *m;
+};
+
+static void sem_multi_new(struct sem_multi *x, const char *name)
+{
+    x->s = tu_session();
+    x->o = tu_session();
+    snprintf(x->pa, sizeof x->pa, "%s", path_n(name, 1));
+    snprintf(x->ps, sizeof x->ps, "%s", path_n(name, 2));
+    snprintf(x->leases, sizeof x->leases, "%s/leases", x->ps);
+    x->a = tu_mutex(x->s, x->pa, NULL);
+    TU_REQUIRE_RC(zklock_semaphore_new(&x->sem, x->s, x->ps, 1, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&x->full, x->o, x->ps, 1, NULL), ZKLOCK_OK);
+    x->m = new_multi((zklock_t *[]){x->sem, x->a}, 2, NULL);
+}
+
+static void sem_multi_free(struct sem_multi *x)
+{
+    zklock_free(x->m);
+    zklock_free(x->a);
+    zklock_free(x->sem);
+    zklock_free(x->full);
+    zklock_session_close(x->s);
+    zklock_session_close(x->o);
+    tu_assert_clean(x->pa);
+    tu_assert_clean(x->ps);
+}
+
 /* A semaphore member: its lease is taken once the locks are held. */
 static void test_with_semaphore(void)
 {
-    zklock_session_t *s = tu_session(), *o1 = tu_session();
-    char pa[256], ps[256], leases[300];
-    zklock_t *a, *sem, *full, *m;
+    struct sem_multi x;
 
-    snprintf(pa, sizeof pa, "%s", path_n("multi-sem", 1));
-    snprintf(ps, sizeof ps, "%s", path_n("multi-sem", 2));
-    snprintf(leases, sizeof leases, "%s/leases", ps);
-    a = tu_mutex(s, pa, NULL);
-    TU_REQUIRE_RC(zklock_semaphore_new(&sem, s, ps, 1, NULL), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_semaphore_new(&full, o1, ps, 1, NULL), ZKLOCK_OK);
-    m = new_multi((zklock_t *[]){sem, a}, 2, NULL);
-    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
-    TU_ASSERT_INT(zklock_hold_count(sem), ==, 1);
-    TU_ASSERT_INT(nodes(leases), ==, 1);
-    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    sem_multi_new(&x, "multi-sem");
+    TU_REQUIRE_RC(zklock_acquire(x.m, 10000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(x.sem), ==, 1);
+    TU_ASSERT_INT(nodes(x.leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(x.m), ZKLOCK_OK);
     /* The lease taken elsewhere: m times out, holding nothing, A included. */
-    TU_REQUIRE_RC(zklock_acquire(full, -1), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_acquire(m, 500), ZKLOCK_ETIMEDOUT);
-    TU_ASSERT_INT(nodes(pa), ==, 0);
-    TU_ASSERT_INT(nodes(leases), ==, 1);
-    TU_ASSERT_RC(zklock_release(full), ZKLOCK_OK);
-    zklock_free(m);
-    zklock_free(a);
-    zklock_free(sem);
-    zklock_free(full);
-    zklock_session_close(s);
-    zklock_session_close(o1);
-    tu_assert_clean(pa);
-    tu_assert_clean(ps);
+    TU_REQUIRE_RC(zklock_acquire(x.full, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(x.m, 500), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(nodes(x.pa), ==, 0);
+    TU_ASSERT_INT(nodes(x.leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(x.full), ZKLOCK_OK);
+    sem_multi_free(&x);
 }
 
 /* The first hold of a new session is a multi-lock's: its lease is known
@@ -373,22 +391,6 @@ static void test_lease_from_the_first_hold(void)
 
 /* ---- a member's place goes while the multi-lock waits ------------------------------------------ */
 
-/* The child of path that session s owns (caller frees), or NULL. */
-static char *node_of(const char *path, zklock_session_t *s)
-{
-    int n;
-    char **kids = tu_children(path, &n), *mine = NULL, full[512];
-    struct Stat st;
-
-    for (int i = 0; kids && i < n && !mine; i++) {
-        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
-        if (zoo_exists(tu_zk(), full, 0, &st) == ZOK && st.ephemeralOwner == zklock_session_id(s))
-            mine = strdup(full);
-    }
-    tu_free_strings(kids);
-    return mine;
-}
-
 /* The child of path whose name has `part` (full path, caller frees), or NULL. */
 static char *child_with(const char *path, const char *part)
 {
@@ -407,7 +409,7 @@ static char *child_with(const char *path, const char *part)
 /* Deletes session s's node in path, as an operator would. */
 static void operator_deletes(const char *path, zklock_session_t *s)
 {
-    char *node = node_of(path, s);
+    char *node = tu_node_of(path, s);
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(node);
     TU_ASSERT_RC(zoo_delete(tu_zk(), node, -1), ZOK);
@@ -425,37 +427,16 @@ static void member_deleted_no_deadlock(const char *name, bool held_one)
     zklock_session_t *sp = tu_session(), *s1 = tu_session(), *s2 = tu_session();
     char pa[256], pb[256];
     const char *victim = held_one ? pa : pb;
-    zklock_t *p, *a1, *b1, *a2, *b2, *m1, *m2;
-    struct tu_acquirer w1, w2;
+    struct tu_crossed x;
 
     snprintf(pa, sizeof pa, "%s", path_n(name, 1));
     snprintf(pb, sizeof pb, "%s", path_n(name, 2));
-    p = tu_mutex(sp, pb, NULL);
-    a1 = tu_mutex(s1, pa, NULL);
-    b1 = tu_mutex(s1, pb, NULL);
-    a2 = tu_mutex(s2, pa, NULL);
-    b2 = tu_mutex(s2, pb, NULL);
-    m1 = new_multi((zklock_t *[]){a1, b1}, 2, NULL);
-    m2 = new_multi((zklock_t *[]){b2, a2}, 2, NULL);
-    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
-    tu_start_acquirer(&w1, m1, 10000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
-    tu_start_acquirer(&w2, m2, 10000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 2) && tu_wait_children(pb, 3));
+    tu_crossed_start(&x, sp, s1, s2, pa, pb, 10000);
     operator_deletes(victim, s1);
     /* M1 queues again: its node is back in the path it lost it in (and,
      * fixed, in the other one too, behind M2's). */
     CU_ASSERT(tu_wait_children(victim, held_one ? 2 : 3));
-    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
-    TU_ASSERT_RC(tu_join_acquirer(&w2), ZKLOCK_OK);
-    TU_ASSERT_RC(tu_join_acquirer(&w1), ZKLOCK_OK);
-    zklock_free(m1);
-    zklock_free(m2);
-    zklock_free(a1);
-    zklock_free(b1);
-    zklock_free(a2);
-    zklock_free(b2);
-    zklock_free(p);
+    tu_crossed_finish(&x);
     zklock_session_close(sp);
     zklock_session_close(s1);
     zklock_session_close(s2);
@@ -480,39 +461,24 @@ static void test_waiting_member_deleted_no_deadlock(void)
  * lease in its turn. */
 static void test_semaphore_member_given_back(void)
 {
-    zklock_session_t *s = tu_session(), *o = tu_session();
-    char pa[256], ps[256], leases[300];
-    zklock_t *a, *sem, *full, *m;
+    struct sem_multi x;
     struct tu_acquirer w;
     char *lease;
 
-    snprintf(pa, sizeof pa, "%s", path_n("multi-sem-back", 1));
-    snprintf(ps, sizeof ps, "%s", path_n("multi-sem-back", 2));
-    snprintf(leases, sizeof leases, "%s/leases", ps);
-    a = tu_mutex(s, pa, NULL);
-    TU_REQUIRE_RC(zklock_semaphore_new(&sem, s, ps, 1, NULL), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_semaphore_new(&full, o, ps, 1, NULL), ZKLOCK_OK);
-    m = new_multi((zklock_t *[]){sem, a}, 2, NULL);
-    TU_REQUIRE_RC(zklock_acquire(full, -1), ZKLOCK_OK);
-    tu_start_acquirer(&w, m, 10000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(leases, 2)); /* waits for the lease */
-    lease = node_of(leases, s);
+    sem_multi_new(&x, "multi-sem-back");
+    TU_REQUIRE_RC(zklock_acquire(x.full, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, x.m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(x.pa, 1) && tu_wait_children(x.leases, 2)); /* waits for the lease */
+    lease = tu_node_of(x.leases, x.s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(lease);
-    operator_deletes(pa, s);
+    operator_deletes(x.pa, x.s);
     CU_ASSERT(tu_wait_until(tu_gone, lease, TU_WAIT_MS)); /* the lease given back */
-    CU_ASSERT(tu_wait_children(pa, 1)); /* A queued again */
-    CU_ASSERT(tu_wait_children(leases, 2)); /* ... and the lease taken again in its turn */
+    CU_ASSERT(tu_wait_children(x.pa, 1)); /* A queued again */
+    CU_ASSERT(tu_wait_children(x.leases, 2)); /* ... and the lease taken again in its turn */
     free(lease);
-    TU_ASSERT_RC(zklock_release(full), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(x.full), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
-    zklock_free(m);
-    zklock_free(a);
-    zklock_free(sem);
-    zklock_free(full);
-    zklock_session_close(s);
-    zklock_session_close(o);
-    tu_assert_clean(pa);
-    tu_assert_clean(ps);
+    sem_multi_free(&x);
 }
 
 /* And with a downgrade heir as a member: the owner holds the write side, M
