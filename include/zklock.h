@@ -25,7 +25,8 @@
  *    zklock_session_dispatch()), never with a zklock lock held. In a
  *    callback the asynchronous calls, zklock_cancel(), zklock_hold_count(),
  *    zklock_fence(), zklock_check_op(), a handle-owned zklock_release()
- *    (which returns at once) and, in on_lost, zklock_lost_token() work; a timed zklock_acquire() answers
+ *    (which returns at once) and, in on_lost, zklock_lost_token() work; a
+ *    timed zklock_acquire() answers
  *    ZKLOCK_EDEADLK and a thread-owned one ZKLOCK_EOWNER; zklock_free()
  *    waits for nothing; zklock_session_close() must not be called
  *    (zklock(3), THREADS AND CALLBACKS). On ZooKeeper's completion thread

@@ -309,8 +309,6 @@ static void read_token(zkl_contender_t *c, zkl_contender_t *m)
         zklock__op_refused(c, rc);
 }
 
-/* ---- M's steps ---------------------------------------------------------------------------- */
-
 /* ---- a member's place goes while M waits: all queue again ------------------------------- */
 
 /* Has member m lost the place M's round gave it? Its hold went (its node
@@ -392,6 +390,8 @@ static bool old_round_pending(const zkl_contender_t *c)
             return true;
     return false;
 }
+
+/* ---- M's steps ---------------------------------------------------------------------------- */
 
 /* Starts what has not started: every lock member at once (the transaction
  * makes their nodes; a downgrade heir makes its own), each semaphore member
