@@ -20,10 +20,14 @@
  *  - Threads: every function may be called from any thread, concurrently,
  *    except where noted (zklock_session_close() and zklock_free() must not
  *    race with other calls on the same object). Callbacks (on_state,
- *    on_lost, done) run one at a time, in order, on the session's own
- *    callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
- *    zklock_session_dispatch()), never with a zklock lock held. In a
- *    callback the asynchronous calls, zklock_cancel(), zklock_hold_count(),
+ *    on_lost, done, a follower's fn) run one at a time, in order, on the
+ *    session's own callback thread (or, with ZKLOCK_DISPATCH_POLL, inside
+ *    zklock_session_dispatch()), never with a zklock lock held. A slow
+ *    callback delays the callbacks behind it, never the lease's heartbeats
+ *    or a deadline (they have a thread of their own). In a
+ *    callback the asynchronous calls (zklock_acquire_async,
+ *    zklock_release_async, zklock_proclaim_async, zklock_leader_follow,
+ *    zklock_follow_stop), zklock_cancel(), zklock_hold_count(),
  *    zklock_fence(), zklock_check_op(), a handle-owned zklock_release()
  *    (which returns at once) and, in on_lost, zklock_lost_token() work; a
  *    timed zklock_acquire() answers
@@ -84,12 +88,20 @@ extern "C" {
     X(ESYSTEM, -1011, "system error (see errno)")                             \
     X(ENOTSUP, -1012, "not supported by this build (e.g. TLS: the ZooKeeper " \
                       "C client was built without OpenSSL)")                  \
-    X(EOWNER, -1013, "a callback's thread cannot own a lock: use a "          \
-                     "handle-owned lock (ZKLOCK_OWNER_HANDLE)")               \
+    X(EOWNER, -1013, "a thread-owned lock cannot be used asynchronously or "  \
+                     "taken in a callback: use a handle-owned lock "          \
+                     "(ZKLOCK_OWNER_HANDLE)")                                 \
     X(EUNSURE, -1014, "no word from ZooKeeper for nearly a session timeout: " \
                       "the session may have expired, so the lock may be taken") \
     X(EMISMATCH, -1015, "the semaphore's path holds another number of "       \
-                        "leases than asked for (kazoo's check)")
+                        "leases than asked for (kazoo's check)")               \
+    X(EWRAPPED, -1016, "the lock path's sequence counter ran out (2^31 "      \
+                       "nodes made under it): delete and re-create the "      \
+                       "path, or let an empty container be reaped")          \
+    X(EDELETED, -1017, "the lock node was deleted by someone else: the "      \
+                       "lock may be taken")                                  \
+    X(ERESOLVE, -1018, "no name in the server list resolves (now): check "    \
+                       "the names, or DNS")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -192,6 +204,13 @@ typedef struct zklock_session_opts {
     /* Where callbacks run: ZKLOCK_DISPATCH_THREAD or ZKLOCK_DISPATCH_POLL
      * (see zklock_session_dispatch). */
     int dispatch;
+    /* Nonzero: zklock_session_open() returns at once, and the session
+     * connects in the background, trying again for as long as it lives
+     * (also while no name of the server list resolves: every second). Calls
+     * made meanwhile behave as during a reconnection: acquisitions wait
+     * within their timeout, try-once and queue reads answer
+     * ZCONNECTIONLOSS. on_state tells ZKLOCK_CONNECTED when it is up. */
+    int background;
 } zklock_session_opts_t;
 
 /* zklock_session_opts_t.dispatch:
@@ -207,18 +226,23 @@ enum {
 };
 
 /* Opens a session to the ZooKeeper ensemble `hosts` ("host:port,host:port",
- * optionally followed by a chroot "/path") and returns once the ZooKeeper
+ * optionally followed by a chroot "/path"; an IPv6 address bare, as
+ * ZooKeeper's C client takes it: "::1:2181") and returns once the ZooKeeper
  * session is established, so that the first acquire never races the
- * connection. opts may be NULL (all defaults); it is copied.
- * Errors: ZKLOCK_EINVAL (NULL out or hosts, unparsable or unresolvable
- * hosts, negative timeouts, an identity longer than ZKLOCK_DATA_MAX, a
- * credential without scheme, an unknown or malformed acl, an incomplete
- * set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a client without it),
+ * connection; with opts->background, at once (the session connects by
+ * itself). opts may be NULL (all defaults); it is copied.
+ * Errors: ZKLOCK_EINVAL (NULL out, a malformed server list: no server, a
+ * port missing or outside 1-65535, a host with blanks or brackets, an
+ * invalid chroot; negative timeouts, an identity longer than
+ * ZKLOCK_DATA_MAX, a credential without scheme, an unknown or malformed
+ * acl, an incomplete set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a
+ * client without it), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM, and, without
+ * background only: ZKLOCK_ERESOLVE (no name of the list resolves now: a
+ * wrong name, or DNS down; worth retrying, unlike ZKLOCK_EINVAL),
  * ZAUTHFAILED (the server rejected a credential, even if the connection
  * dropped before its answer), ZKLOCK_ENOSERVER (no server answered, or
- * gave its verdict on the credentials, within connect_timeout_ms),
- * ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM. On error *out is
- * NULL and nothing is left behind. */
+ * gave its verdict on the credentials, within connect_timeout_ms). On
+ * error *out is NULL and nothing is left behind. */
 ZKLOCK_API int zklock_session_open(zklock_session_t **out, const char *hosts,
                                    const zklock_session_opts_t *opts);
 
@@ -352,7 +376,7 @@ enum {
 /* Why on_lost was called. */
 enum {
     ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
-    ZKLOCK_LOST_DELETED = ZNONODE,         /* someone deleted the lock node */
+    ZKLOCK_LOST_DELETED = ZKLOCK_EDELETED, /* someone deleted the lock node */
     ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE    /* the hold's lease ran out: the
                                               ensemble was not heard from for
                                               nearly a session timeout, and
@@ -398,7 +422,8 @@ typedef struct zklock_opts {
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
  * no "." or ".." components, not under /zookeeper). The path's missing
  * levels are created as container nodes on first use, so the server removes
- * them once they are empty. opts may be NULL; it is copied.
+ * them once they are empty; with ZKLOCK_WIRE_KAZOO the path itself is made
+ * persistent, as kazoo makes it. opts may be NULL; it is copied.
  * Errors: ZKLOCK_EINVAL (NULL, malformed path, unknown wire or acl), ZKLOCK_ECLOSED,
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
@@ -414,6 +439,15 @@ ZKLOCK_API int zklock_lost_token(const zklock_t *l, int64_t *token);
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)
+ *
+ * One rule for all of them (zklock_acquire_async, zklock_release_async,
+ * zklock_proclaim_async): a call that its caller's own state or arguments
+ * refuse (NULL, a thread-owned lock, a closed session, another call in
+ * progress, an upgrade, a held member of a multi-lock, a hold it does not
+ * have) starts nothing: it returns the error, as the blocking call would,
+ * and done is never called. A call that started returns ZKLOCK_OK, and done
+ * tells its outcome, also one known at once (a reentrant hold, a try-once
+ * while disconnected, the release of a lost hold).
  */
 
 /* What an asynchronous call ends with: l, and what the blocking call would
@@ -426,9 +460,14 @@ typedef void (*zklock_done_fn)(zklock_t *l, int rc, void *ctx);
  * timeout_ms) would have returned (ZKLOCK_OK, ZKLOCK_ETIMEDOUT, ZKLOCK_EBUSY
  * for a try-once, ZKLOCK_ECANCELED after zklock_cancel, ZKLOCK_ECLOSED,
  * ZCONNECTIONLOSS, ...). Any other return means not started: done is not
- * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1, a
- * thread-owned lock), ZKLOCK_EBUSY (an acquisition of l is in progress),
- * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
+ * called. Errors: ZKLOCK_EINVAL (NULL l or done, timeout_ms < -1),
+ * ZKLOCK_EOWNER (a thread-owned lock: set .owner = ZKLOCK_OWNER_HANDLE in
+ * its zklock_opts_t), ZKLOCK_EBUSY (an acquisition of l is in progress, or
+ * of the other view of its read/write lock, or of a member of the
+ * multi-lock l), ZKLOCK_EDEADLK (l is the write view of a read/write lock
+ * whose read view the handle holds; a multi-lock one of whose members is
+ * held), ZKLOCK_ECLOSED (also: a member of the multi-lock l is being
+ * freed), ZKLOCK_ENOMEM, ZAUTHFAILED. Non-blocking. */
 ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn done,
                                     void *ctx);
 
@@ -437,8 +476,9 @@ ZKLOCK_API int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn 
  * confirmed the node's deletion (or at once for a hold that counts down),
  * ZKLOCK_ELOST if the hold was lost, ZKLOCK_ECLOSED, or, if l is freed
  * before the server answered, ZKLOCK_ECANCELED (the deletion goes on).
- * Errors: ZKLOCK_EINVAL (NULL, thread-owned lock), ZKLOCK_ENOTHELD,
- * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
+ * Errors: ZKLOCK_EINVAL (NULL), ZKLOCK_EOWNER (a thread-owned lock),
+ * ZKLOCK_ENOTHELD, ZKLOCK_EBUSY (l is a member held through a multi-lock:
+ * release that), ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. Non-blocking. */
 ZKLOCK_API int zklock_release_async(zklock_t *l, zklock_done_fn done, void *ctx);
 
 /* With ZKLOCK_DISPATCH_POLL: a descriptor that is readable while callbacks
@@ -482,6 +522,9 @@ ZKLOCK_API int zklock_path_check(const char *path);
  *                      ZooKeeper's completion thread (see zklock_session_adopt),
  *                      or with a timeout in a zklock callback
  *   ZKLOCK_ECLOSED     the session was closed
+ *   ZKLOCK_EWRAPPED    the lock path's sequence counter ran out (2^31 - 1
+ *                      nodes made under it), where Curator's and kazoo's
+ *                      order is not zklock's (zklock(3), ON THE WIRE)
  *   ZKLOCK_EINVAL      l is NULL or timeout_ms < -1
  *   ZCONNECTIONLOSS    try-once while the connection is down
  *   ZSESSIONEXPIRED    try-once on an adopted session that expired and has
@@ -513,11 +556,27 @@ ZKLOCK_API int zklock_acquire(zklock_t *l, int timeout_ms);
 ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost
- * it), negative on error (ZKLOCK_EINVAL). Non-blocking. */
+ * it, also when its lease ran out: see zklock_valid_until()), negative on
+ * error (ZKLOCK_EINVAL). Non-blocking. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
+/* The clock zklock measures its leases and deadlines on, and the clock of
+ * zklock_valid_until()'s time: CLOCK_BOOTTIME on Linux, CLOCK_MONOTONIC
+ * elsewhere (<time.h>). CLOCK_BOOTTIME goes on while the host sleeps
+ * (suspend, hibernation, a virtual machine saved and restored);
+ * CLOCK_MONOTONIC stops, so a lease measured on it would outlive a sleep
+ * longer than the session timeout. Compare zklock_valid_until() with
+ * clock_gettime(ZKLOCK_CLOCK, &now), never with CLOCK_MONOTONIC (earlier
+ * versions gave a CLOCK_MONOTONIC time). */
+#if defined(__linux__)
+#define ZKLOCK_CLOCK CLOCK_BOOTTIME
+#else
+#define ZKLOCK_CLOCK CLOCK_MONOTONIC
+#endif
+
 /* How long the caller's hold may still be acted on without hearing from the
- * ensemble: a CLOCK_MONOTONIC time. zklock keeps the lease fresh while it
+ * ensemble: a ZKLOCK_CLOCK time (CLOCK_BOOTTIME on Linux: not
+ * CLOCK_MONOTONIC, see above). zklock keeps the lease fresh while it
  * holds or waits (a write that needs a quorum every sixth of the session
  * timeout, unless one of its own was answered meanwhile); it is the send
  * time of the latest of its writes (creates, deletes, multis) answered,
@@ -526,7 +585,12 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * lease that ran out while it waited. No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the
  * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
- * as the session is heard from again. docs/design.md has the argument.
+ * as the session is heard from again. It is lost the moment the time
+ * passes, whoever notices first: this call, zklock_hold_count(),
+ * zklock_fence(), zklock_check_op() and zklock_release() answer by the
+ * lease as it is when they are called (not held, ZKLOCK_ELOST), also right
+ * after the host slept, before on_lost is told. docs/design.md has the
+ * argument.
  * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
 struct timespec; /* <time.h>; declared here too for strict C89 users */
 ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
@@ -619,7 +683,8 @@ ZKLOCK_API void zklock_rwlock_free(zklock_rwlock_t *rw);
 
 /* Errors as zklock_mutex_new(), and ZKLOCK_EINVAL for max_leases outside
  * 1..ZKLOCK_SEMAPHORE_MAX. With ZKLOCK_WIRE_KAZOO, an acquisition fails with
- * ZKLOCK_EMISMATCH if the path says another number of leases. */
+ * ZKLOCK_EMISMATCH if the path says another number of leases (read at
+ * every acquisition). */
 ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path,
                                     int max_leases, const zklock_opts_t *opts);
 
@@ -652,12 +717,34 @@ ZKLOCK_API int zklock_election_new(zklock_t **out, zklock_session_t *s, const ch
 
 /* The leader publishes value[0..len) (its address, say) in its node, for
  * observers (zklock_leader, zklock_queue_wait), without a new election.
- * Blocks for one round trip. Errors: ZKLOCK_EINVAL (l not an election,
- * value NULL with len > 0, len > ZKLOCK_DATA_MAX), ZKLOCK_ENOTHELD (the
- * caller does not lead), ZKLOCK_ELOST (its leadership was lost, also while
- * proclaiming), ZKLOCK_EDEADLK (on ZooKeeper's completion thread),
- * ZCONNECTIONLOSS (not connected now), ZooKeeper's codes (ZNOAUTH). */
+ * value is copied. Blocks for one round trip: it is
+ * zklock_proclaim_async() that waits. Errors: ZKLOCK_EINVAL (l not an
+ * election, value NULL with len > 0, len > ZKLOCK_DATA_MAX),
+ * ZKLOCK_ENOTHELD (the caller does not lead), ZKLOCK_ELOST (its leadership
+ * was lost, also while proclaiming), ZKLOCK_EDEADLK (on ZooKeeper's
+ * completion thread), ZCONNECTIONLOSS (not connected now, or the connection
+ * dropped before the answer: the value may or may not be set),
+ * ZKLOCK_ECLOSED (the session is closed, also while proclaiming),
+ * ZooKeeper's codes (ZNOAUTH). */
 ZKLOCK_API int zklock_proclaim(zklock_t *l, const void *value, size_t len);
+
+/* zklock_proclaim() without waiting, for a handle-owned election
+ * (ZKLOCK_OWNER_HANDLE): returns at once. ZKLOCK_OK means started, and
+ * done(l, rc, ctx) follows exactly once, as a callback (see the session's
+ * dispatch), never from inside this call, with what zklock_proclaim()
+ * would have returned: ZKLOCK_OK (the server has the value), ZKLOCK_ELOST
+ * (the leadership was lost, before the call or while proclaiming),
+ * ZCONNECTIONLOSS (not connected now, or dropped before the answer),
+ * ZooKeeper's codes (ZNOAUTH), ZKLOCK_ECLOSED (the session was closed
+ * first), or ZKLOCK_ECANCELED (l was freed first: zklock_free() runs done
+ * before it returns). Any other return means not started, and done is not
+ * called: ZKLOCK_EINVAL (as zklock_proclaim(), or done NULL), ZKLOCK_EOWNER
+ * (a thread-owned election), ZKLOCK_ENOTHELD (l does not lead),
+ * ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. value is copied before it returns.
+ * Non-blocking: may be called anywhere, in a callback and on ZooKeeper's
+ * completion thread too. */
+ZKLOCK_API int zklock_proclaim_async(zklock_t *l, const void *value, size_t len,
+                                     zklock_done_fn done, void *ctx);
 
 /* The leader of the election at path, as any client sees it (zklock's,
  * Curator's LeaderLatch or LeaderSelector, kazoo's Election): *value its
@@ -665,11 +752,54 @@ ZKLOCK_API int zklock_proclaim(zklock_t *l, const void *value, size_t len);
  * nobody leads, also when path does not exist), *len its length and *token
  * the leader's token (len and token may be NULL). Creates nothing; two
  * pipelined round trips. Errors as zklock_queue_read(), and ZKLOCK_EINVAL
- * for a NULL value. To follow the leader without polling: read the queue
- * (zklock_queue_read) and wait with zklock_queue_wait(), which also returns
- * when the first node's data changes (a new value proclaimed). */
+ * for a NULL value. To follow the leader without polling or blocking:
+ * zklock_leader_follow() below (a thread may also wait with
+ * zklock_queue_wait(), which returns when the first node's data changes). */
 ZKLOCK_API int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
                              int64_t *token);
+
+/* Following the leader without a thread (an event loop's standby): fn is
+ * called with the leader now, then at every change: a new leader, a new
+ * value proclaimed, nobody leading. */
+typedef struct zklock_follow zklock_follow_t;
+
+/* What a follower is told, as a callback of its session (on the session's
+ * thread, or inside zklock_session_dispatch() with ZKLOCK_DISPATCH_POLL),
+ * in order with the others. path: the election's (borrowed). value, len:
+ * the leader's node's data as zklock_leader() gives it (borrowed for the
+ * call; value[len] is a NUL), token its token. value NULL: nobody leads
+ * (token 0, also while the path does not exist), or the follower cannot
+ * read the election: token is then why, a negative code (ZNOAUTH: the
+ * path's ACL; ZAUTHFAILED: the session's credentials were rejected, and
+ * nothing more follows); it is told once, the follower tries again every
+ * second, and what it then reads is told as a change. */
+typedef void (*zklock_leader_fn)(const char *path, const void *value, size_t len,
+                                 int64_t token, void *ctx);
+
+/* Starts following the leader of the election at path (any client's, as
+ * zklock_leader() reads it) and returns at once with *out: fn(path, ...,
+ * ctx) follows as soon as the leader is read (once the session is
+ * connected), then at every change, never from inside this call. A change
+ * is told only once seen: a leader that comes and goes between two looks may
+ * not be. The follower watches only what can change its answer (the
+ * leader's node, or, while nobody leads, the path), so a queue's churn behind
+ * its leader wakes no follower; it looks again after a reconnection and on
+ * the next ZooKeeper session after an expiry, telling fn only what changed.
+ * A closed session is freed only once its last follower is stopped (as
+ * once its last lock handle is freed). Non-blocking: may be called
+ * anywhere, in a callback too. Errors: ZKLOCK_EINVAL (NULL s, fn or out, a
+ * malformed path), ZKLOCK_ECLOSED, ZKLOCK_ENOMEM. */
+ZKLOCK_API int zklock_leader_follow(zklock_session_t *s, const char *path, zklock_leader_fn fn,
+                                    void *ctx, zklock_follow_t **out);
+
+/* Stops following and frees f: fn is never called after this returns, and a
+ * call of fn running on another thread has returned by then (in a callback,
+ * fn may stop its own follower, or another: nothing is waited for; on
+ * ZooKeeper's completion thread, a call running elsewhere is not waited
+ * for). zklock_session_close() stops telling fn (a call running then is
+ * waited for, as every callback), but f must still be stopped, also after
+ * the close. f may be NULL. Must not race with another stop of f. */
+ZKLOCK_API void zklock_follow_stop(zklock_follow_t *f);
 
 /* ------------------------------------------------------------------------
  * Multi-lock: several locks, all or none

@@ -5,7 +5,8 @@
  * Credentials are added to every handle the session uses, before its first
  * request: the C client sends them ahead of anything queued, and again on
  * every reconnection of that handle; a new handle (a renewed session, a
- * readopt) gets them here again. A server that rejects them answers so and
+ * readopt) gets them here again, at once or, if it is between two
+ * connection attempts, as it connects (nothing waits for that). A server that rejects them answers so and
  * closes the connection before reading further: the handle ends in
  * ZOO_AUTH_FAILED_STATE, and the session stops there (session.c), it does
  * not retry. A server that accepts them answers the requests after them:
@@ -21,7 +22,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The most an ACL may take in a request (serialized): what is left of a
  * server's default jute.maxbuffer beside ZKLOCK_DATA_MAX and a node's path. */
@@ -113,17 +113,60 @@ static void probe_answered(int rc, const struct Stat *stat, const void *data)
     free(p);
 }
 
+/* With s->mu held: adds to s->zh the credentials it has not taken yet.
+ * zoo_add_auth refuses (ZINVALIDSTATE) while the handle is between two
+ * connection attempts (state 0: a server refused, the next try waits a
+ * sixtieth of the timeout), though it would send a credential on every
+ * connection after. Nothing here waits for that (zklock_session_readopt
+ * does not block): what it refuses so is added as the handle connects
+ * (zklock__auth_confirm), before anything of ours is sent on it. */
+static int add_pending(zklock_session_t *s)
+{
+    while (s->auth_added < s->nauth) {
+        const struct zkl_auth *a = &s->auth[s->auth_added];
+        int rc = zoo_add_auth(s->zh, a->scheme, a->data, a->len, NULL, NULL);
+        if (rc == ZINVALIDSTATE && zoo_state(s->zh) == 0)
+            return 0; /* on its connection */
+        if (rc != ZOK)
+            return rc;
+        s->auth_added++;
+    }
+    return 0;
+}
+
+int zklock__auth_send(zklock_session_t *s)
+{
+    s->auth_gen++;
+    s->auth_pending = s->nauth > 0;
+    s->auth_probing = false;
+    s->auth_rc = 0;
+    s->auth_added = 0;
+    return add_pending(s);
+}
+
+/* No verdict will come: rc is the session's answer. */
+static void auth_refused(zklock_session_t *s, int rc)
+{
+    s->auth_pending = false;
+    if (s->auth_rc == 0)
+        s->auth_rc = rc;
+    pthread_cond_broadcast(&s->cond);
+}
+
 void zklock__auth_confirm(zklock_session_t *s)
 {
     struct auth_probe *p;
+    int rc = add_pending(s); /* those refused between two connection attempts */
 
+    if (rc != 0) {
+        auth_refused(s, rc);
+        return;
+    }
     if (!s->auth_pending || s->auth_probing)
         return;
     p = malloc(sizeof *p);
     if (!p) {
-        s->auth_pending = false;
-        s->auth_rc = ZKLOCK_ENOMEM;
-        pthread_cond_broadcast(&s->cond);
+        auth_refused(s, ZKLOCK_ENOMEM);
         return;
     }
     *p = (struct auth_probe){s, s->auth_gen};
@@ -133,43 +176,6 @@ void zklock__auth_confirm(zklock_session_t *s)
     }
     s->auth_probing = true;
     s->ops++;
-}
-
-/* With s->mu held: adds credential a to s->zh. zoo_add_auth refuses
- * (ZINVALIDSTATE) while the handle is between two connection attempts
- * (state 0: a server refused, the next try waits a sixtieth of the
- * timeout), though it would send a credential on every connection after:
- * so it is asked again, s->mu let go meanwhile, for twice that pause. */
-static int add_auth(zklock_session_t *s, const struct zkl_auth *a)
-{
-    const struct timespec pause = {0, 5 * 1000 * 1000};
-    struct timespec deadline;
-    zhandle_t *zh = s->zh;
-    int rc;
-
-    zklock__deadline(&deadline, s->opts.timeout_ms / 30 + 200);
-    /* (a close meanwhile takes the handle, and closes it once we are done) */
-    while ((rc = zoo_add_auth(zh, a->scheme, a->data, a->len, NULL, NULL)) == ZINVALIDSTATE &&
-           zoo_state(zh) == 0 && s->zh == zh && !zklock__passed(&deadline)) {
-        pthread_mutex_unlock(&s->mu);
-        nanosleep(&pause, NULL);
-        pthread_mutex_lock(&s->mu);
-    }
-    return rc == ZINVALIDSTATE && zoo_state(zh) == 0 ? ZKLOCK_ENOSERVER : rc;
-}
-
-int zklock__auth_send(zklock_session_t *s)
-{
-    s->auth_gen++;
-    s->auth_pending = s->nauth > 0;
-    s->auth_probing = false;
-    s->auth_rc = 0;
-    for (size_t i = 0; i < s->nauth; i++) {
-        int rc = add_auth(s, &s->auth[i]);
-        if (rc != ZOK)
-            return rc;
-    }
-    return 0;
 }
 
 /* ---- ACLs ------------------------------------------------------------------------- */

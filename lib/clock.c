@@ -1,8 +1,22 @@
-/* clock.c: monotonic deadlines.
+/* clock.c: the clock of every deadline, and of the lease.
  *
- * Every wait in zklock is against CLOCK_MONOTONIC: a wall clock set back
- * must not stretch a timeout, nor one set forward expire a session. */
+ * zklock measures time on ZKLOCK_CLOCK (zklock.h): CLOCK_BOOTTIME on Linux,
+ * CLOCK_MONOTONIC elsewhere. Both ignore the wall clock (set back, it must
+ * not stretch a timeout; set forward, it must not expire a session), and
+ * CLOCK_BOOTTIME also counts the time the host slept (suspend, hibernation,
+ * a virtual machine saved and restored), which CLOCK_MONOTONIC does not: a
+ * holder whose host slept past its session timeout must not wake up
+ * believing its lease runs on, the ensemble having expired its session.
+ *
+ * Condition variables wait on CLOCK_MONOTONIC (glibc's
+ * pthread_condattr_setclock takes no other but CLOCK_REALTIME): a wait
+ * until a time of ours is converted at each wait, and a wait that the host
+ * slept through ends late by that sleep. Whoever must notice a sleep at
+ * once (the session thread, for the lease) wakes up at least every so often
+ * to read the clock again (zklock__cond_wait_until's cap_ms). */
 #include "internal.h"
+
+#include <errno.h>
 
 int zklock__cond_init(pthread_cond_t *cond)
 {
@@ -19,7 +33,7 @@ int zklock__cond_init(pthread_cond_t *cond)
 
 void zklock__now(struct timespec *ts)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
+    clock_gettime(ZKLOCK_CLOCK, ts);
 }
 
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms)
@@ -60,4 +74,35 @@ bool zklock__passed(const struct timespec *ts)
 int64_t zklock__ms_between(const struct timespec *from, const struct timespec *to)
 {
     return (int64_t)(to->tv_sec - from->tv_sec) * 1000 + (to->tv_nsec - from->tv_nsec) / 1000000;
+}
+
+/* The same span from now, on CLOCK_MONOTONIC. */
+static void on_monotonic(struct timespec *mono, const struct timespec *now, const struct timespec *at)
+{
+    int64_t ns = (int64_t)(at->tv_sec - now->tv_sec) * 1000000000 + (at->tv_nsec - now->tv_nsec);
+    struct timespec base;
+
+    clock_gettime(CLOCK_MONOTONIC, &base);
+    *mono = base;
+    mono->tv_sec += (time_t)(ns / 1000000000);
+    mono->tv_nsec += (long)(ns % 1000000000);
+    if (mono->tv_nsec >= 1000000000L) {
+        mono->tv_sec++;
+        mono->tv_nsec -= 1000000000L;
+    }
+}
+
+int zklock__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *at,
+                            int cap_ms)
+{
+    struct timespec now, until = *at, mono;
+
+    zklock__now(&now);
+    if (!zklock__earlier(&now, at))
+        return ETIMEDOUT;
+    if (cap_ms > 0 && zklock__ms_between(&now, at) > cap_ms)
+        zklock__later(&until, &now, cap_ms);
+    on_monotonic(&mono, &now, &until);
+    pthread_cond_timedwait(cond, mu, &mono);
+    return zklock__passed(at) ? ETIMEDOUT : 0;
 }

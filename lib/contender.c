@@ -128,6 +128,8 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     c->attached = true;
     c->phase = ZKL_QUEUING;
     c->gen = s->gen;
+    for (int k = 0; k < ZKL_TICKETS; k++)
+        c->tickets[k] = (struct zkl_ticket){s->gen, 0, (unsigned char)k};
     c->lock_next = l->contenders;
     if (l->contenders)
         l->contenders->lock_prev = c;

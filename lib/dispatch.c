@@ -2,11 +2,16 @@
  *
  * Everything the user hears (on_state, on_lost, done) is queued here with
  * s->mu held, by whatever noticed it, and run later without the mutex, one at
- * a time and in order: on the session thread (ZKLOCK_DISPATCH_THREAD), or on
- * the user's own thread inside zklock_session_dispatch()
- * (ZKLOCK_DISPATCH_POLL), with an eventfd that is readable while the queue
- * is not empty. The queue knows nothing of what a callback is about: each
- * entry brings its own operations. */
+ * a time and in order: on the session's callback thread
+ * (ZKLOCK_DISPATCH_THREAD), or on the user's own thread inside
+ * zklock_session_dispatch() (ZKLOCK_DISPATCH_POLL), with an eventfd that is
+ * readable while the queue is not empty. The queue knows nothing of what a
+ * callback is about: each entry brings its own operations.
+ *
+ * The callback thread is not the session thread: a callback may take as
+ * long as it likes without holding up a timer (the lease's heartbeats and
+ * end, deadlines, the local expiry) or a renewal; only the callbacks queued
+ * behind it wait. */
 #include "internal.h"
 
 #include <errno.h>
@@ -27,6 +32,9 @@ int zklock__dispatch_init(zklock_session_t *s, bool poll)
 {
     s->event_fd = -1;
     s->poll_dispatch = poll;
+    if (pthread_cond_init(&s->cb_cond, NULL) != 0)
+        return ZKLOCK_ESYSTEM;
+    s->cb_cond_made = true;
     if (poll && (s->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_ESYSTEM;
     return 0;
@@ -37,6 +45,9 @@ void zklock__dispatch_fini(zklock_session_t *s)
     if (s->event_fd >= 0)
         close(s->event_fd);
     s->event_fd = -1;
+    if (s->cb_cond_made)
+        pthread_cond_destroy(&s->cb_cond);
+    s->cb_cond_made = false;
 }
 
 /* The descriptor is readable exactly while the queue is not empty. */
@@ -62,7 +73,7 @@ void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb)
         set_readable(s, true);
     }
     s->cb_tail = cb;
-    pthread_cond_signal(&s->thread_cond);
+    pthread_cond_signal(&s->cb_cond);
 }
 
 static struct zkl_callback *pop(zklock_session_t *s)
@@ -80,7 +91,7 @@ static struct zkl_callback *pop(zklock_session_t *s)
 }
 
 /* With s->mu held: runs cb, the mutex dropped meanwhile, and ends it. One
- * thread at a time runs a session's callbacks (the session thread, a
+ * thread at a time runs a session's callbacks (the callback thread, a
  * dispatching thread, a zklock_free running a handle's last ones): the
  * others wait their turn, except the running thread itself (a callback
  * that frees a handle). */
@@ -125,6 +136,47 @@ void zklock__dispatch_run(zklock_session_t *s, struct zkl_callback *list)
         list = cb->next;
         run(s, cb);
     }
+}
+
+/* ---- ZKLOCK_DISPATCH_THREAD: the callback thread --------------------------------------------- */
+
+/* Runs what is queued, in order, until stopped; what is queued when it is
+ * stopped runs first. */
+static void *callback_thread(void *arg)
+{
+    zklock_session_t *s = arg;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (zklock__dispatch_one(s))
+            continue;
+        if (s->cb_stop)
+            break;
+        pthread_cond_wait(&s->cb_cond, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int zklock__dispatch_start(zklock_session_t *s)
+{
+    if (s->poll_dispatch)
+        return 0;
+    if (pthread_create(&s->cb_thread, NULL, callback_thread, s) != 0)
+        return ZKLOCK_ESYSTEM;
+    s->cb_thread_started = true;
+    return 0;
+}
+
+void zklock__dispatch_stop(zklock_session_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->cb_stop = true;
+    pthread_cond_signal(&s->cb_cond);
+    pthread_mutex_unlock(&s->mu);
+    if (s->cb_thread_started)
+        pthread_join(s->cb_thread, NULL);
+    s->cb_thread_started = false;
 }
 
 /* ---- ZKLOCK_DISPATCH_POLL ---------------------------------------------------------------- */

@@ -8,10 +8,15 @@
  * the next request; it is idempotent, so "the connection is back" simply
  * means "step everyone".
  *
- * Requests carry the session generation (c->gen). When a ZooKeeper session
- * ends, s->gen moves on and every answer to an older request is ignored; the
- * old handle is closed (which flushes those answers) before a new one exists,
- * so a contender never has requests of two generations in flight.
+ * Every request carries the session generation it was sent in (its
+ * ticket, zklock__req). When a ZooKeeper session ends, s->gen moves on and
+ * every answer to an older request is ignored. An opened session's old
+ * handle is closed (which flushes those answers) before a new one exists;
+ * an adopted session's is the application's, which closes it when it
+ * likes, and its answers may come after the new handle's requests went
+ * out (ZCLOSING, or never: zookeeper_close may drop them): an answer is
+ * current only if its own request's ticket is, whatever else the
+ * contender sent since.
  *
  * The other files of the engine: contender.c (lifetime, outcomes), judge.c
  * (what a listing means), fastpath.c (acquiring without one), watch.c.
@@ -47,6 +52,25 @@ char *zklock__child_path(const char *dir, const char *name)
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* c's ticket for generation gen: the one in use, or one with nothing in
+ * flight (zklock__step sends nothing unless there is one: may_send). */
+static struct zkl_ticket *current_ticket(zkl_contender_t *c, unsigned gen)
+{
+    struct zkl_ticket *t = &c->tickets[c->ticket];
+
+    if (t->gen == gen)
+        return t;
+    for (int k = 0; k < ZKL_TICKETS; k++) {
+        if (c->tickets[k].ops == 0) {
+            t = &c->tickets[k];
+            break;
+        }
+    }
+    t->gen = gen;
+    c->ticket = t->index;
+    return t;
+}
+
 /* Called before each request: counts it and stamps the generation. */
 void zklock__op_begin(zkl_contender_t *c)
 {
@@ -54,26 +78,54 @@ void zklock__op_begin(zkl_contender_t *c)
     if (c->ops == 0)
         zklock__now(&c->sent_at); /* no later than any request in flight */
     c->ops++;
+    current_ticket(c, s->gen)->ops++;
     s->ops++;
     c->gen = s->gen;
     s->stats.requests++;
 }
 
+void *zklock__req(zkl_contender_t *c)
+{
+    return &c->tickets[c->ticket];
+}
+
+zkl_contender_t *zklock__req_owner(const void *req)
+{
+    const struct zkl_ticket *t = req;
+    return (zkl_contender_t *)((char *)(t - t->index) - offsetof(zkl_contender_t, tickets));
+}
+
 /* Called first in every completion: true if the answer is current. */
-bool zklock__op_end(zkl_contender_t *c)
+bool zklock__op_end(zkl_contender_t *c, const void *req)
 {
     zklock_session_t *s = session_of(c);
+    struct zkl_ticket *t = &c->tickets[((const struct zkl_ticket *)req)->index];
+
     c->ops--;
+    t->ops--;
     s->ops--;
     if (s->ops == 0)
         pthread_cond_broadcast(&s->cond);
-    return c->gen == s->gen;
+    return t->gen == s->gen;
+}
+
+void zklock__op_unsent(zkl_contender_t *c)
+{
+    zklock__op_end(c, zklock__req(c));
+}
+
+/* The handle is closed: none of c's answers will come. */
+void zklock__ops_gone(zkl_contender_t *c)
+{
+    c->ops = 0;
+    for (int k = 0; k < ZKL_TICKETS; k++)
+        c->tickets[k].ops = 0;
 }
 
 /* A request that could not even be queued by the client. */
 void zklock__op_refused(zkl_contender_t *c, int rc)
 {
-    zklock__op_end(c);
+    zklock__op_unsent(c);
     c->busy--;
     if (transient(rc) || session_ending(rc)) {
         /* the session event that explains it will follow; until then, or
@@ -92,26 +144,32 @@ void zklock__op_refused(zkl_contender_t *c, int rc)
 /* ---- sending -------------------------------------------------------------- */
 
 /* Creates every level of the lock path as a container node, top down, in
- * one pipelined burst; "exists already" answers are fine. A refusal (ACL,
- * an ephemeral ancestor, a missing chroot) is kept in c->parent_rc: our own
- * create then fails with "no node", and the caller must hear the cause, not
- * a retry storm. */
+ * one pipelined burst (the queue's own level persistent where the peer's
+ * layout has it so: l->keep_queue); "exists already" answers are fine. A
+ * refusal (ACL, an ephemeral ancestor, a missing chroot) is kept in
+ * c->parent_rc: our own create then fails with "no node", and the caller
+ * must hear the cause, not a retry storm. */
 void zklock__send_parents(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
-    char *p = strdup(c->l->queue);
+    const zklock_t *l = c->l;
+    char *p = strdup(l->queue);
     bool top = true;
 
     if (!p)
         return; /* the create fails with "no node" and we come back here */
     for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+        bool kept = !slash && l->keep_queue;
+        const char *data = kept ? l->queue_data : NULL;
+
         if (slash)
             *slash = '\0';
         c->busy++;
         zklock__op_begin(c);
-        if (zoo_acreate(s->zh, p, NULL, -1, c->l->acl, ZOO_CONTAINER,
-                        top ? top_parent_done : parent_done, c) != ZOK) {
-            zklock__op_end(c); /* the create that follows is refused too, and says why */
+        if (zoo_acreate(s->zh, p, data, data ? (int)strlen(data) : -1, l->acl,
+                        kept ? ZOO_PERSISTENT : ZOO_CONTAINER,
+                        top ? top_parent_done : parent_done, zklock__req(c)) != ZOK) {
+            zklock__op_unsent(c); /* the create that follows is refused too, and says why */
             c->busy--;
             break;
         }
@@ -147,9 +205,10 @@ void zklock__send_list(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, list_done, c);
+        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, list_done,
+                                  zklock__req(c));
     else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, list_done, c);
+        rc = zoo_aget_children2(s->zh, c->l->queue, 0, list_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
     else
@@ -183,7 +242,7 @@ static void send_heir_create(zkl_contender_t *c, const char *name)
                        ZOO_EPHEMERAL, m->created, (int)sizeof m->created);
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_amulti(s->zh, 2, m->ops, m->results, heir_done, c);
+    rc = zoo_amulti(s->zh, 2, m->ops, m->results, heir_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -216,7 +275,7 @@ static void send_create(zkl_contender_t *c)
     c->busy++;
     zklock__op_begin(c);
     rc = zoo_acreate2(s->zh, name, s->identity, (int)strlen(s->identity), c->l->acl,
-                      c->l->unnumbered ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL, create_done, c);
+                      c->l->unnumbered ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL, create_done, zklock__req(c));
     free(name);
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
@@ -235,7 +294,7 @@ static void send_recovery(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_async(s->zh, c->l->queue, sync_done, c);
+    rc = zoo_async(s->zh, c->l->queue, sync_done, zklock__req(c));
     if (rc != ZOK) {
         zklock__op_refused(c, rc);
         return;
@@ -250,7 +309,7 @@ void zklock__send_owner_check(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->node, 0, owner_done, c);
+    rc = zoo_aget(s->zh, c->node, 0, owner_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -262,7 +321,7 @@ static void send_delete(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_adelete(s->zh, c->node, -1, delete_done, c);
+    rc = zoo_adelete(s->zh, c->node, -1, delete_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -292,7 +351,7 @@ static void send_loss_probe(zkl_contender_t *c)
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aexists(s->zh, c->l->queue, 0, loss_probe_done, c);
+    rc = zoo_aexists(s->zh, c->l->queue, 0, loss_probe_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }
@@ -317,10 +376,36 @@ static void step_leaving(zkl_contender_t *c)
         send_delete(c);
 }
 
+/* Can c (and its subs, whose requests it may send) send in the current
+ * generation: a ticket of it, or one free? Only a contender whose requests
+ * of ZKL_TICKETS - 1 older generations are all still unanswered waits (each
+ * answer steps it again). */
+static bool ticket_free(const zkl_contender_t *c, unsigned gen)
+{
+    for (int k = 0; k < ZKL_TICKETS; k++)
+        if (c->tickets[k].gen == gen || c->tickets[k].ops == 0)
+            return true;
+    return false;
+}
+
+static bool may_send(const zkl_contender_t *c)
+{
+    unsigned gen = session_of(c)->gen;
+
+    if (!ticket_free(c, gen))
+        return false;
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (!ticket_free(m, gen))
+            return false;
+    return true;
+}
+
 void zklock__step(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
+    if (!may_send(c))
+        return;
     if (c->phase == ZKL_LEAVING) {
         step_leaving(c);
         return;
@@ -723,7 +808,7 @@ static void engine_handle_closed(zklock_session_t *s)
     zkl_contender_t *c = s->contenders, *next;
     for (; c; c = next) {
         next = c->sess_next;
-        c->ops = 0;
+        zklock__ops_gone(c);
         c->pred_watches = c->own_watches = c->queue_watches = 0;
         zklock__watch_over(c);
         zklock__reap(c);

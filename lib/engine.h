@@ -77,8 +77,13 @@ void zklock__release_found_lost(zkl_contender_t *c, int reason);
 /* ---- engine.c: requests and their answers -------------------------------- */
 
 void zklock__op_begin(zkl_contender_t *c);  /* before each request */
-bool zklock__op_end(zkl_contender_t *c);    /* first in each answer: is it current? */
-void zklock__op_refused(zkl_contender_t *c, int rc); /* the client would not send it */
+void *zklock__req(zkl_contender_t *c);      /* ... then its completion's data */
+zkl_contender_t *zklock__req_owner(const void *req); /* the contender of that data */
+bool zklock__op_end(zkl_contender_t *c, const void *req); /* first in each answer: is
+                                                              it current? */
+void zklock__op_unsent(zkl_contender_t *c); /* the client would not take it */
+void zklock__op_refused(zkl_contender_t *c, int rc); /* ... and what that means */
+void zklock__ops_gone(zkl_contender_t *c);  /* the handle is closed: no answer comes */
 void zklock__failed(zkl_contender_t *c, int rc);     /* a request failed: retry or give up */
 void zklock__back_off(zkl_contender_t *c, int rc);   /* no connection: wait for it */
 void zklock__settle(zkl_contender_t *c);             /* step, and free if finished */
@@ -99,12 +104,12 @@ void zklock__send_stray_delete(zklock_session_t *s, const char *dir, const char 
 /* Every completion and watcher runs through this: lock, drop stale
  * answers, handle, step, maybe free. */
 #define ZKL_COMPLETION_BEGIN(c)                        \
-    zkl_contender_t *c = (zkl_contender_t *)data;       \
+    zkl_contender_t *c = zklock__req_owner(data);       \
     zklock_session_t *s = session_of(c);                \
     zkl_contender_t *up_;                               \
     pthread_mutex_lock(&s->mu);                         \
     up_ = c->parent;                                    \
-    if (!zklock__op_end(c)) {                           \
+    if (!zklock__op_end(c, data)) {                     \
         zklock__event_end(c, up_);                      \
         pthread_mutex_unlock(&s->mu);                   \
         return;                                         \

@@ -27,6 +27,7 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;
     l->tag_text = zklock__tag_text(l->tag);
     l->shared = zklock__tag_shared(l->tag);
+    l->keep_queue = l->opts.wire == ZKLOCK_WIRE_KAZOO;
     l->refs = 1;
     /* Most locks take the session's ACL: shared, not copied (a handle is
      * small, and an application may have many thousands). */

@@ -8,7 +8,7 @@
  * One read is: the children (with the lock path's cversion), then the data
  * and Stat of every lock node, pipelined: two round trips.
  */
-#include "internal.h"
+#include "inspect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +52,18 @@ static const char *kind_of(enum zkl_tag tag)
 /* ---- one read ------------------------------------------------------------------ */
 
 struct answer {
-    struct reading *r;
+    struct zkl_reading *r;
     int rc;
     struct Stat st;
     char *data;
     int len;
 };
 
-struct reading {
+/* One read in flight, on its caller's stack; the session lists them
+ * (s->readings) so that a closed handle can end them (inspect_handle_closed). */
+struct zkl_reading {
     zklock_session_t *s;
+    struct zkl_reading *next;
     pthread_cond_t cond;
     int pending;
     int rc;
@@ -73,7 +76,7 @@ struct reading {
     size_t n;
 };
 
-static void answered(struct reading *r)
+static void answered(struct zkl_reading *r)
 {
     r->s->ops--;
     if (--r->pending == 0)
@@ -84,7 +87,7 @@ static void answered(struct reading *r)
 static void children_done(int rc, const struct String_vector *v, const struct Stat *st,
                           const void *data)
 {
-    struct reading *r = (struct reading *)data;
+    struct zkl_reading *r = (struct zkl_reading *)data;
 
     pthread_mutex_lock(&r->s->mu);
     r->exists = rc != ZNONODE;
@@ -108,7 +111,7 @@ static void children_done(int rc, const struct String_vector *v, const struct St
 static void node_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
     struct answer *a = (struct answer *)data;
-    struct reading *r = a->r;
+    struct zkl_reading *r = a->r;
 
     pthread_mutex_lock(&r->s->mu);
     a->rc = rc;
@@ -130,14 +133,14 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
     pthread_mutex_unlock(&r->s->mu);
 }
 
-static void await_answers(struct reading *r)
+static void await_answers(struct zkl_reading *r)
 {
     while (r->pending > 0)
         pthread_cond_wait(&r->cond, &r->s->mu);
 }
 
 /* Sends one request; counts it if the client took it. */
-static bool sent(struct reading *r, int rc)
+static bool sent(struct zkl_reading *r, int rc)
 {
     if (rc != ZOK) {
         if (r->rc == 0)
@@ -164,13 +167,13 @@ static int session_rc(zklock_session_t *s)
     return 0;
 }
 
-static void read_children(struct reading *r, const char *path)
+static void read_children(struct zkl_reading *r, const char *path)
 {
     sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
     await_answers(r);
 }
 
-static void read_nodes(struct reading *r, const char *path)
+static void read_nodes(struct zkl_reading *r, const char *path)
 {
     /* The session may have ended while we waited for the listing. */
     if ((r->rc = session_rc(r->s)) != 0)
@@ -198,7 +201,7 @@ static void read_nodes(struct reading *r, const char *path)
     await_answers(r);
 }
 
-static void reading_free(struct reading *r)
+static void reading_free(struct zkl_reading *r)
 {
     for (int i = 0; i < r->nnames; i++)
         free(r->names[i]);
@@ -244,7 +247,7 @@ static bool fill_node(zklock_node_t *node, struct queue_block *b, const struct z
 
 /* The nodes read, in queue order, without those that went between the
  * listing and their read; *n of them. NULL if out of memory. */
-static struct zkl_entry *live_nodes(const struct reading *r, size_t *n)
+static struct zkl_entry *live_nodes(const struct zkl_reading *r, size_t *n)
 {
     struct zkl_entry *live = calloc(r->n + 1, sizeof *live);
 
@@ -261,7 +264,7 @@ static struct zkl_entry *live_nodes(const struct reading *r, size_t *n)
     return live;
 }
 
-static int build_queue(struct reading *r, const char *path, zklock_queue_t **out)
+static int build_queue(struct zkl_reading *r, const char *path, zklock_queue_t **out)
 {
     struct queue_block *b = calloc(1, sizeof *b);
     struct zkl_entry *live;
@@ -326,8 +329,25 @@ static void leave(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
 }
 
+static void unlist_reading(struct zkl_reading *r)
+{
+    struct zkl_reading **p = &r->s->readings;
+
+    while (*p && *p != r)
+        p = &(*p)->next;
+    if (*p)
+        *p = r->next;
+}
+
+/* What a call that failed while the session closes answers: the close,
+ * not the C client's ZCLOSING. */
+static int as_closed(const zklock_session_t *s, int rc)
+{
+    return rc != 0 && (s->closing || s->state == ZKL_S_CLOSED) ? ZKLOCK_ECLOSED : rc;
+}
+
 /* With s->mu held: reads the queue at path into r (reading_free() it). */
-static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
+static int read_locked(struct zkl_reading *r, zklock_session_t *s, const char *path)
 {
     int rc;
 
@@ -337,10 +357,13 @@ static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
         return ZKLOCK_ESYSTEM;
     rc = enter(s);
     if (rc == 0) {
+        r->next = s->readings;
+        s->readings = r;
         read_children(r, path);
         if (r->rc == 0 && r->exists)
             read_nodes(r, path);
-        rc = r->rc;
+        unlist_reading(r);
+        rc = as_closed(s, r->rc);
         leave(s);
     }
     return rc;
@@ -348,7 +371,7 @@ static int read_locked(struct reading *r, zklock_session_t *s, const char *path)
 
 int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **out)
 {
-    struct reading r;
+    struct zkl_reading r;
     int rc;
 
     if (!out)
@@ -366,7 +389,7 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
 }
 
 /* The first node of the queue holds: the leader of an election. */
-static void take_leader(struct reading *r, char **value, size_t *len, int64_t *token)
+static void take_leader(struct zkl_reading *r, char **value, size_t *len, int64_t *token)
 {
     size_t n;
     struct zkl_entry *live = live_nodes(r, &n);
@@ -384,7 +407,7 @@ static void take_leader(struct reading *r, char **value, size_t *len, int64_t *t
 int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *len,
                   int64_t *token)
 {
-    struct reading r;
+    struct zkl_reading r;
     char *v = NULL;
     size_t l = 0;
     int64_t t = 0;
@@ -408,30 +431,7 @@ int zklock_leader(zklock_session_t *s, const char *path, char **value, size_t *l
     return rc;
 }
 
-/* ---- waiting for a change ----------------------------------------------------------- */
-
-/* A watch set for zklock_queue_wait. It outlives the call when its event is
- * already on its way (`abandoned`): the watcher frees it then. The session
- * keeps them in a list to wake waiters and free them when a handle ends. */
-struct zkl_qwatch {
-    zklock_session_t *s;
-    char *path;
-    int type;        /* ZWATCHTYPE_CHILD (the children) or ZWATCHTYPE_DATA (exists) */
-    int registered;  /* 0 or 1 */
-    bool answered, fired, ended, abandoned;
-    int rc;
-    bool exists;
-    int64_t version;
-    const char *expected; /* a data watch: the data `since` showed (as text) */
-    bool data_differs;    /* ... and the node's data is not that now */
-    struct zkl_qwatch *next;
-};
-
-static void qwatch_free(struct zkl_qwatch *w)
-{
-    free(w->path);
-    free(w);
-}
+/* ---- the watch records (inspect.h) --------------------------------------------------- */
 
 static void unlink_qwatch(struct zkl_qwatch *w)
 {
@@ -440,10 +440,30 @@ static void unlink_qwatch(struct zkl_qwatch *w)
         p = &(*p)->next;
     if (*p)
         *p = w->next;
-    qwatch_free(w);
+    free(w->path);
+    free(w);
 }
 
-static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+/* A retired record goes once the client holds nothing of it. */
+static void settle(struct zkl_qwatch *w)
+{
+    if (w->abandoned && !w->registered && !w->in_flight)
+        unlink_qwatch(w);
+}
+
+/* Takes w's watch back, locally (no round trip). */
+static void take_back(struct zkl_qwatch *w)
+{
+    zklock_session_t *s = w->s;
+
+    if (w->registered && s->zh &&
+        zoo_remove_watches(s->zh, w->path, w->type, zklock__qwatch_watcher, w, 1) == ZOK) {
+        w->registered = 0;
+        zklock__watch_gone(s);
+    }
+}
+
+void zklock__qwatch_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     struct zkl_qwatch *w = ctx;
     zklock_session_t *s;
@@ -458,7 +478,9 @@ static void queue_watcher(zhandle_t *zh, int type, int state, const char *path, 
     }
     w->fired = true;
     if (w->abandoned)
-        unlink_qwatch(w);
+        settle(w);
+    else if (w->ops)
+        w->ops->fired(w, type);
     else
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
@@ -468,6 +490,7 @@ static void qwatch_answer(struct zkl_qwatch *w, int rc, bool registered, const s
 {
     zklock_session_t *s = w->s;
 
+    w->in_flight = false;
     w->answered = true;
     w->rc = rc == ZNONODE ? ZOK : rc;
     w->exists = rc == ZOK;
@@ -480,96 +503,65 @@ static void qwatch_answer(struct zkl_qwatch *w, int rc, bool registered, const s
     pthread_cond_broadcast(&s->cond);
 }
 
+/* After the answer: a retired record's watch is not wanted (taken back at
+ * once); an owner hears of it. */
+static void after_answer(struct zkl_qwatch *w, int rc, const struct String_vector *children,
+                         const char *data, int len, const struct Stat *st)
+{
+    if (w->abandoned) {
+        take_back(w);
+        settle(w);
+    } else if (w->ops) {
+        w->ops->answered(w, rc, children, data, len, st);
+    }
+}
+
+/* (In the completions, w may be gone after after_answer: s is kept.) */
 static void qwatch_children_done(int rc, const struct String_vector *v, const struct Stat *st,
                                  const void *data)
 {
     struct zkl_qwatch *w = (struct zkl_qwatch *)data;
-    pthread_mutex_lock(&w->s->mu);
-    qwatch_answer(w, rc, rc == ZOK, st);
-    pthread_mutex_unlock(&w->s->mu);
+    zklock_session_t *s = w->s;
+
+    pthread_mutex_lock(&s->mu);
+    qwatch_answer(w, rc, rc == ZOK && w->type == ZWATCHTYPE_CHILD, st);
+    after_answer(w, rc, v, NULL, 0, st);
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void qwatch_exists_done(int rc, const struct Stat *st, const void *data)
 {
     struct zkl_qwatch *w = (struct zkl_qwatch *)data;
-    pthread_mutex_lock(&w->s->mu);
+    zklock_session_t *s = w->s;
+
+    pthread_mutex_lock(&s->mu);
     /* an exists watch is set whether the node exists or not */
     qwatch_answer(w, rc, rc == ZOK || rc == ZNONODE, NULL);
     w->version = 0;
-    pthread_mutex_unlock(&w->s->mu);
+    after_answer(w, rc, NULL, NULL, 0, st);
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void qwatch_get_done(int rc, const char *value, int len, const struct Stat *st,
                             const void *data)
 {
     struct zkl_qwatch *w = (struct zkl_qwatch *)data;
-    size_t n = strlen(w->expected);
+    zklock_session_t *s = w->s;
 
-    pthread_mutex_lock(&w->s->mu);
-    /* `since` has the data up to its first NUL: the same if that is all of
-     * it or is followed by a NUL. */
-    w->data_differs = rc != ZOK || len < (int)n || memcmp(value, w->expected, n) != 0 ||
-                      (len > (int)n && value[n] != '\0');
+    pthread_mutex_lock(&s->mu);
+    if (w->expected) {
+        /* `since` has the data up to its first NUL: the same if that is all
+         * of it or is followed by a NUL. */
+        size_t n = strlen(w->expected);
+        w->data_differs = rc != ZOK || len < (int)n || memcmp(value, w->expected, n) != 0 ||
+                          (len > (int)n && value[n] != '\0');
+    }
     qwatch_answer(w, rc == ZNONODE ? ZOK : rc, rc == ZOK, st);
-    pthread_mutex_unlock(&w->s->mu);
+    after_answer(w, rc, NULL, value, len, st);
+    pthread_mutex_unlock(&s->mu);
 }
 
-/* Takes the watch back; if its event is on its way, leaves it to the watcher. */
-static void qwatch_done(struct zkl_qwatch *w)
-{
-    zklock_session_t *s = w->s;
-
-    if (w->registered && s->zh &&
-        zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
-        w->registered = 0;
-        zklock__watch_gone(s);
-    }
-    if (w->registered)
-        w->abandoned = true;
-    else
-        unlink_qwatch(w);
-}
-
-static int send_qwatch(struct zkl_qwatch *w, const zklock_queue_t *since)
-{
-    zklock_session_t *s = w->s;
-    int rc;
-
-    w->type = since->exists ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
-    rc = since->exists
-             ? zoo_awget_children2(s->zh, w->path, queue_watcher, w, qwatch_children_done, w)
-             : zoo_awexists(s->zh, w->path, queue_watcher, w, qwatch_exists_done, w);
-    if (rc == ZOK) {
-        s->ops++;
-        s->stats.requests++;
-        while (!w->answered)
-            pthread_cond_wait(&s->cond, &s->mu);
-        rc = w->rc;
-    }
-    return rc;
-}
-
-/* The holder's data (a leader's proclaimed value): watched too, so that
- * an election's observer hears of a new value. */
-static int send_holder_watch(struct zkl_qwatch *w, const zklock_queue_t *since)
-{
-    zklock_session_t *s = w->s;
-    int rc;
-
-    w->type = ZWATCHTYPE_DATA;
-    w->expected = since->nodes[0].identity;
-    rc = zoo_awget(s->zh, w->path, queue_watcher, w, qwatch_get_done, w);
-    if (rc == ZOK) {
-        s->ops++;
-        s->stats.requests++;
-        while (!w->answered)
-            pthread_cond_wait(&s->cond, &s->mu);
-        rc = w->rc;
-    }
-    return rc;
-}
-
-static struct zkl_qwatch *new_qwatch(zklock_session_t *s, const char *path, const char *child)
+struct zkl_qwatch *zklock__qwatch_new(zklock_session_t *s, const char *path, const char *child)
 {
     struct zkl_qwatch *w = calloc(1, sizeof *w);
 
@@ -578,7 +570,73 @@ static struct zkl_qwatch *new_qwatch(zklock_session_t *s, const char *path, cons
         return NULL;
     }
     w->s = s;
+    w->next = s->qwatches;
+    s->qwatches = w;
     return w;
+}
+
+int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool watch)
+{
+    zklock_session_t *s = w->s;
+    int rc;
+
+    w->request = request;
+    w->type = request == ZKL_Q_CHILDREN ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
+    if (request == ZKL_Q_CHILDREN && !watch) {
+        w->type = 0; /* no watch to register */
+        rc = zoo_aget_children2(s->zh, w->path, 0, qwatch_children_done, w);
+    } else if (request == ZKL_Q_CHILDREN) {
+        rc = zoo_awget_children2(s->zh, w->path, zklock__qwatch_watcher, w,
+                                 qwatch_children_done, w);
+    } else if (request == ZKL_Q_EXISTS) {
+        rc = zoo_awexists(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_exists_done, w);
+    } else {
+        rc = zoo_awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
+    }
+    if (rc == ZOK) {
+        w->in_flight = true;
+        s->ops++;
+        s->stats.requests++;
+    }
+    return rc;
+}
+
+void zklock__qwatch_retire(struct zkl_qwatch *w)
+{
+    w->ops = NULL;
+    w->owner = NULL;
+    take_back(w);
+    w->abandoned = true;
+    settle(w);
+}
+
+/* ---- waiting for a change ----------------------------------------------------------- */
+
+/* Sends w's request and waits for its answer. */
+static int send_and_wait(struct zkl_qwatch *w, enum zkl_qrequest request)
+{
+    int rc = zklock__qwatch_send(w, request, true);
+
+    if (rc == ZOK) {
+        while (!w->answered)
+            pthread_cond_wait(&w->s->cond, &w->s->mu);
+        rc = w->rc;
+    }
+    return rc;
+}
+
+/* The queue's children, or the lock path's creation if it does not exist. */
+static int send_qwatch(struct zkl_qwatch *w, const zklock_queue_t *since)
+{
+    return send_and_wait(w, since->exists ? ZKL_Q_CHILDREN : ZKL_Q_EXISTS);
+}
+
+/* The holder's data (a leader's proclaimed value): watched too, so that
+ * an election's observer hears of a new value. */
+static int send_holder_watch(struct zkl_qwatch *w, const zklock_queue_t *since)
+{
+    w->expected = since->nodes[0].identity;
+    return send_and_wait(w, ZKL_Q_GET);
 }
 
 static bool differs(const struct zkl_qwatch *w, const zklock_queue_t *since)
@@ -602,20 +660,16 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
 
     if (!s || !since || !since->path || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    w = new_qwatch(s, since->path, NULL);
-    if (w && since->count > 0 && !(h = new_qwatch(s, since->path, since->nodes[0].name))) {
-        qwatch_free(w);
-        w = NULL;
-    }
-    if (!w)
-        return ZKLOCK_ENOMEM;
     zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
     pthread_mutex_lock(&s->mu);
-    w->next = s->qwatches;
-    s->qwatches = w;
-    if (h) {
-        h->next = s->qwatches;
-        s->qwatches = h;
+    w = zklock__qwatch_new(s, since->path, NULL);
+    if (w && since->count > 0 && !(h = zklock__qwatch_new(s, since->path, since->nodes[0].name))) {
+        zklock__qwatch_retire(w);
+        w = NULL;
+    }
+    if (!w) {
+        pthread_mutex_unlock(&s->mu);
+        return ZKLOCK_ENOMEM;
     }
     rc = enter(s);
     if (rc == 0) {
@@ -628,14 +682,15 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
             } else if (timeout_ms < 0) {
                 pthread_cond_wait(&s->cond, &s->mu);
             } else {
-                pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+                zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
             }
         }
+        rc = as_closed(s, rc);
         leave(s);
     }
-    qwatch_done(w);
+    zklock__qwatch_retire(w);
     if (h)
-        qwatch_done(h);
+        zklock__qwatch_retire(h);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -650,16 +705,38 @@ static void inspect_ended(zklock_session_t *s, int reason)
     pthread_cond_broadcast(&s->cond);
 }
 
-/* The old handle is closed: its watches cannot fire; free the abandoned. */
+/* Why a request of a closed handle will never be answered. */
+static int unanswered_rc(const zklock_session_t *s)
+{
+    return s->closing || s->state == ZKL_S_CLOSED ? ZKLOCK_ECLOSED : ZSESSIONEXPIRED;
+}
+
+/* The old handle is closed: its watches cannot fire, and what it had not
+ * answered will not be answered. zookeeper_close() runs what it still owes
+ * (ZCLOSING) only if its completion thread is still in its loop: in
+ * libzookeeper_mt 3.8 nothing else runs them (its destroy() does not in
+ * the multi-threaded client). So the reads and the watch requests that a
+ * caller waits for end here; the retired records are freed. */
 static void inspect_handle_closed(zklock_session_t *s)
 {
     struct zkl_qwatch *w = s->qwatches, *next;
     for (; w; w = next) {
         next = w->next;
         w->registered = 0;
-        if (w->abandoned)
-            unlink_qwatch(w);
+        if (w->in_flight && !w->ops) { /* its caller waits on s->cond */
+            w->answered = true;
+            w->rc = unanswered_rc(s);
+        }
+        w->in_flight = false;
+        settle(w);
     }
+    for (struct zkl_reading *r = s->readings; r; r = r->next) {
+        if (r->pending > 0 && r->rc == 0)
+            r->rc = unanswered_rc(s);
+        r->pending = 0;
+        pthread_cond_broadcast(&r->cond);
+    }
+    pthread_cond_broadcast(&s->cond);
 }
 
 /* Adopted handles: take back what is left on the handle. */
@@ -668,13 +745,8 @@ static void inspect_unwatch_all(zklock_session_t *s)
     struct zkl_qwatch *w = s->qwatches, *next;
     for (; w; w = next) {
         next = w->next;
-        if (w->registered && s->zh &&
-            zoo_remove_watches(s->zh, w->path, w->type, queue_watcher, w, 1) == ZOK) {
-            w->registered = 0;
-            zklock__watch_gone(s);
-            if (w->abandoned)
-                unlink_qwatch(w);
-        }
+        take_back(w);
+        settle(w);
     }
 }
 

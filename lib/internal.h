@@ -33,9 +33,24 @@
 /* 0 if `path` is a valid lock path, ZKLOCK_EINVAL otherwise. */
 int zklock__path_check(const char *path);
 
-/* ---- clock.c: monotonic time --------------------------------------------- */
+/* ---- hosts.c: the server list ------------------------------------------------- */
+
+/* 0 if `hosts` is a server list the ZooKeeper client accepts
+ * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
+int zklock__hosts_check(const char *hosts);
+/* For a well-formed list: 0 if at least one of its names resolves now (the
+ * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
+ * Asks the system's resolver: may take as long as DNS does. */
+int zklock__hosts_resolve(const char *hosts);
+
+/* ---- clock.c: time, on ZKLOCK_CLOCK (CLOCK_BOOTTIME on Linux) ------------- */
 
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
+/* Waits on cond (from zklock__cond_init, with mu held) until at (a
+ * zklock__now time) or a wake-up, and at most cap_ms (0: no cap) before
+ * the clock is read again; ETIMEDOUT once at has passed, else 0. */
+int zklock__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *at,
+                            int cap_ms);
 void zklock__now(struct timespec *ts);
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
 void zklock__deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
@@ -57,7 +72,14 @@ struct zkl_timers {
     size_t n, cap, reserved;
     bool asleep, sleep_timed; /* the session thread sleeps (until sleep_until) */
     struct timespec sleep_until;
+    int slice_ms; /* while a timer is armed, the longest sleep before the
+                     clock is read again: the wait itself does not see the
+                     host sleep (clock.c). The lease's margin. */
 };
+
+/* The lease's margin (lease.c), a twentieth of the session timeout: also how
+ * late, at most, the session thread notices that the host slept. */
+#define ZKL_LEASE_MARGIN_DIVISOR 20
 
 /* Owners of timers reserve their slots first; arming then never fails. */
 int zklock__timers_reserve(zklock_session_t *s, size_t k);
@@ -87,6 +109,10 @@ struct zkl_callback {
 };
 
 void zklock__dispatch_push(zklock_session_t *s, struct zkl_callback *cb);
+/* ZKLOCK_DISPATCH_THREAD: starts the callback thread; stops it (without
+ * s->mu) once it ran what is queued. */
+int zklock__dispatch_start(zklock_session_t *s);
+void zklock__dispatch_stop(zklock_session_t *s);
 bool zklock__dispatch_one(zklock_session_t *s);
 /* Runs the callbacks of a list (from zklock__dispatch_take), s->mu held on
  * entry and exit, dropped around each. */
@@ -133,10 +159,24 @@ struct zkl_entry {
 int zklock__parse_name(const char *name, struct zkl_entry *e);
 
 /* Sorts a queue into lock order: by sequence number in serial-number
- * arithmetic relative to `ref` (so the order survives the 2^31 wrap as long
- * as the live queue spans less than 2^31 numbers), exclusive before shared on
- * a tie (a downgrade heir follows its writer), then by name. */
+ * arithmetic relative to `ref`, exclusive before shared on a tie (a
+ * downgrade heir follows its writer), then by name. Where every number is
+ * below ZKL_SEQ_SPENT, as in every queue the engine judges, that is plain
+ * numeric order, which is also the text order Curator and kazoo sort by. */
 void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref);
+
+/* The end of a lock path's sequence counter (design.md, "Sequence numbers
+ * run out"). After 2^31 - 1 creations under one parent ZooKeeper 3.8 keeps
+ * numbering 2147483647 (and, for creates in flight together, negative
+ * numbers); older servers wrap to negative ones. Curator and kazoo sort the
+ * text, where a negative number comes first: such a number is *spent*, and
+ * so is 2147483647 itself, the one that repeats. */
+#define ZKL_SEQ_SPENT INT32_MAX
+bool zklock__seq_spent(int32_t seq);
+/* The counter's upper half: a contender numbered there lists the queue
+ * before it takes a turn handed over (a spent number may have come since
+ * it last looked); below it, 2^30 creations would have to happen first. */
+#define ZKL_SEQ_LATE (INT32_C(1) << 30)
 
 /* The index of the entry that blocks q[self] (the nearest conflicting
  * predecessor), or -1 if q[self] may hold. *blockers = how many conflicting
@@ -153,6 +193,9 @@ void zklock__make_prefix(char *buf, int wire, uint64_t rng[2]);
 /* ---- the engine ---------------------------------------------------------- */
 
 typedef struct zkl_contender zkl_contender_t;
+
+/* Generations whose requests a contender may have in flight at once. */
+#define ZKL_TICKETS 4
 
 enum zkl_phase {
     ZKL_QUEUING, /* wants the lock: creating, listing or watching */
@@ -255,7 +298,17 @@ struct zkl_contender {
     struct zkl_timer own_timer; /* ... ends the delay */
     int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
-    unsigned gen;          /* session generation of those requests/watches */
+    unsigned gen;          /* session generation of the last request/watch */
+    /* The same requests by the generation they were sent in: an answer
+     * names its request's ticket (zklock__req), not just its contender, so
+     * that answers an adopted session's old handle still gives after a
+     * readopt are told from the new handle's. */
+    struct zkl_ticket {
+        unsigned gen;
+        int ops;
+        unsigned char index; /* in tickets[] */
+    } tickets[ZKL_TICKETS];
+    unsigned char ticket;  /* the one requests are sent with now */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
@@ -277,6 +330,9 @@ struct zkl_recipe {
     void (*ending)(zkl_contender_t *c);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* zklock_free(l): end the recipe's own calls in flight on l (an
+     * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
+    void (*retiring)(zklock_t *l);
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
@@ -288,6 +344,12 @@ struct zklock {
     char *queue;           /* where its contenders queue: path, or (semaphore)
                               a child of it; owned if it is not path */
     bool unnumbered;       /* its nodes are not sequential (kazoo's leases) */
+    /* The queue's own level is made PERSISTENT, as kazoo's layout has it
+     * (kazoo's ensure_path; a kazoo object that once saw the path never
+     * looks again), with queue_data (NULL: none) in it; the levels above,
+     * and every level of Curator's layout, are CONTAINERs. */
+    bool keep_queue;
+    const char *queue_data; /* borrowed from the recipe's memory */
     const char *tag_text;  /* in its nodes' names: zklock__tag_text(tag), or
                               a recipe's */
     bool internal;         /* is a recipe's own handle: nobody hears of its losses */
@@ -323,6 +385,8 @@ enum zkl_sstate {
 };
 
 struct zkl_qwatch;
+struct zkl_reading;
+struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 struct zkl_heir_multi;
@@ -344,7 +408,7 @@ struct zkl_auth {
 struct zklock_session {
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* state changes, lock/user counts */
-    pthread_cond_t thread_cond; /* wakes the session thread */
+    pthread_cond_t thread_cond; /* wakes the session thread (timers, renewal) */
     pthread_t thread;
     bool thread_started, thread_stop;
     struct zkl_timers timers;
@@ -364,6 +428,7 @@ struct zklock_session {
     size_t nauth;
     unsigned auth_gen;          /* bumped for each handle they are sent on */
     bool auth_pending;          /* ... and the server's verdict is still to come */
+    size_t auth_added;          /* ... how many of them the handle took so far */
     bool auth_probing;          /* ... a request after them asks for it */
     int auth_rc;                /* ... the first refusal */
     bool auth_failed;           /* a server rejected them: no retry */
@@ -380,6 +445,9 @@ struct zklock_session {
      * leader answered; a sync keeps it fresh; past it, holds are unsure. */
     struct timespec heard_at;
     bool heard_known;
+    struct timespec heard_later; /* an answer that came after the lease ran
+                                    out, counted once its holds ended */
+    bool heard_later_known;
     struct zkl_heartbeat *heartbeat; /* the sync in flight, if any */
     struct zkl_timer heartbeat_timer, belief_timer;
     struct zkl_timer retry_timer;   /* resume the layers, or reopen */
@@ -391,15 +459,22 @@ struct zklock_session {
     bool free_claimed;          /* someone is freeing this struct */
     int users;                  /* threads inside a lock call */
     zkl_contender_t *contenders;
-    int nlocks;                 /* live lock handles */
+    int nlocks;                 /* live lock handles and followers */
     int ops;                    /* requests in flight, all contenders */
     int watches;                /* watches registered, all contenders */
     struct zkl_callback *cb_head, *cb_tail;
     bool poll_dispatch;         /* ZKLOCK_DISPATCH_POLL: the user runs them */
+    pthread_t cb_thread;        /* else the callback thread runs them */
+    bool cb_thread_started, cb_stop;
+    pthread_cond_t cb_cond;     /* wakes the callback thread */
+    bool cb_cond_made;
     bool cb_running;            /* cb_runner is running one of them */
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
+    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
+    zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
+    struct zkl_reading *readings; /* zklock_queue_read's reads in flight (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
     uint64_t rng[2];            /* node name uuids */
     zklock_stats_t stats;
@@ -425,7 +500,8 @@ struct zkl_layer {
 };
 /* layers.c: every layer, NULL-terminated. */
 extern const struct zkl_layer *const zklock__layers[];
-extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer;
+extern const struct zkl_layer zklock__engine_layer, zklock__inspect_layer,
+    zklock__election_layer, zklock__follow_layer;
 
 bool zklock__connected(const zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */
@@ -441,6 +517,9 @@ void zklock__learn_completion_thread(zklock_session_t *s);
 int zklock__session_refusal(const zklock_session_t *s);
 /* The end of the session's lease (lease.c); false if none is known. */
 bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until);
+/* With s->mu held, outside any event of the engine: if the lease ran out,
+ * its holds end now (before the session thread notices: the host slept). */
+void zklock__lease_check(zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 
@@ -501,10 +580,13 @@ static inline bool session_ending(int rc)
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);
 void zklock__auth_free(zklock_session_t *s);
-/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc). */
+/* Adds the credentials to s->zh (their verdict: s->auth_pending, auth_rc),
+ * without waiting: a handle between two connection attempts takes them as
+ * it connects (zklock__auth_confirm). */
 int zklock__auth_send(zklock_session_t *s);
-/* On each connection, with s->mu held: asks for that verdict if it is still
- * to come (a refusal ends the handle: ZOO_AUTH_FAILED_STATE). */
+/* On each connection, with s->mu held: adds what the handle did not take
+ * yet, and asks for the verdict if it is still to come (a refusal ends the
+ * handle: ZOO_AUTH_FAILED_STATE). */
 void zklock__auth_confirm(zklock_session_t *s);
 /* *dst (a deep copy, freed with zklock__acl_free) for a ZKLOCK_ACL_* kind;
  * ZKLOCK_ACL_DEFAULT copies `inherited` (NULL: open). */

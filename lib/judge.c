@@ -5,7 +5,9 @@
  * sequence number (anything else is ignored); nodes are ordered by sequence
  * number; a contender holds when no conflicting node precedes it (for an
  * exclusive contender every node conflicts, for a shared one only exclusive
- * ones), and otherwise watches the nearest conflicting one. A listing also
+ * ones), and otherwise watches the nearest conflicting one. Nobody queues
+ * where the counter ran out (a spent number of ours, a negative one in the
+ * queue): there the peers' order is not ours (counter_spent). A listing also
  * finds our node after a lost create reply, and duplicates of our own that
  * such a reply left behind.
  */
@@ -79,6 +81,20 @@ static void recover_from(zkl_contender_t *c, const struct zkl_entry *q, int n)
         zklock__requeue(c);
 }
 
+/* The lock path's counter ran out (design.md, "Sequence numbers run out"):
+ * our own number is spent, or the queue has a negative one, which Curator
+ * and kazoo sort ahead of every other, so that a peer may hold by it while
+ * its predecessors do. No order we keep can make both sides agree: we leave. */
+static bool counter_spent(const struct zkl_entry *q, int n, int self)
+{
+    if (zklock__seq_spent(q[self].seq))
+        return true;
+    for (int i = 0; i < n; i++)
+        if (q[i].seq < 0)
+            return true;
+    return false;
+}
+
 void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *parent)
 {
     zklock_session_t *s = session_of(c);
@@ -107,6 +123,11 @@ void zklock__judge(zkl_contender_t *c, const struct String_vector *names, const 
         /* Our node vanished while we waited (deleted by someone else):
          * queue again at the back. */
         zklock__requeue_own(c);
+        free(q);
+        return;
+    }
+    if (counter_spent(q, n, self)) {
+        zklock__give_up(c, ZKLOCK_EWRAPPED); /* and our node goes */
         free(q);
         return;
     }

@@ -8,5 +8,7 @@
 const struct zkl_layer *const zklock__layers[] = {
     &zklock__engine_layer,
     &zklock__inspect_layer,
+    &zklock__election_layer,
+    &zklock__follow_layer,
     NULL,
 };

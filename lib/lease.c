@@ -29,11 +29,11 @@
  */
 #include "engine.h"
 
-/* The margin: a twentieth of the session timeout, far more than clocks
- * that run at nearly the same rate drift apart over one session timeout
- * (NTP slews at most 0.05%), and enough for the session thread's timer and
- * the delivery of on_lost. */
-#define LEASE_MARGIN_DIVISOR 20
+/* The margin (ZKL_LEASE_MARGIN_DIVISOR): a twentieth of the session
+ * timeout, far more than clocks that run at nearly the same rate drift
+ * apart over one session timeout (NTP slews at most 0.05%), and enough for
+ * the session thread's timer and the delivery of on_lost. */
+#define LEASE_MARGIN_DIVISOR ZKL_LEASE_MARGIN_DIVISOR
 #define HEARTBEATS_PER_TIMEOUT 6
 
 struct zkl_heartbeat {
@@ -91,39 +91,60 @@ bool zklock__lease_proves(int rc)
     }
 }
 
-void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
-{
-    if (s->heard_known && zklock__earlier(sent, &s->heard_at))
-        return;
-    s->heard_at = *sent;
-    s->heard_known = true;
-    arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
-}
-
 bool zklock__lease_over(const zklock_session_t *s)
 {
     struct timespec until;
     return zklock__lease_valid_until(s, &until) && zklock__passed(&until);
 }
 
-/* The lease ran out: every hold of the session ends, reported, and its node
- * is deleted as soon as the session is heard from again (it may live). */
-static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+/* Holds that rest on a lease that ran out (whether anyone noticed yet). */
+static bool holds_past_lease(const zklock_session_t *s)
 {
-    struct timespec until, now;
+    return anyone_in_queue(s, true) && zklock__lease_over(s);
+}
+
+void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
+{
+    struct timespec now;
+
+    if (s->heard_known && zklock__earlier(sent, &s->heard_at))
+        return;
+    if (holds_past_lease(s)) {
+        /* The lease ran out before this answer came, and nobody noticed
+         * yet (the host slept, say): its holds end on it, a later answer
+         * does not revive them. That cannot be done here, in the middle of
+         * a contender's event: the session thread does it at once, then
+         * counts the answer (lease_ran_out). */
+        if (!s->heard_later_known || zklock__earlier(&s->heard_later, sent))
+            s->heard_later = *sent;
+        s->heard_later_known = true;
+        zklock__now(&now);
+        zklock__timer_arm(s, &s->belief_timer, &now);
+        return;
+    }
+    s->heard_at = *sent;
+    s->heard_known = true;
+    arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
+}
+
+static void regrant(zklock_session_t *s);
+
+/* The lease ran out (at `until`): every hold of the session ends, reported,
+ * and its node is deleted as soon as the session is heard from again (it
+ * may live). Then an answer that came meanwhile counts (a new lease, for
+ * the waiters). Never in the middle of a contender's event. */
+static void lease_ran_out(zklock_session_t *s, const struct timespec *until)
+{
+    struct timespec now;
     zkl_contender_t *c, *next, *up;
     bool late;
 
-    if (zklock__lease_valid_until(s, &until) && !zklock__passed(&until)) {
-        zklock__timer_arm(s, t, &until); /* heard from meanwhile */
-        return;
-    }
     /* Late by more than the margin: this process did not run (stopped,
-     * swapped out) while its lease ran out. Nothing could be told in time
-     * anyway; a probe then finds the real reason (the session most likely
-     * expired meanwhile). */
+     * swapped out) or the host slept while its lease ran out. Nothing could
+     * be told in time anyway; a probe then finds the real reason (the
+     * session most likely expired meanwhile). */
     zklock__now(&now);
-    late = zklock__ms_between(&t->at, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
+    late = zklock__ms_between(until, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
     for (c = s->contenders; c; c = next) {
         next = c->sess_next;
         if (c->phase != ZKL_HELD)
@@ -137,6 +158,33 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         zklock__event_end(c, up);
     }
     zklock__stale_sweep(s); /* sent now if the connection is up after all */
+    if (s->heard_later_known) {
+        s->heard_later_known = false;
+        zklock__lease_heard(s, &s->heard_later);
+        regrant(s);
+    }
+}
+
+/* The belief timer: the lease's end, unless heard from meanwhile. */
+static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+{
+    struct timespec until;
+
+    if (!zklock__lease_valid_until(s, &until)) {
+        until = t->at; /* none known (a new session): nothing backs a hold */
+    } else if (!zklock__passed(&until)) {
+        zklock__timer_arm(s, t, &until); /* heard from meanwhile */
+        return;
+    }
+    lease_ran_out(s, &until);
+}
+
+void zklock__lease_check(zklock_session_t *s)
+{
+    struct timespec until;
+
+    if (holds_past_lease(s) && zklock__lease_valid_until(s, &until))
+        lease_ran_out(s, &until);
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */

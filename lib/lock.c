@@ -7,6 +7,13 @@
  * owner's contender and starts a call on it (owner.c); a blocking call then
  * waits for its verdict. The engine and ZooKeeper's completion thread do
  * the rest.
+ *
+ * One rule for the asynchronous calls: a call the caller's own state or
+ * arguments refuse (a closed session, another call in progress, an upgrade,
+ * a multi-lock's held member, not held) starts nothing: it returns the
+ * error, as the blocking call does, and done is never called. A call that
+ * started tells its outcome through done, even one known at once (a
+ * reentrant hold, a try-once while disconnected, a lost hold's release).
  */
 #include "internal.h"
 
@@ -23,8 +30,9 @@ static bool handle_owned(const zklock_t *l)
     return l->opts.owner == ZKLOCK_OWNER_HANDLE;
 }
 
-/* Where nothing may wait for ZooKeeper's answers or for the session thread:
- * the completion thread (the answers come there), a zklock callback. */
+/* Where nothing may wait: the completion thread (ZooKeeper's answers come
+ * there), a zklock callback (the callbacks behind it would wait, and
+ * zklock_free and zklock_session_close wait for it). */
 static bool may_wait(const zklock_session_t *s)
 {
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
@@ -60,7 +68,8 @@ static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
     return rc;
 }
 
-/* An outcome known at once: returned, or queued for done. */
+/* The outcome of a call that started, known at once: returned (a blocking
+ * call), or queued for done. */
 static int answer(struct zkl_done *done, int rc)
 {
     if (!done)
@@ -96,10 +105,12 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
 static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
     zklock_session_t *s = l->s;
-    zkl_contender_t *c = zklock__owner_contender(l);
+    zkl_contender_t *c;
     struct zkl_waiter me = {false, 0};
     int rc;
 
+    zklock__lease_check(s); /* no reentrant hold on a lease that ran out */
+    c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
         return answer(done, ZKLOCK_OK);
@@ -115,9 +126,12 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (!c)
         return ZKLOCK_ENOMEM;
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
+        /* The caller's own state refuses it (an upgrade, another
+         * acquisition in progress, a held member): nothing started, and
+         * an asynchronous call returns it as the blocking one does. */
         c->phase = ZKL_GONE;
         zklock__detach(c);
-        return answer(done, rc);
+        return rc;
     }
     if (done) {
         zklock__acquire_start(c, timeout_ms, done, NULL);
@@ -151,8 +165,10 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     struct zkl_done *done;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1 || !handle_owned(l))
+    if (!l || !fn || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (!handle_owned(l))
+        return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, true);
     if (rc == 0) {
@@ -172,10 +188,12 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
  * let go at once, and a blocked caller keeps it alive until it returns. */
 static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
 {
-    zkl_contender_t *c = zklock__owner_contender(l);
+    zkl_contender_t *c;
     struct zkl_waiter me = {false, 0};
     int rc;
 
+    zklock__lease_check(l->s); /* a hold whose lease ran out was lost */
+    c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
             zklock__detach(c);
@@ -228,8 +246,10 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     struct zkl_done *done = NULL;
     int rc;
 
-    if (!l || !handle_owned(l))
+    if (!l)
         return ZKLOCK_EINVAL;
+    if (!handle_owned(l))
+        return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);
     if (fn && !(done = zklock__done_new(l, fn, ctx)))
         rc = ZKLOCK_ENOMEM;
@@ -251,6 +271,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -265,6 +286,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -284,6 +306,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__lease_valid_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -299,6 +322,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
+    zklock__lease_check(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -410,6 +434,8 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
 
     l->freeing = true;
     cancel_locked(l);
+    if (l->recipe->retiring)
+        l->recipe->retiring(l); /* its own calls (an election's proclaims) */
     while (wait && (l->users > 0 || l->in_callback > 0))
         pthread_cond_wait(&s->cond, &s->mu);
     for (c = l->contenders; c; c = next) {

@@ -6,8 +6,9 @@
  *            _c_<uuid>-lease-0000000042   _c_<uuid>-latch-0000000042
  *   kazoo    <32 hex>__lock__0000000042  <32 hex>__rlock__0000000042
  * and one without a sequence: a kazoo semaphore's lease is <32 hex> alone.
- * The sequence is the parent's cversion printed with "%010d": a signed
- * 32-bit number that goes negative after 2^31 creations under one parent.
+ * The sequence is the parent's count of child creations printed with
+ * "%010d": a signed 32-bit number, spent once it reaches 2^31 - 1 (it
+ * repeats there, or goes negative: zklock__seq_spent).
  * Pure functions only: this file is what the fuzz target exercises. */
 #include "internal.h"
 
@@ -148,6 +149,11 @@ void zklock__sort(struct zkl_entry *q, size_t n, int32_t ref)
         q[i].key = (int32_t)((uint32_t)q[i].seq - (uint32_t)ref);
     if (n > 1)
         qsort(q, n, sizeof *q, entry_cmp);
+}
+
+bool zklock__seq_spent(int32_t seq)
+{
+    return seq < 0 || seq >= ZKL_SEQ_SPENT;
 }
 
 int zklock__blocker(const struct zkl_entry *q, size_t self, int *blockers)

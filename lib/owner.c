@@ -228,10 +228,11 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
     zklock_session_t *s = session_of(c);
     bool timed = me == c->acq_waiter && c->has_deadline;
 
-    /* The session thread fires the deadline; should it be held up (a slow
-     * callback), the waiter sees it pass by itself. */
+    /* The session thread fires the deadline; should it be held up (a
+     * renewal closing a handle), the waiter sees it pass by itself. */
     while (!me->decided) {
-        if (timed && pthread_cond_timedwait(&c->cond, &s->mu, &c->deadline_timer.at) == ETIMEDOUT) {
+        if (timed && zklock__cond_wait_until(&c->cond, &s->mu, &c->deadline_timer.at, 0) ==
+                         ETIMEDOUT) {
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__call_check(c);

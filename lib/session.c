@@ -3,12 +3,13 @@
  *
  * The session thread does what must not happen on ZooKeeper's completion
  * thread or on a caller's thread:
- *  - delivers the user's callbacks (dispatch.c), in order, without s->mu;
  *  - after an expiry, closes the dead handle and opens a new session;
  *  - fires the session's timers (timer.c), among them the local expiry: when
  *    the connection has been down for a whole session timeout, the ensemble
  *    has expired the session (or will at any moment), and a partitioned
  *    client never hears so from a server.
+ * It runs no user code: the user's callbacks have a thread of their own
+ * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
  * engine, the queue inspector) hear of connection changes through the table
@@ -252,10 +253,11 @@ static void connected(zklock_session_t *s)
      * locally: the session lived on. Every hold was reported lost, so it is a
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
-    if (!resumed)
-        s->heard_known = false; /* a new session: its first write will tell */
+    if (!resumed) /* a new session: its first write will tell */
+        s->heard_known = s->heard_later_known = false;
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
+    s->timers.slice_ms = s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     s->state = ZKL_S_CONNECTED;
     zklock__auth_confirm(s);
     if (s->adopted)
@@ -370,8 +372,8 @@ static int open_handle(zklock_session_t *s)
     else
 #endif
         s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
-    if (!s->zh)
-        return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_EINVAL;
+    if (!s->zh) /* the list is well formed (hosts.c): its names failed */
+        return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_ERESOLVE;
     zoo_set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
     s->state = ZKL_S_CONNECTING;
     /* Queued now, sent ahead of anything else once connected. */
@@ -386,10 +388,29 @@ static int open_handle(zklock_session_t *s)
     return rc;
 }
 
+/* open_handle(), once a name of the list resolves. The lookup, which may
+ * wait for DNS, is made without s->mu, so that it holds up no caller; a
+ * list that does not resolve is not given to zookeeper_init() (which would
+ * wait as long, with s->mu). ZKLOCK_ECLOSED if the session closed meanwhile. */
+static int open_handle_when_resolved(zklock_session_t *s)
+{
+    int rc;
+
+    pthread_mutex_unlock(&s->mu);
+    rc = zklock__hosts_resolve(s->hosts);
+    pthread_mutex_lock(&s->mu);
+    if (s->thread_stop || s->state == ZKL_S_CLOSED)
+        return ZKLOCK_ECLOSED;
+    return rc ? rc : open_handle(s);
+}
+
 /* Closes the dead handle (its late answers are stale by generation) and
- * opens a new session. */
+ * opens a new session (the first one, for a session opened in the
+ * background). */
 static void replace_handle(zklock_session_t *s)
 {
+    int rc;
+
     zhandle_t *old = s->retired_zh ? s->retired_zh : s->zh;
 
     s->need_new_handle = false;
@@ -403,7 +424,8 @@ static void replace_handle(zklock_session_t *s)
     handle_closed(s);
     if (s->thread_stop || s->state == ZKL_S_CLOSED || s->auth_failed)
         return;
-    if (open_handle(s) != 0) {
+    rc = open_handle_when_resolved(s);
+    if (rc != 0 && rc != ZKLOCK_ECLOSED) {
         s->need_new_handle = true; /* try again shortly */
         zklock__timer_arm_in(s, &s->retry_timer, ZKL_REOPEN_MS);
     }
@@ -421,18 +443,14 @@ static void *session_thread(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        /* Timers first: a stream of callbacks must not hold up a deadline. */
         zklock__timers_fire_due(s);
-        if (!s->poll_dispatch && zklock__dispatch_one(s))
-            continue;
         if (s->thread_stop)
             break;
         if (may_reopen(s)) {
             replace_handle(s);
             continue;
         }
-        if ((s->poll_dispatch || !s->cb_head) && !s->thread_stop && !may_reopen(s))
-            zklock__timers_sleep(s);
+        zklock__timers_sleep(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -547,6 +565,7 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         rc = take_options(s, opts);
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
+    s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
     if (rc) {
@@ -557,15 +576,25 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     return 0;
 }
 
-static int start_thread(zklock_session_t *s)
+/* With s->mu held (let go meanwhile, if the first fails): the session
+ * thread and the callback thread. */
+static int start_threads(zklock_session_t *s)
 {
-    if (pthread_create(&s->thread, NULL, session_thread, s) != 0)
+    if (zklock__dispatch_start(s) != 0)
         return ZKLOCK_ESYSTEM;
+    if (pthread_create(&s->thread, NULL, session_thread, s) != 0) {
+        pthread_mutex_unlock(&s->mu);
+        zklock__dispatch_stop(s);
+        pthread_mutex_lock(&s->mu);
+        return ZKLOCK_ESYSTEM;
+    }
     s->thread_started = true;
     return 0;
 }
 
-static void stop_thread(zklock_session_t *s)
+/* Without s->mu: the session thread, then the callback thread once it ran
+ * what is queued. */
+static void stop_threads(zklock_session_t *s)
 {
     pthread_mutex_lock(&s->mu);
     s->thread_stop = true;
@@ -574,6 +603,28 @@ static void stop_thread(zklock_session_t *s)
     if (s->thread_started)
         pthread_join(s->thread, NULL);
     s->thread_started = false;
+    zklock__dispatch_stop(s);
+}
+
+/* opts.background: the session thread makes the first handle as it makes
+ * every later one (replace_handle), and retries until it has one: the ZooKeeper
+ * client then retries the servers by itself. Calls wait meanwhile as during a
+ * reconnection. */
+static int open_in_background(zklock_session_t *s)
+{
+    s->need_new_handle = true;
+    s->reopen_now = true;
+    return start_threads(s);
+}
+
+static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
+{
+    if (rc) {
+        zklock_session_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
 }
 
 int zklock_session_open(zklock_session_t **out, const char *hosts,
@@ -586,8 +637,8 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     if (!out)
         return ZKLOCK_EINVAL;
     *out = NULL;
-    if (!hosts || !*hosts)
-        return ZKLOCK_EINVAL;
+    if (zklock__hosts_check(hosts) != 0)
+        return ZKLOCK_EINVAL; /* malformed: no retry would help */
     rc = session_new(&s, opts);
     if (rc)
         return rc;
@@ -597,25 +648,25 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
         return ZKLOCK_ENOMEM;
     }
     pthread_mutex_lock(&s->mu);
+    if (s->opts.background) {
+        rc = open_in_background(s);
+        pthread_mutex_unlock(&s->mu);
+        return finish_open(out, s, rc);
+    }
     rc = open_handle(s);
     if (rc == 0)
-        rc = start_thread(s);
+        rc = start_threads(s);
     zklock__deadline(&deadline, s->opts.connect_timeout_ms);
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
            (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(&deadline))
-        pthread_cond_timedwait(&s->cond, &s->mu, &deadline);
+        zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
     if (rc == 0 && s->auth_rc != 0)
         rc = s->auth_rc;
     else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
         rc = ZKLOCK_ENOSERVER; /* no server, or no verdict on the credentials */
     pthread_mutex_unlock(&s->mu);
-    if (rc) {
-        zklock_session_close(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    return finish_open(out, s, rc);
 }
 
 /* With s->mu held: starts using the application's handle zh. */
@@ -652,7 +703,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
         return rc;
     s->adopted = true;
     pthread_mutex_lock(&s->mu);
-    rc = start_thread(s); /* first: nothing is sent unless it runs */
+    rc = start_threads(s); /* first: nothing is sent unless they run */
     if (rc == 0)
         take_handle(s, zh);
     pthread_mutex_unlock(&s->mu);
@@ -752,8 +803,8 @@ static void drain_adopted(zklock_session_t *s)
 
     EACH_LAYER(close_begin, s);
     zklock__deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
-    while (layers_busy(s) && zklock__connected(s) && !zklock__passed(&deadline) &&
-           pthread_cond_timedwait(&s->cond, &s->mu, &deadline) != ETIMEDOUT)
+    while (layers_busy(s) && zklock__connected(s) &&
+           zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0) != ETIMEDOUT)
         ;
     EACH_LAYER(unwatch_all, s);
     while (s->ops > 0 || s->watches > 0)
@@ -789,7 +840,7 @@ void zklock_session_close(zklock_session_t *s)
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 
-    stop_thread(s);
+    stop_threads(s);
     if (zh)
         zookeeper_close(zh); /* flushes our requests in flight */
     if (retired)

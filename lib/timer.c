@@ -1,4 +1,5 @@
-/* timer.c: the deadlines the session thread sleeps on, in one binary heap.
+/* timer.c: the deadlines the session thread sleeps on, in one binary heap,
+ * on ZKLOCK_CLOCK (clock.c).
  *
  * Every delayed action of a session is a timer: an own-node watch falling
  * due, a retry, a suspension lasting too long. The
@@ -146,6 +147,9 @@ void zklock__timers_fire_due(zklock_session_t *s)
     }
 }
 
+/* Sleeps until the first timer is due, or a kick; while a timer is armed,
+ * at most slice_ms at a time: after the host slept, the timers it made due
+ * (the lease's end above all) fire within that. */
 void zklock__timers_sleep(zklock_session_t *s)
 {
     struct zkl_timers *ts = &s->timers;
@@ -154,7 +158,7 @@ void zklock__timers_sleep(zklock_session_t *s)
     ts->sleep_timed = ts->n > 0;
     if (ts->sleep_timed) {
         ts->sleep_until = ts->heap[0]->at;
-        pthread_cond_timedwait(&s->thread_cond, &s->mu, &ts->sleep_until);
+        zklock__cond_wait_until(&s->thread_cond, &s->mu, &ts->sleep_until, ts->slice_ms);
     } else {
         pthread_cond_wait(&s->thread_cond, &s->mu);
     }

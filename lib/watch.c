@@ -34,7 +34,7 @@ static void send_watch(zkl_contender_t *c)
     c->watch_pending = true;
     c->watch_wanted = true;
     zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, c);
+    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, zklock__req(c));
     if (rc != ZOK) {
         c->watch_pending = false;
         zklock__watch_over(c);
@@ -44,9 +44,11 @@ static void send_watch(zkl_contender_t *c)
 
 /* Watches q[w], the node that blocks us. When it is the only node ahead of
  * us that blocks us, its deletion means we hold: nodes created later have
- * higher sequence numbers. The exception is a write holder's downgrade heir
+ * higher sequence numbers. The exceptions: a write holder's downgrade heir
  * (a shared node with the writer's sequence number), which may appear later
- * and blocks exclusive contenders: behind a writer they list again. */
+ * and blocks exclusive contenders: behind a writer they list again; and the
+ * counter's upper half, where a later node may have a spent number, which
+ * peers sort first (judge.c): there we list again. */
 void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
 {
     char *watched = zklock__child_path(c->l->queue, blocker->name);
@@ -66,8 +68,9 @@ void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, 
     c->watched = watched;
     /* A writer's node (Curator's __WRIT__ or kazoo's __lock__) may leave a
      * downgrade heir behind it: after its deletion we must look again. */
-    c->sole_blocker = blockers == 1 && !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT ||
-                                                          blocker->tag == ZKL_TAG_KLOCK));
+    c->sole_blocker = blockers == 1 && c->seq < ZKL_SEQ_LATE &&
+                      !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT ||
+                                         blocker->tag == ZKL_TAG_KLOCK));
     send_watch(c);
 }
 
@@ -185,9 +188,9 @@ void zklock__arm_own_watch(zkl_contender_t *c)
         return;
     c->own_pending = true;
     zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, c);
+    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, zklock__req(c));
     if (rc != ZOK) {
-        zklock__op_end(c);
+        zklock__op_unsent(c);
         c->own_pending = false;
     }
 }

@@ -280,6 +280,18 @@ while read -r n expect flags; do
 done <"$work/configs"
 wait
 show
+# A run that wrote no status (its shell killed, say) stops show() short:
+# the runs after it are shown here, and it is a failure, not a pass.
+while [ "$shown" -lt "$i" ]; do
+    shown=$((shown + 1))
+    if [ -f "$work/rc.$shown" ]; then
+        cat "$work/line.$shown"
+        [ "$(cat "$work/rc.$shown")" = 0 ] || fails=$((fails + 1))
+    else
+        echo "FAIL $(awk -v k="$shown" 'NR == k {print $1}' "$work/configs"): no result (configuration $shown of $i)"
+        fails=$((fails + 1))
+    fi
+done
 
 # every feature reached by some correct run (of the whole set only)
 if [ -z "$names" ]; then

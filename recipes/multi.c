@@ -186,7 +186,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
     c->recipe_data = e;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_amulti(s->zh, e->n, e->ops, e->results, enqueued, c);
+    rc = zoo_amulti(s->zh, e->n, e->ops, e->results, enqueued, zklock__req(c));
     for (int i = 0; i < e->n; i++)
         free(paths[i]); /* serialised by zoo_amulti */
     if (rc != ZOK) {
@@ -263,7 +263,7 @@ static void enqueued(int rc, const void *data)
         }
         c->busy++;
         zklock__op_begin(c);
-        rc = zoo_aexists(s->zh, e->names[0], 0, token_read, c);
+        rc = zoo_aexists(s->zh, e->names[0], 0, token_read, zklock__req(c));
         if (rc != ZOK)
             zklock__op_refused(c, rc);
     }
@@ -304,7 +304,7 @@ static void read_token(zkl_contender_t *c, zkl_contender_t *m)
     c->recipe_data = e;
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aexists(session_of(c)->zh, m->node, 0, token_read, c);
+    rc = zoo_aexists(session_of(c)->zh, m->node, 0, token_read, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
 }

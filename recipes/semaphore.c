@@ -48,8 +48,8 @@ struct zklock_semaphore {
     zklock_t lease;   /* the user's handle: its contenders are leases */
     zklock_t mutex;   /* the acquisition mutex: contenders owned by leases */
     int max;
+    char max_text[16]; /* kazoo: max as <path>'s data says it */
     bool kazoo;
-    bool max_checked; /* kazoo: <path>'s data agrees with max */
     bool room_seen;   /* the last listing left room beside its lease */
 };
 
@@ -158,37 +158,34 @@ static void wait_for_leases(zkl_contender_t *c)
 /* ---- kazoo's checks -------------------------------------------------------------------- */
 
 static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
-static void path_made(int rc, const char *value, const void *data);
 static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
                       const void *data);
 
 /* kazoo stores max_leases in <path>'s data and refuses a peer that asks for
- * another number: so do we. A path without it gets ours. */
-static void check_max(zkl_contender_t *c)
+ * another number: so do we, at every acquisition (a peer may have made the
+ * path again, with another number, since the last one). */
+static bool send_max_check(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     int rc;
 
     c->busy++;
     zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->l->path, 0, max_done, c);
+    rc = zoo_aget(s->zh, c->l->path, 0, max_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
+    return rc == ZOK;
 }
 
+/* No <path>: make it as kazoo does, persistent with our number in it (the
+ * levels above as containers: engine.c), unless the last try was refused. */
 static void make_path(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    char text[16];
-    int rc;
-
-    snprintf(text, sizeof text, "%d", sem_of(c->l)->max);
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_acreate(s->zh, c->l->path, text, (int)strlen(text), c->l->acl, ZOO_CONTAINER,
-                     path_made, c);
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
+    if (c->parent_rc != 0) {
+        zklock__failed(c, c->parent_rc); /* refused (an ACL, say): a lease would be too */
+        return;
+    }
+    zklock__send_parents(c); /* its answers keep a refusal in c->parent_rc */
 }
 
 /* kazoo reads the data as a number, and ignores anything else. */
@@ -214,40 +211,33 @@ static void max_done(int rc, const char *value, int len, const struct Stat *st, 
         if (rc == ZOK && max_differs(value, len, sem_of(c->l)->max))
             zklock__give_up(c, ZKLOCK_EMISMATCH);
         else if (rc == ZOK)
-            sem_of(c->l)->max_checked = true;
+            c->parent_rc = 0; /* the path is there */
         else if (rc == ZNONODE)
-            make_path(c);
+            make_path(c); /* the listing that follows finds none either: look again */
         else
             zklock__failed(c, rc);
     }
     ZKL_COMPLETION_END(c);
 }
 
-static void path_made(int rc, const char *value, const void *data)
-{
-    ZKL_COMPLETION_BEGIN(c);
-    (void)value;
-    c->busy--;
-    if (c->phase == ZKL_QUEUING && rc != ZOK && rc != ZNODEEXISTS)
-        zklock__failed(c, rc); /* refused (an ACL, say): a lease would be too */
-    /* made, by us or a peer: the next step checks its data */
-    ZKL_COMPLETION_END(c);
-}
-
-/* kazoo's order: look at the leases, and make ours only if there is room
- * (watching them once there was none). */
+/* kazoo's order: read the number and look at the leases, back to back (one
+ * round trip), and make ours only if the number agrees and there is room
+ * (watching the leases once there was none). */
 static void look_for_room(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     int rc;
 
     c->need_list = false;
+    if (!send_max_check(c))
+        return;
     c->busy++;
     zklock__op_begin(c);
     if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done, c);
+        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done,
+                                  zklock__req(c));
     else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, c);
+        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, zklock__req(c));
     if (rc != ZOK)
         zklock__op_refused(c, rc);
     else
@@ -268,9 +258,7 @@ static void room_done(int rc, const struct String_vector *names, const struct St
             zklock__give_up(c, ZKLOCK_EBUSY);
         else if (rc == ZOK)
             wait_for_leases(c);
-        else if (rc == ZNONODE)
-            sem_of(c->l)->max_checked = false; /* the path went: make it again */
-        else
+        else if (rc != ZNONODE) /* no path: its number's answer makes it */
             zklock__failed(c, rc);
         if (rc != ZOK)
             c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
@@ -281,7 +269,7 @@ static void room_done(int rc, const struct String_vector *names, const struct St
 /* ---- the engine's hooks ---------------------------------------------------------------- */
 
 /* A lease node is made only under the mutex (and, with kazoo's layout, once
- * the path's max_leases agrees and a look found room). */
+ * a look found the path's max_leases agreeing, and room). */
 static bool may_create(zkl_contender_t *c)
 {
     struct zklock_semaphore *sem = sem_of(c->l);
@@ -303,10 +291,6 @@ static bool may_create(zkl_contender_t *c)
             let_go_of_mutex(c); /* early: see the top of the file */
         }
         return true;
-    }
-    if (!sem->max_checked) {
-        check_max(c);
-        return false;
     }
     if (c->recipe_state == ROOM_FREE) {
         c->recipe_state = ROOM_UNKNOWN;
@@ -463,6 +447,9 @@ int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path, 
     }
     sem->lease.recipe = &lease_recipe;
     sem->lease.unnumbered = sem->kazoo; /* <path>/<32 hex> */
+    snprintf(sem->max_text, sizeof sem->max_text, "%d", max_leases);
+    if (sem->kazoo)
+        sem->lease.queue_data = sem->max_text; /* <path>, made with its number */
     sem->mutex.recipe = &mutex_recipe;
     sem->mutex.internal = true;
     *out = &sem->lease;

@@ -34,6 +34,7 @@ queued() {
   return 1
 }
 show() { echo; echo "\$ zklock-ls $1"; "$ZKLS" "$1" | sed 's/^/  /'; echo; }
+running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${st#Z}" = "$st" ]; } # PID
 pause_for_reader() { sleep "${DEMO_PAUSE:-1}"; }
 
 # ---------------------------------------------------------------------------
@@ -72,9 +73,11 @@ pause_for_reader
 echo
 say "3. A holder is killed with SIGKILL and never releases"
 echo "It holds /demo/job with a 4 s session timeout; 'next' waits behind it."
-# (in a subshell, so that the shell does not announce the kill)
-( "$ZKLOCK" --session-timeout 4000 --identity doomed /demo/job sleep 300 &
-  echo $! >"$zkdir/doomed.pid"; wait ) 2>/dev/null &
+# (in a subshell, so that the shell does not announce the kill; zklock's own
+# stderr, its watchdog's too, is the demo's: fd 3)
+( "$ZKLOCK" --session-timeout 4000 --identity doomed /demo/job \
+    sh -c "echo \$\$ >$zkdir/doomed-cmd.pid; exec sleep 300" 2>&3 &
+  echo $! >"$zkdir/doomed.pid"; wait ) 3>&2 2>/dev/null &
 queued /demo/job 1
 doomed=$(cat "$zkdir/doomed.pid")
 "$ZKLOCK" --identity next /demo/job sh -c 'echo "  $(date +%H:%M:%S.%1N)  next has the lock"' &
@@ -82,15 +85,19 @@ next=$!
 queued /demo/job 2
 show /demo/job
 echo "  $(stamp)  kill -9 the holder"
-orphan=$(pgrep -P "$doomed" || true)  # its command, killed after it
 kill -KILL "$doomed"
-[ -n "$orphan" ] && kill -KILL $orphan
 t0=$(date +%s%N)
 wait "$next"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 printf '  The lock moved on %d.%d s after the kill: when ZooKeeper expired the dead\n' \
   $((ms / 1000)) $((ms % 1000 / 100))
 echo "  process's session. No lease to tune, no cleanup by hand."
+if running "$(cat "$zkdir/doomed-cmd.pid")"; then
+  echo "  (its command still runs: that should not happen)"
+else
+  echo "  Its command did not outlive it: zklock's watchdog stopped it (the line above)"
+  echo "  before the session expired, so it never ran without the lock."
+fi
 
 # ---------------------------------------------------------------------------
 echo
@@ -101,16 +108,14 @@ echo "and the listener:  zklock-elect -l /demo/leader"
 listener=$!
 for i in 1 2 3; do
   ( "$ELECT" --session-timeout 4000 /demo/leader "10.0.0.$i:8080" sh -c \
-      "touch $zkdir/led$i; echo \"  \$(date +%H:%M:%S.%1N)  candidate $i leads (token \$ZKLOCK_FENCE)\"; sleep 300" &
-    echo $! >"$zkdir/cand$i.pid"; wait ) 2>/dev/null &
+      "echo \$\$ >$zkdir/worker$i.pid; touch $zkdir/led$i; echo \"  \$(date +%H:%M:%S.%1N)  candidate $i leads (token \$ZKLOCK_FENCE)\"; sleep 300" 2>&3 &
+    echo $! >"$zkdir/cand$i.pid"; wait ) 3>&2 2>/dev/null &
   queued /demo/leader "$i"
 done
 sleep 1
 echo "  $(stamp)  kill -9 the leader (candidate 1)"
 leader=$(cat "$zkdir/cand1.pid")
-orphan=$(pgrep -P "$leader" || true)
 kill -KILL "$leader"
-[ -n "$orphan" ] && kill -KILL $orphan
 t0=$(date +%s%N)
 until [ -e "$zkdir/led2" ]; do sleep 0.05; done # poll for the handover
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -118,6 +123,11 @@ sleep 0.5
 printf '  Candidate 2 took over %d.%d s after the kill, when its session expired;\n' \
   $((ms / 1000)) $((ms % 1000 / 100))
 echo "  candidate 3 still waits, and the listener saw each change."
+if running "$(cat "$zkdir/worker1.pid")"; then
+  echo "  (candidate 1's worker still runs: that should not happen)"
+else
+  echo "  Candidate 1's worker was stopped by its watchdog before that: one worker at a time."
+fi
 kill $(cat "$zkdir/cand2.pid") $(cat "$zkdir/cand3.pid") 2>/dev/null || true
 sleep 1
 kill "$listener" 2>/dev/null || true

@@ -33,6 +33,8 @@ if command -v "$cxx" >/dev/null 2>&1; then
     fi
   done
 else
-  echo "# no C++ compiler ($cxx): C++ not checked"
+  # a skip scripts/test.sh sees (and fails on: CI installs a C++ compiler)
+  echo "ok - c++98 # SKIP no C++ compiler ($cxx)"
+  echo "ok - c++17 # SKIP no C++ compiler ($cxx)"
 fi
 exit $status

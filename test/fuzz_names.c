@@ -2,7 +2,8 @@
  * and the child names of a lock path (parsing and queue order), and node
  * data as the utilities print it (tools/escape.c).
  *
- * The input is lines: the first is checked as a lock path, the others are
+ * The input is lines: the first is checked as a lock path (and as a server
+ * list: hosts.c), the others are
  * taken as the children of a lock path; the whole input is also node data.
  * Invariants checked:
  *  - a parsed name ends in its tag and its sequence printed as "%010d";
@@ -222,6 +223,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (first) {
             int rc = zklock__path_check(line);
+            CHECK(rc == 0 || rc == ZKLOCK_EINVAL);
+            rc = zklock__hosts_check(line); /* the same line as a server list */
             CHECK(rc == 0 || rc == ZKLOCK_EINVAL);
             first = false;
             continue;

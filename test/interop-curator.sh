@@ -147,5 +147,16 @@ wait $a $c
 check "Curator's LeaderSelector and a zklock mutex on its path: one at a time" \
   checklog "$L" --count s1=6 --count z1=6
 
+# ---- past the end of the sequence counter -----------------------------------------------------------
+# Curator sorts the numbers' text: on a server of the test's own whose /wrap paths
+# count from -2^31, as a wrapping server leaves them (testlib.sh, past_the_end).
+if WH=$(private_zk "/wrap/p=-2147483648 /wrap/z=-2147483648"); then
+  cur() { java -cp "$CP:$T/classes" CuratorPeer "$WH" "$@"; }
+  past_the_end cur "Curator InterProcessMutex" mutex
+  stop_private_zk
+else
+  fail "a server seeded near the counter's end started"
+fi
+
 for p in m o rw rw2 rw3 sem sem3 ma mb el el2 sel; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -119,5 +119,44 @@ check "zklock-elect -l reports kazoo's leader (its identifier)" wait_for 20 grep
 kill $li; wait $li 2>/dev/null
 touch "$T/go-ke"; wait $ke
 
-for p in m o rw rw2 rw3 rw4 sem sem3 el el2; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- kazoo's paths are persistent: a kazoo object used again after they stood empty ------------------
+# kazoo's ensure_path makes them persistent, and a kazoo Lock or Semaphore that
+# once saw its path never looks for it again: a container zklock made, reaped
+# by the server once it stood empty, gave it NoNodeError (design.md, interop.md).
+LS=$T/reap-sem.log LL=$T/reap-lock.log
+zk_hold_until "$LS" ZS sem2 "$T/go-zs2" --kazoo -n 2 $P/reap/sem & zs=$!
+zk_hold_until "$LL" ZL lock "$T/go-zl" --kazoo $P/reap/m & zl=$!
+check "zklock made the paths and holds" wait_for 20 sh -c "grep -qs ' enter ZS ' $LS && grep -qs ' enter ZL ' $LL"
+KAZOO_PEER_BETWEEN=$T/go-again kazoo $P/reap/sem sem2 2 "$LS" KS 0 & ks=$!
+KAZOO_PEER_BETWEEN=$T/go-again kazoo $P/reap/m lock 2 "$LL" KL 0 & kl=$!
+check "a kazoo Semaphore took a lease beside zklock's" wait_for 30 grep -q " between KS " "$LS"
+check "a kazoo Lock queued behind zklock" wait_for 30 queued $P/reap/m 2
+touch "$T/go-zs2" "$T/go-zl"; wait $zs $zl
+check "...and had its turn" wait_for 30 grep -q " between KL " "$LL"
+check "the semaphore stands empty" wait_for 10 queued $P/reap/sem 0
+check "the lock stands empty" wait_for 10 queued $P/reap/m 0
+check "the server's container reaper ran since" reaper_passed $P/reap
+check "...and left kazoo's paths" [ "$(json_field $P/reap/sem 'q["exists"]') $(json_field $P/reap/m 'q["exists"]')" = "True True" ]
+touch "$T/go-again"
+wait $ks; ks_status=$?
+wait $kl; kl_status=$?
+check "the kazoo Semaphore took a lease again (no NoNodeError)" [ $ks_status = 0 ]
+check "the kazoo Lock took the lock again (no NoNodeError)" [ $kl_status = 0 ]
+check "...twice, within the limit" checklog "$LS" --count KS=2 --count ZS=1
+check "...twice, one at a time" checklog "$LL" --count KL=2 --count ZL=1
+
+# ---- past the end of the sequence counter -----------------------------------------------------------
+# kazoo sorts the numbers' text: on a server of the test's own whose /wrap paths
+# count from -2^31, as a wrapping server leaves them (testlib.sh, past_the_end).
+if ! command -v javac >/dev/null; then
+  skip "past the counter's end: a seeded server needs javac"
+elif WH=$(private_zk "/wrap/p=-2147483648 /wrap/z=-2147483648"); then
+  kz() { /usr/bin/python3 "$TESTDIR/interop/kazoo_peer.py" "$WH" "$@"; }
+  past_the_end kz "kazoo Lock" lock --kazoo
+  stop_private_zk
+else
+  fail "a server seeded near the counter's end started"
+fi
+
+for p in m o rw rw2 rw3 rw4 sem sem3 el el2 reap/sem reap/m; do check "no lock node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -75,10 +75,11 @@ check "...saying whose credentials" \
   [ "$(cat "$T/err")" = "zklock: cannot take $R/nobody: not allowed by the ACL of $R (as the identities in $T/wrong.auth)" ]
 check "...leaving nothing behind" [ "$(children $R/nobody)" = 0 ]
 secret_file unknown.auth "nosuchscheme:whatever"
-# Known bug (TODO): the server rejects the credentials and closes the
-# connection; when the close overtakes the rejection, lib/auth.c takes the
-# credentials' "connection loss" answer for the verdict and the tool says
-# so (69). Seen in about one run in ten. Reported as TODO, not passed.
+# The server rejects the credentials and closes the connection, and the
+# close can overtake the rejection: the C client then answers "connection
+# loss" (the tool said so, exit 69, about one run in ten, until 1ccdd70:
+# lib/auth.c now waits for the server's own verdict; faults/lost_auth_*
+# drop that answer on purpose). Anything but 77 and the message fails.
 expect_rejected() { # description tool command...
   local what=$1 tool=$2 got; shift 2
   "$@" >"$T/out" 2>"$T/err"; got=$?
@@ -215,6 +216,8 @@ else
   check "...says so, in one line" no_tls zklock-bench
   expect_status 64 "TLS: not all three files" "$ZKLOCK" --tls-ca "$T/ca.pem" $R/job true
   check "...said" grep -q -- "--tls-ca, --tls-cert and --tls-key go together" "$T/err"
+  # expected in CI (scripts/test.sh): Debian's client is built without OpenSSL
+  skip "TLS connections: this build's ZooKeeper client has no TLS, so none can be tried"
 fi
 
 # ---- --help ---------------------------------------------------------------------------------------------

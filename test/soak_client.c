@@ -6,7 +6,9 @@
  *       Each thread has its own session and, until SIGTERM, takes a random
  *       lock, writes to the "storage" with its fencing token (the storage
  *       refuses stale tokens) until it is told the hold is lost or its time
- *       is up, and releases. Locks 0..LOCKS-RW-1 are mutexes /ROOT/lock-<k>;
+ *       is up, and releases. A write also tells the storage whether it went
+ *       out past zklock_valid_until() (and by how much): the checkers judge
+ *       such a write by whether the storage accepted it. Locks 0..LOCKS-RW-1 are mutexes /ROOT/lock-<k>;
  *       the last RW (-r, default 0) are read/write locks /ROOT/rw-<k>, taken
  *       on either side at random: a reader sends reads ("R"), which the
  *       storage refuses only behind a newer writer. By default a hold makes
@@ -16,7 +18,8 @@
  *       -t: the acquire timeout (default 3000 ms).
  *       Every event goes to LOG with a CLOCK_MONOTONIC timestamp.
  *   soak_client --ephemerals HOSTS ROOT
- *       Prints how many ephemeral nodes are left under ROOT.
+ *       Prints how many ephemeral nodes are left under ROOT; exit 1 and
+ *       nothing printed if some level could not be read.
  *   soak_client --make-paths HOSTS ROOT LOCKS
  *       Creates /ROOT/lock-<k> as persistent nodes.
  *
@@ -26,6 +29,13 @@
  *             hold is meant to last in ms, ":" between them)
  *   WRITE     detail A (accepted) / R (refused)
  *   LAPSED    about to write with zklock_valid_until() passed and no on_lost
+ *             (the first such write of the hold; detail: as the storage's
+ *             LATE field below)
+ *
+ * Storage messages: <W|R> <lock> <token> <client>-<thread> <hold> <LATE>
+ *   LATE      "-": the lease runs; "E": zklock has ended the hold and on_lost
+ *             is on its way; else how many microseconds past
+ *             zklock_valid_until() the write goes out
  *   LOST      on_lost (detail: reason)   REL    release returned (detail: rc name)
  *   RELSTART  about to release
  *   CONN      on_state (token: the session id; detail: STATE@server)
@@ -141,12 +151,13 @@ static int storage_connect(void)
     return -1;
 }
 
-/* One write (a read for a reader) to the storage: true if accepted. */
-static bool storage_write(int fd, const struct worker *w)
+/* One write (a read for a reader) to the storage: true if accepted. late:
+ * the LATE field (see the top). */
+static bool storage_write(int fd, const struct worker *w, const char *late)
 {
-    char msg[128], reply[8] = "";
-    int n = snprintf(msg, sizeof msg, "%c %d %lld %s-%d %d", w->shared ? 'R' : 'W', w->lock,
-                     (long long)w->token, client_id, w->index, w->hold);
+    char msg[160], reply[8] = "";
+    int n = snprintf(msg, sizeof msg, "%c %d %lld %s-%d %d %s", w->shared ? 'R' : 'W', w->lock,
+                     (long long)w->token, client_id, w->index, w->hold, late);
     if (send(fd, msg, (size_t)n, 0) != n || recv(fd, reply, sizeof reply, 0) <= 0)
         return false;
     return reply[0] == 'A';
@@ -177,18 +188,28 @@ static bool told_lost(struct worker *w)
     return lost;
 }
 
-/* Before a write: has the lease run out while on_lost has not come? */
-static void check_lease(struct worker *w, zklock_t *lock, bool *lapsed)
+/* Before a write: has the lease run out while on_lost has not come? Puts
+ * the LATE field in late (see the top) and logs the hold's first LAPSED. */
+static void check_lease(struct worker *w, zklock_t *lock, bool *lapsed, char *late, size_t len)
 {
-    struct timespec until;
+    struct timespec until, now;
+    int64_t past;
 
-    if (*lapsed || told_lost(w))
+    snprintf(late, len, "-");
+    if (told_lost(w))
         return;
-    if (zklock_valid_until(lock, &until) == ZKLOCK_OK &&
-        (int64_t)until.tv_sec * 1000000000 + until.tv_nsec > now_ns())
-        return;
+    clock_gettime(ZKLOCK_CLOCK, &now); /* valid_until's clock, not the log's */
+    if (zklock_valid_until(lock, &until) != ZKLOCK_OK) {
+        snprintf(late, len, "E"); /* ended, and on_lost not delivered yet */
+    } else {
+        past = ((int64_t)now.tv_sec - until.tv_sec) * 1000000000 + (now.tv_nsec - until.tv_nsec);
+        if (past < 0)
+            return;
+        snprintf(late, len, "%lld", (long long)(past / 1000));
+    }
+    if (!*lapsed)
+        log_event(w, "LAPSED", w->lock, w->token, w->hold, late);
     *lapsed = true;
-    log_event(w, "LAPSED", w->lock, w->token, w->hold, "-");
 }
 
 /* How long the next hold lasts (-H, -l), in ms; 0: three quick writes. */
@@ -212,8 +233,9 @@ static void write_while_held(struct worker *w, zklock_t *lock, int fd, int64_t a
     for (int i = 0; timed ? now_ns() < end && !stopping : i < 3; i++) {
         if (told_lost(w))
             break;
-        check_lease(w, lock, &lapsed);
-        bool ok = storage_write(fd, w);
+        char late[32];
+        check_lease(w, lock, &lapsed, late, sizeof late);
+        bool ok = storage_write(fd, w, late);
         log_event(w, "WRITE", w->lock, w->token, w->hold, ok ? "A" : "R");
         if (timed)
             pause_ms(gap_ms);
@@ -362,35 +384,46 @@ static void stop_workers(struct worker *w, int threads)
     }
 }
 
+/* Ephemeral nodes at and under path, or -1 if some level could not be read
+ * (a lost connection is no answer: "none" only from the server's word). */
 static int count_ephemerals(zhandle_t *zh, const char *path)
 {
     struct Stat st;
     struct String_vector kids;
-    int total = 0;
+    int total = 0, rc = zoo_get_children2(zh, path, 0, &kids, &st);
 
-    if (zoo_exists(zh, path, 0, &st) != ZOK)
+    if (rc == ZNONODE)
         return 0;
+    if (rc != ZOK) {
+        fprintf(stderr, "soak_client: cannot read %s: %s\n", path, zerror(rc));
+        return -1;
+    }
     if (st.ephemeralOwner != 0)
-        return 1;
-    if (zoo_get_children(zh, path, 0, &kids) != ZOK)
-        return 0;
-    for (int i = 0; i < kids.count; i++) {
+        total = 1; /* an ephemeral node has no children */
+    for (int i = 0; total >= 0 && st.ephemeralOwner == 0 && i < kids.count; i++) {
         char child[1024];
+        int n;
         snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
-        total += count_ephemerals(zh, child);
+        n = count_ephemerals(zh, child);
+        total = n < 0 ? -1 : total + n;
     }
     deallocate_String_vector(&kids);
     return total;
 }
 
+/* Prints the count; exit 1 (and nothing on stdout) if it could not be made. */
 static int ephemerals_main(const char *h, const char *r)
 {
     zklock_session_t *s;
+    int n;
+
     if (zklock_session_open(&s, h, NULL) != ZKLOCK_OK)
         return 1;
-    printf("%d\n", count_ephemerals(zklock_session_zhandle(s), r));
+    n = count_ephemerals(zklock_session_zhandle(s), r);
+    if (n >= 0)
+        printf("%d\n", n);
     zklock_session_close(s);
-    return 0;
+    return n >= 0 ? 0 : 1;
 }
 
 /* The lock paths as plain persistent nodes: never reaped when empty, so

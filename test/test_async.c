@@ -53,14 +53,7 @@ static bool called(void *o)
  * until cond(arg) holds, or ms pass. */
 static bool loop_while_not(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms)
 {
-    int64_t end = tu_now_ms() + ms;
-    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
-
-    while (!cond(arg) && tu_now_ms() < end) {
-        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
-            zklock_session_dispatch(s);
-    }
-    return cond(arg);
+    return tu_dispatch_until(s, cond, arg, ms);
 }
 
 static bool loop_until(zklock_session_t *s, struct outcome *o, int ms)
@@ -119,8 +112,10 @@ static void test_async_refusals(void)
     zklock_t *holder = tu_mutex(ts, path, NULL);
     struct outcome a = {0}, b = {0};
 
-    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EINVAL);
-    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EINVAL);
+    /* The likeliest first mistake gets the code whose text says what to set. */
+    TU_ASSERT_RC(zklock_acquire_async(thread_owned, -1, done, &a), ZKLOCK_EOWNER);
+    TU_ASSERT_RC(zklock_release_async(thread_owned, done, &a), ZKLOCK_EOWNER);
+    CU_ASSERT(strstr(zklock_strerror(ZKLOCK_EOWNER), "ZKLOCK_OWNER_HANDLE") != NULL);
     TU_ASSERT_RC(zklock_acquire_async(l, -1, NULL, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(l, -2, done, &a), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_acquire_async(NULL, -1, done, &a), ZKLOCK_EINVAL);
@@ -414,6 +409,52 @@ static void test_handle_owned_rwlock(void)
     tu_assert_clean(path);
 }
 
+/* What a recipe refuses before queuing (an upgrade, another acquisition of
+ * the pair or of a member in progress, a multi-lock whose member is held)
+ * is refused as the blocking call refuses it: returned, and done is never
+ * called. */
+static void test_async_refusals_of_recipes(void)
+{
+    zklock_session_t *s = poll_session(), *h = tu_session();
+    const char *path = tu_path("async-rw-refused"), *mpath = tu_path("async-multi-refused");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_rwlock_t *rw = NULL, *other = NULL;
+    zklock_t *r, *w, *member, *m = NULL;
+    struct outcome got_r = {0}, upgrade = {0}, pair_busy = {0}, multi = {0};
+
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, path, &o), ZKLOCK_OK);
+    r = zklock_rwlock_read(rw);
+    w = zklock_rwlock_write(rw);
+    /* The read side waits behind a writer: its acquisition is in progress. */
+    TU_REQUIRE_RC(zklock_rwlock_new(&other, h, path, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(other), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire_async(r, TU_WAIT_MS, done, &got_r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire_async(w, 10000, done, &pair_busy), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(other)), ZKLOCK_OK);
+    CU_ASSERT(loop_until(s, &got_r, TU_WAIT_MS));
+    TU_ASSERT_RC(got_r.rc, ZKLOCK_OK);
+    /* Reading, the write side is an upgrade. */
+    TU_ASSERT_RC(zklock_acquire_async(w, 0, done, &upgrade), ZKLOCK_EDEADLK);
+    /* A multi-lock whose member its owner holds. */
+    member = handle_mutex(s, mpath, NULL);
+    TU_REQUIRE_RC(zklock_multi_new(&m, &member, 1, &o), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(member, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire_async(m, 10000, done, &multi), ZKLOCK_EDEADLK);
+    TU_ASSERT_RC(zklock_release(member), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    /* Whatever is still to run has run: none of the refused calls' done. */
+    zklock_session_dispatch(s);
+    TU_ASSERT_INT(upgrade.calls + pair_busy.calls + multi.calls, ==, 0);
+    zklock_free(m);
+    zklock_free(member);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(other);
+    zklock_session_close(s);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(mpath);
+}
+
 /* ---- scale on one thread ------------------------------------------------------------------------ */
 
 static int threads_now(void)
@@ -538,23 +579,9 @@ static void test_thousand_waiters(void)
 
 /* ---- calls of several threads on one handle (review findings) ---------------------------- */
 
-struct slow_done {
-    int started, finished; /* __atomic */
-};
-
 static void slow_done(zklock_t *l, int rc, void *ctx)
 {
-    struct slow_done *sd = ctx;
-    struct timespec pause = {0, 300 * 1000 * 1000};
-
-    __atomic_store_n(&sd->started, 1, __ATOMIC_SEQ_CST);
-    nanosleep(&pause, NULL); /* deliberately slow: zklock_free must wait for it */
-    __atomic_store_n(&sd->finished, 1, __ATOMIC_SEQ_CST);
-}
-
-static bool slow_started(void *sd)
-{
-    return __atomic_load_n(&((struct slow_done *)sd)->started, __ATOMIC_SEQ_CST) != 0;
+    tu_slow_call(ctx); /* zklock_free must wait for it */
 }
 
 /* zklock_free while one of l's done callbacks runs: it has returned before
@@ -564,10 +591,10 @@ static void test_free_waits_for_a_running_done(void)
     zklock_session_t *s = tu_session();
     const char *path = tu_path("free-running-done");
     zklock_t *l = handle_mutex(s, path, NULL);
-    struct slow_done sd = {0, 0};
+    struct tu_slow sd = {0, 0, 0};
 
     TU_REQUIRE_RC(zklock_acquire_async(l, -1, slow_done, &sd), ZKLOCK_OK);
-    CU_ASSERT_FATAL(tu_wait_until(slow_started, &sd, TU_WAIT_MS));
+    CU_ASSERT_FATAL(tu_wait_until(tu_slow_started, &sd, TU_WAIT_MS));
     zklock_free(l);
     TU_ASSERT_INT(__atomic_load_n(&sd.finished, __ATOMIC_SEQ_CST), ==, 1);
     zklock_session_close(s);
@@ -648,6 +675,7 @@ static const tu_test_t async_tests[] = {
     {"handle_owned_hold_lost", test_handle_owned_hold_lost},
     {"check_op_guards_a_multi", test_check_op_guards_a_multi},
     {"handle_owned_rwlock", test_handle_owned_rwlock},
+    {"async_refusals_of_recipes", test_async_refusals_of_recipes},
     {"free_waits_for_a_running_done", test_free_waits_for_a_running_done},
     {"fd_level_after_free", test_fd_level_after_free},
     {"release_while_acquirer_wakes", test_release_while_acquirer_wakes},

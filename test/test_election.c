@@ -163,17 +163,6 @@ static bool observed(void *arg)
     return __atomic_load_n(&((struct observer *)arg)->changed, __ATOMIC_SEQ_CST) != 0;
 }
 
-struct requests_seen {
-    zklock_session_t *s;
-    uint64_t at_least;
-};
-
-static bool sent_enough(void *arg)
-{
-    struct requests_seen *r = arg;
-    return TU_STAT(r->s, requests) >= r->at_least;
-}
-
 static void test_proclaim_observed(void)
 {
     zklock_session_t *s = tu_session(), *o = tu_session();
@@ -183,7 +172,7 @@ static void test_proclaim_observed(void)
     char *value = NULL;
     size_t len = 0;
     int64_t token = 0, mine = 0;
-    struct requests_seen seen;
+    struct tu_requests seen;
 
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_fence(l, &mine), ZKLOCK_OK);
@@ -195,9 +184,9 @@ static void test_proclaim_observed(void)
     free(value);
     /* An observer waiting on the queue hears of the new value. */
     /* It has read the queue (2 requests) and sent its two watches (2). */
-    seen = (struct requests_seen){o, TU_STAT(o, requests) + 4};
+    seen = (struct tu_requests){o, TU_STAT(o, requests) + 4};
     pthread_create(&ob.t, NULL, observe, &ob);
-    CU_ASSERT(tu_wait_until(sent_enough, &seen, TU_WAIT_MS));
+    CU_ASSERT(tu_wait_until(tu_sent_requests, &seen, TU_WAIT_MS));
     TU_ASSERT_INT(observed(&ob), ==, 0);
     TU_ASSERT_RC(zklock_proclaim(l, "10.0.0.7:8080", 13), ZKLOCK_OK);
     CU_ASSERT(tu_wait_until(observed, &ob, TU_WAIT_MS));

@@ -470,7 +470,7 @@ static void test_lease_lost_session_lives(void)
     l = tu_mutex(f.s, path, &lo);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     TU_ASSERT_INT(until.tv_sec - now.tv_sec, >=, 8); /* about 0.95 x 10 s ahead */
     id = zklock_session_id(f.s);
     node = only_child(path);
@@ -527,7 +527,7 @@ static void test_no_grant_on_a_run_out_lease(void)
     zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
     TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(lw, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(ZKLOCK_CLOCK, &now);
     CU_ASSERT(until.tv_sec > now.tv_sec + 5); /* a fresh lease: about 9.5 s ahead */
     TU_ASSERT_INT(TU_STAT(f.s, acquired), ==, acquired + 1); /* granted once */
     CU_ASSERT(!tu_lost_once(&wlost));
@@ -894,6 +894,99 @@ static void test_election_re_session_one_leader(void)
     tu_assert_clean(path);
 }
 
+/* ---- a slow callback -------------------------------------------------------------------------- */
+
+/* The application's work in a done callback: it takes most of a session
+ * timeout (a sleep stands for it). */
+struct slow_work {
+    int ms;
+    int done; /* __atomic */
+};
+
+static void slow_done(zklock_t *l, int rc, void *ctx)
+{
+    struct slow_work *w = ctx;
+    struct timespec ts = {w->ms / 1000, (long)(w->ms % 1000) * 1000000L};
+
+    (void)l;
+    (void)rc;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* What the hold of l says meanwhile; false once the work is over. */
+struct hold_watch {
+    zklock_t *l;
+    struct slow_work *work;
+    int untruthful; /* held, by hold_count or fence, past valid_until */
+    int polls;
+};
+
+static bool lease_passed(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(ZKLOCK_CLOCK, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static bool work_over_watching(void *arg)
+{
+    struct hold_watch *h = arg;
+    struct timespec until;
+    int64_t token;
+    bool lease = zklock_valid_until(h->l, &until) == ZKLOCK_OK && !lease_passed(&until);
+
+    if (!lease && (zklock_hold_count(h->l) > 0 || zklock_fence(h->l, &token) == ZKLOCK_OK))
+        h->untruthful++;
+    h->polls++;
+    return __atomic_load_n(&h->work->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A callback that works for 0.8 of a session timeout while another lock of
+ * the session is held: the lease's heartbeats do not wait for it, so the
+ * hold survives, and hold_count and fence tell the truth all along. (They
+ * ran on the thread that ran the callbacks: behind a slow one, every hold
+ * of the session ended UNSURE although the connection was fine.) The proxy
+ * delays every message by 0.1 T each way: an answer is always 0.2 T old
+ * when it arrives, so any callback of 0.8 T outlasts the lease without
+ * heartbeats (0.95 T). */
+static void test_slow_callback_keeps_holds(void)
+{
+    const int timeout = 4000;
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_opts_t ho = {.owner = ZKLOCK_OWNER_HANDLE};
+    const char *path = tu_path("slow-cb-held"), *path2 = tu_path("slow-cb-work");
+    struct slow_work work = {timeout * 8 / 10, 0};
+    struct hold_watch watch = {NULL, &work, 0, 0};
+    zklock_t *held, *worker;
+    int64_t token;
+
+    faulty_open(&f, timeout);
+    held = tu_mutex(f.s, path, &lo);
+    worker = tu_mutex(f.s, path2, &ho);
+    TU_REQUIRE_RC(zklock_acquire(held, -1), ZKLOCK_OK);
+    zkproxy_set_delay(f.proxy, timeout / 10, timeout / 10);
+    TU_REQUIRE_RC(zklock_acquire_async(worker, TU_WAIT_MS, slow_done, &work), ZKLOCK_OK);
+    watch.l = held;
+    CU_ASSERT(tu_wait_until(work_over_watching, &watch, TU_WAIT_MS));
+    TU_ASSERT_INT(watch.untruthful, ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(held), ==, 1);
+    TU_ASSERT_RC(zklock_fence(held, &token), ZKLOCK_OK);
+    zkproxy_set_delay(f.proxy, 0, 0);
+    /* the lease's end, had it run out, would be told by now */
+    TU_ASSERT_RC(zklock_release(held), ZKLOCK_OK);
+    TU_ASSERT_INT(lost.lost, ==, 0);
+    TU_ASSERT_RC(zklock_release(worker), ZKLOCK_OK);
+    zklock_free(held);
+    zklock_free(worker);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    tu_assert_clean(path2);
+}
+
 /* ---- adopted handles ------------------------------------------------------------------------ */
 
 /* The application's handle, its global watcher forwarding to zklock. */
@@ -918,11 +1011,17 @@ static bool app_connected(void *arg)
 }
 
 /* The application opens its handle at hosts (through a proxy, say) and
- * hands it to zklock. */
-static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
+ * hands it to zklock, with the session options `base` (may be NULL). */
+static void app_adopt_with(struct app *a, const char *hosts, int timeout_ms,
+                           const zklock_session_opts_t *base)
 {
     zklock_session_opts_t o = {.on_state = tu_on_state};
     zklock_session_t *s = NULL;
+
+    if (base) {
+        o = *base;
+        o.on_state = tu_on_state;
+    }
 
     memset(a, 0, sizeof *a);
     pthread_mutex_init(&a->ev.mu, NULL);
@@ -931,6 +1030,11 @@ static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
     CU_ASSERT_FATAL(a->zh && tu_wait_until(app_connected, a, TU_WAIT_MS));
     TU_REQUIRE_RC(zklock_session_adopt(&s, a->zh, &o), ZKLOCK_OK);
     __atomic_store_n(&a->s, s, __ATOMIC_SEQ_CST); /* the watcher reads it */
+}
+
+static void app_adopt(struct app *a, const char *hosts, int timeout_ms)
+{
+    app_adopt_with(a, hosts, timeout_ms, NULL);
 }
 
 /* The old handle is back: to its session (the server had not expired it
@@ -998,9 +1102,10 @@ static void test_adopted_local_expiry_and_readopt(void)
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_free(l2);
+    /* the old handle first: its watcher forwards to a.s, which must outlive it */
+    zookeeper_close(a.zh);
     zklock_session_close(a.s);
     zookeeper_close(fresh);
-    zookeeper_close(a.zh);
     zkproxy_stop(proxy);
     TU_ASSERT_RC(zklock_session_readopt(NULL, fresh), ZKLOCK_EINVAL);
     tu_assert_clean(path);
@@ -1045,6 +1150,53 @@ static void test_adopted_session_revived(void)
     zookeeper_close(twin);
     zookeeper_close(a.zh);
     zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
+/* ZooKeeper's C client between two connection attempts (state 0): it
+ * waits a sixtieth of the session timeout before the next. */
+static bool between_attempts(void *zh)
+{
+    return zoo_state(zh) == 0;
+}
+
+/* zklock_session_readopt does not wait for the new handle: one between two
+ * connection attempts, where zoo_add_auth refuses the credentials, gets
+ * them as it connects (it used to be asked again and again, for up to a
+ * thirtieth of the timeout and 200 ms, inside the call). */
+static void test_readopt_does_not_wait(void)
+{
+    zkproxy_t *p1 = zkproxy_start(tu_server(1)), *p2 = zkproxy_start(tu_server(1));
+    zklock_auth_t alice = {"digest", "alice:secret", strlen("alice:secret")};
+    zklock_session_opts_t so = {.timeout_ms = 30000, .auth = &alice, .nauth = 1};
+    zklock_opts_t lo = {.acl = ZKLOCK_ACL_CREATOR}; /* needs the credentials */
+    const char *path = tu_path("readopt-auth");
+    struct app a;
+    zhandle_t *fresh;
+    zklock_t *l;
+    int64_t t0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+    app_adopt_with(&a, zkproxy_hosts(p1), 6000, &so);
+    zkproxy_cut(p2); /* accepts and closes: the new handle cannot connect yet */
+    /* 60 s asked for: a second between two attempts */
+    fresh = zookeeper_init(zkproxy_hosts(p2), app_watcher, 60000, NULL, &a, 0);
+    CU_ASSERT_FATAL(fresh != NULL && tu_wait_until(between_attempts, fresh, TU_WAIT_MS));
+    t0 = tu_now_ms();
+    TU_ASSERT_RC(zklock_session_readopt(a.s, fresh), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 300); /* it waited for the next attempt: ~1.2 s */
+    zkproxy_restore(p2);
+    CU_ASSERT(tu_wait_until(connected_after_expiry, &a.ev, TU_WAIT_MS));
+    l = tu_mutex(a.s, path, &lo);
+    TU_ASSERT_RC(zklock_acquire(l, 10000), ZKLOCK_OK); /* the credentials went out */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(a.s);
+    zookeeper_close(fresh);
+    zookeeper_close(a.zh);
+    zkproxy_stop(p1);
+    zkproxy_stop(p2);
     tu_assert_clean(path);
 }
 
@@ -1146,6 +1298,198 @@ static void test_multi_member_dropped_unsure(void)
     tu_assert_clean(pb);
 }
 
+/* ---- what an old handle still owes after a readopt ------------------------------------ */
+
+struct requests_of {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+
+static bool requests_sent(void *arg)
+{
+    struct requests_of *r = arg;
+    return TU_STAT(r->s, requests) >= r->at_least;
+}
+
+static bool release_returned(void *arg)
+{
+    return __atomic_load_n(&((struct blocked_release *)arg)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A readopt while the old handle still owes answers (here: a create and a
+ * listing held up by the proxy): when that handle's connection goes, the C
+ * client answers them (ZCONNECTIONLOSS; ZCLOSING when the application
+ * closes it). They are the old handle's: they must not count against what
+ * the lock sent on the new handle meanwhile (a contender compared only its
+ * last request's generation, so they were taken for the new requests'
+ * answers, and its release then waited for ever for answers already
+ * counted). */
+static void test_readopt_old_answers_stay_old(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    const char *path = tu_path("readopt-old-answers");
+    zklock_opts_t o = {.owner = ZKLOCK_OWNER_HANDLE}; /* released by another thread */
+    struct blocked_release r = {NULL, -1, 0};
+    struct requests_of sent;
+    struct tu_acquirer w;
+    struct app a;
+    zhandle_t *fresh;
+    pthread_t t;
+    zklock_t *l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    app_adopt(&a, zkproxy_hosts(proxy), 10000);
+    l = tu_mutex(a.s, path, &o);
+    zkproxy_set_delay(proxy, 5000, 5000);
+    sent = (struct requests_of){a.s, TU_STAT(a.s, requests) + 2}; /* the create, the listing */
+    tu_start_acquirer(&w, l, TU_WAIT_MS, false);
+    CU_ASSERT_FATAL(tu_wait_until(requests_sent, &sent, TU_WAIT_MS));
+    fresh = tu_connect_as(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
+    TU_ASSERT_RC(zklock_session_readopt(a.s, fresh), ZKLOCK_OK);
+    /* The old handle's connection goes (a close could drop the answers:
+     * zookeeper_close's own race, inspect.c) */
+    zkproxy_cut(proxy);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, TU_WAIT_MS));
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT(tu_wait_until(release_returned, &r, TU_WAIT_MS));
+    zklock_session_close(a.s); /* (whatever still waits returns ECLOSED) */
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    zklock_free(l);
+    zookeeper_close(fresh);
+    zookeeper_close(a.zh);
+    zkproxy_stop(proxy);
+    tu_assert_clean(path);
+}
+
+/* ---- readers of a queue while the session closes ------------------------------------- */
+
+/* zookeeper_close() drops answers it owes when its completion thread ends
+ * first (libzookeeper_mt 3.8: it queues them ZCLOSING, and nothing runs them
+ * once that thread is gone): a reader in flight must not wait for them. */
+struct reader {
+    zklock_session_t *s;
+    const char *path;
+    bool waits; /* sets a watch after each read (zklock_queue_wait) */
+    pthread_t t;
+    int rc, reads, done; /* done: __atomic */
+};
+
+static void *reader_main(void *arg)
+{
+    struct reader *r = arg;
+    zklock_queue_t *q = NULL;
+
+    while ((r->rc = zklock_queue_read(r->s, r->path, &q)) == ZKLOCK_OK) {
+        __atomic_add_fetch(&r->reads, 1, __ATOMIC_SEQ_CST);
+        /* Nothing changes: it returns once the watch is set (or the
+         * session ended: a change too, and the next read says why). */
+        if (r->waits && (r->rc = zklock_queue_wait(r->s, q, 0)) != ZKLOCK_ETIMEDOUT &&
+            r->rc != ZKLOCK_OK) {
+            zklock_queue_free(q);
+            break;
+        }
+        zklock_queue_free(q);
+    }
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+struct closer {
+    zklock_session_t *s;
+    pthread_t t;
+    int done; /* __atomic */
+};
+
+static void *closer_main(void *arg)
+{
+    struct closer *c = arg;
+    zklock_session_close(c->s);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+#define READERS 4
+
+struct readers {
+    struct reader r[READERS];
+    struct closer c;
+};
+
+static bool all_read_twice(void *arg)
+{
+    struct readers *rs = arg;
+    for (int i = 0; i < READERS; i++)
+        if (__atomic_load_n(&rs->r[i].reads, __ATOMIC_SEQ_CST) < 2)
+            return false;
+    return true;
+}
+
+static bool all_returned(void *arg)
+{
+    struct readers *rs = arg;
+    for (int i = 0; i < READERS; i++)
+        if (!__atomic_load_n(&rs->r[i].done, __ATOMIC_SEQ_CST))
+            return false;
+    return __atomic_load_n(&rs->c.done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Four threads read a queue of 200 nodes (a listing and 200 reads each
+ * time, pipelined; two of them set a watch after each read) while the
+ * session closes under them, 20 times: every reader returns
+ * ZKLOCK_ECLOSED, and the close returns. */
+static void test_queue_readers_at_close(void)
+{
+    const char *path = tu_path("readers-at-close");
+    char node[512];
+    int nodes = tu_scaled(200), rounds = tu_scaled(20);
+
+    tu_make_lock_path(path);
+    snprintf(node, sizeof node, "%s/x-lock-", path);
+    for (int i = 0; i < nodes; i++)
+        TU_REQUIRE_RC(zoo_create(tu_zk(), node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+                                 NULL, 0), ZOK);
+    for (int round = 0; round < rounds; round++) {
+        struct readers rs;
+        zklock_session_t *s = tu_session();
+        /* A lock handle keeps s allocated after the close (a reader may
+         * still start a read then: it answers ZKLOCK_ECLOSED). */
+        zklock_t *keep = tu_mutex(s, path, NULL);
+
+        memset(&rs, 0, sizeof rs);
+        for (int i = 0; i < READERS; i++) {
+            rs.r[i] = (struct reader){.s = s, .path = path, .waits = i % 2 == 1};
+            pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]);
+        }
+        CU_ASSERT(tu_wait_until(all_read_twice, &rs, TU_WAIT_MS));
+        rs.c.s = s;
+        pthread_create(&rs.c.t, NULL, closer_main, &rs.c);
+        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS)) {
+            CU_FAIL_FATAL("a reader, or the close, hangs"); /* (threads left behind) */
+        }
+        for (int i = 0; i < READERS; i++) {
+            pthread_join(rs.r[i].t, NULL);
+            TU_ASSERT_RC(rs.r[i].rc, ZKLOCK_ECLOSED);
+        }
+        pthread_join(rs.c.t, NULL);
+        zklock_free(keep);
+    }
+    {
+        int n;
+        char **kids = tu_children(path, &n), full[600];
+        for (int i = 0; kids && i < n; i++) {
+            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+            zoo_delete(tu_zk(), full, -1);
+        }
+        tu_free_strings(kids);
+    }
+    zoo_delete(tu_zk(), path, -1);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
@@ -1162,6 +1506,7 @@ static const tu_test_t fault_tests[] = {
     {"partition_expires_locally", test_partition_expires_locally},
     {"lease_lost_session_lives", test_lease_lost_session_lives},
     {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
+    {"slow_callback_keeps_holds", test_slow_callback_keeps_holds},
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
@@ -1170,8 +1515,11 @@ static const tu_test_t fault_tests[] = {
     {"election_re_session_one_leader", test_election_re_session_one_leader},
     {"adopted_local_expiry_and_readopt", test_adopted_local_expiry_and_readopt},
     {"adopted_session_revived", test_adopted_session_revived},
+    {"readopt_does_not_wait", test_readopt_does_not_wait},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
     {"multi_member_dropped_unsure", test_multi_member_dropped_unsure},
+    {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
+    {"queue_readers_at_close", test_queue_readers_at_close},
     {NULL, NULL},
 };
 

@@ -6,6 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detector.h"
+#include "zkproxy.h"
+
 static zklock_t *new_multi(zklock_t *const *locks, size_t n, const zklock_opts_t *o)
 {
     zklock_t *m = NULL;
@@ -83,26 +86,32 @@ static void test_all_held_one_token(void)
 
 struct looper {
     zklock_t *l;
-    int *inside[2]; /* the detectors of the locks it takes */
-    int iterations, done, failures, overlaps;
+    struct detector *inside[2]; /* the detectors of the locks it takes */
+    int iterations, done, failures;
     pthread_t t;
 };
 
 static void *loop(void *arg)
 {
     struct looper *p = arg;
+    /* the critical section held open, so that an overlap, if there were
+     * one, has time to show */
+    struct timespec hold = {0, 200 * 1000};
 
     for (int i = 0; i < p->iterations; i++) {
+        int64_t token = 0;
         int rc = zklock_acquire(p->l, 20000);
+        if (rc == ZKLOCK_OK)
+            rc = zklock_fence(p->l, &token);
         if (rc != ZKLOCK_OK) {
             p->failures++;
             continue;
         }
         for (int k = 0; k < 2 && p->inside[k]; k++)
-            if (__atomic_add_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST) != 1)
-                p->overlaps++;
+            detector_enter(p->inside[k], false, token);
+        nanosleep(&hold, NULL);
         for (int k = 0; k < 2 && p->inside[k]; k++)
-            __atomic_sub_fetch(p->inside[k], 1, __ATOMIC_SEQ_CST);
+            detector_leave(p->inside[k], false);
         if (zklock_release(p->l) != ZKLOCK_OK)
             p->failures++;
     }
@@ -111,13 +120,14 @@ static void *loop(void *arg)
 }
 
 /* {A,B}, {B,A}, {A} and {B}, each in a thread with its own session, in a
- * loop: no deadlock (no acquisition times out), no overlap on A or on B. */
+ * loop: no deadlock (no acquisition times out), no overlap on A or on B,
+ * their tokens grow, and every critical section was entered. */
 static void test_overlapping_sets_no_deadlock(void)
 {
     enum { ITER = 40 };
     zklock_session_t *s[4];
     char pa[256], pb[256];
-    int inside_a = 0, inside_b = 0;
+    struct detector inside_a = {0}, inside_b = {0};
     struct looper p[4];
     zklock_t *a[4], *b[4], *ab, *ba;
 
@@ -139,8 +149,13 @@ static void test_overlapping_sets_no_deadlock(void)
     for (int i = 0; i < 4; i++) {
         pthread_join(p[i].t, NULL);
         TU_ASSERT_INT(p[i].failures, ==, 0);
-        TU_ASSERT_INT(p[i].overlaps, ==, 0);
     }
+    TU_ASSERT_INT(inside_a.overlaps, ==, 0);
+    TU_ASSERT_INT(inside_b.overlaps, ==, 0);
+    TU_ASSERT_INT(inside_a.stale_tokens, ==, 0);
+    TU_ASSERT_INT(inside_b.stale_tokens, ==, 0);
+    TU_ASSERT_INT(inside_a.entries, ==, 3 * ITER); /* {A,B}, {B,A} and {A} */
+    TU_ASSERT_INT(inside_b.entries, ==, 3 * ITER);
     zklock_free(ab);
     zklock_free(ba);
     for (int i = 0; i < 4; i++) {
@@ -364,29 +379,63 @@ static void test_with_semaphore(void)
     sem_multi_free(&x);
 }
 
+/* How far ahead a zklock_valid_until() time is (it is on ZKLOCK_CLOCK). */
+static int64_t lease_left_ms(const struct timespec *until)
+{
+    struct timespec now;
+    clock_gettime(ZKLOCK_CLOCK, &now);
+    return ((int64_t)until->tv_sec - now.tv_sec) * 1000 + (until->tv_nsec - now.tv_nsec) / 1000000;
+}
+
 /* The first hold of a new session is a multi-lock's: its lease is known
  * (the transaction is a write) and bounds the hold from the start. It was
  * not counted, and the belief timer was never armed: cut off, the holder
- * was told only when the session expired. */
+ * was told only when the session expired. Through a proxy that cuts the
+ * connection: the lease ends no later than a session timeout from now, and
+ * the holder is told when it runs out, before any server could expire the
+ * session (its lease plus the margin), not by the session's end. */
 static void test_lease_from_the_first_hold(void)
 {
-    zklock_session_t *s = tu_session();
-    zklock_t *a = tu_mutex(s, path_n("multi-lease", 0), NULL);
-    zklock_t *b = tu_mutex(s, path_n("multi-lease", 1), NULL);
-    zklock_t *m = new_multi((zklock_t *[]){a, b}, 2, NULL);
-    struct timespec until, now;
+    enum { TIMEOUT_MS = 10000 }; /* its twentieth, the margin, covers a slow on_lost */
+    struct tu_events ev = TU_EVENTS_INIT, lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS, .on_state = tu_on_state, .ctx = &ev};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *s = NULL;
+    zklock_t *a, *b, *m;
+    struct timespec until;
+    int64_t until_ms;
 
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    a = tu_mutex(s, path_n("multi-lease", 0), NULL);
+    b = tu_mutex(s, path_n("multi-lease", 1), NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &lo);
     TU_REQUIRE_RC(zklock_acquire(m, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(m, &until), ZKLOCK_OK);
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    CU_ASSERT(until.tv_sec > now.tv_sec);
+    /* heard from as it sent the transaction: 0.95 x the timeout ahead */
+    TU_ASSERT_INT(lease_left_ms(&until), <=, TIMEOUT_MS);
+    TU_ASSERT_INT(lease_left_ms(&until), >, TIMEOUT_MS / 2);
     TU_ASSERT_RC(zklock_valid_until(a, &until), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_state(&ev, ZKLOCK_SUSPENDED));
+    /* nothing is heard any more: this is the lease's end (on tu_now_ms()'s
+     * clock, which on_lost's time is taken on) */
+    TU_REQUIRE_RC(zklock_valid_until(m, &until), ZKLOCK_OK);
+    until_ms = tu_now_ms() + lease_left_ms(&until);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE); /* not the session's end */
+    TU_ASSERT_INT(lost.lost_at_ms, <=, until_ms + TIMEOUT_MS / 20);
+    TU_ASSERT_INT(lost.lost, ==, 1);
+    zkproxy_restore(proxy);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_ELOST);
     zklock_free(m);
     zklock_free(a);
     zklock_free(b);
     zklock_session_close(s);
+    zkproxy_stop(proxy);
     tu_assert_clean(path_n("multi-lease", 0));
+    tu_assert_clean(path_n("multi-lease", 1));
 }
 
 /* ---- a member's place goes while the multi-lock waits ------------------------------------------ */

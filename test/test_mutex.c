@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "detector.h"
@@ -510,7 +511,10 @@ static void test_unrelated_children(void)
     TU_REQUIRE_RC(zoo_create(tu_zk(), child, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     tu_start_acquirer(&w, lb, 20000, true);
     CU_ASSERT(tu_wait_children(path, 4));
-    TU_ASSERT_INT(w.done, ==, 0);
+    /* lb has read the queue, and so decided, before it is checked */
+    CU_ASSERT(tu_wait_listings(b, 1));
+    TU_ASSERT_INT(TU_STAT(b, acquired), ==, 0);
+    TU_ASSERT_INT(tu_acquirer_done(&w), ==, 0);
     TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
     pthread_join(w.t, NULL);
     TU_ASSERT_RC(w.rc, ZKLOCK_OK);
@@ -908,6 +912,82 @@ static void test_one_wakeup_per_release(void)
     tu_assert_clean(path);
 }
 
+/* ---- what holding costs the ensemble --------------------------------------------------------------------- */
+
+/* A holding session keeps its lease with heartbeats, writes the ensemble
+ * commits (lib/lease.c): one stream per session, however many locks it
+ * holds (issue 24). Measured by the server's zxid over a window of a few
+ * session timeouts, short ones so that the window is short. */
+#define COST_TIMEOUT_MS 2000
+#define COST_WINDOW_TIMEOUTS 3
+#define COST_HEARTBEATS_PER_TIMEOUT 6 /* lease.c's rate today: a cut only lowers it */
+
+struct idle_cost {
+    uint64_t txns;     /* what the ensemble committed in the window */
+    uint64_t requests; /* what the session sent in it (for the failure message) */
+};
+
+/* One session holds `n` distinct locks, idle, for the window. Nothing else
+ * of this test process writes meanwhile (the inspector's handle only
+ * pings), and what earlier tests left to delete is gone first. */
+static struct idle_cost idle_cost(int n)
+{
+    zklock_session_opts_t o = {.timeout_ms = COST_TIMEOUT_MS};
+    zklock_session_t *s;
+    zklock_t **l = calloc((size_t)n, sizeof *l);
+    char base[256], path[300];
+    struct timespec window = {COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS / 1000, 0};
+    struct idle_cost c = {0, 0};
+    uint64_t z0 = 0, z1 = 0, r0;
+
+    CU_ASSERT_FATAL(l != NULL);
+    CU_ASSERT_FATAL(tu_wait_quiet(1500));
+    s = tu_session_opts(&o);
+    TU_ASSERT_INT(zoo_recv_timeout(zklock_session_zhandle(s)), ==, COST_TIMEOUT_MS);
+    snprintf(base, sizeof base, "%s", tu_path("idle-cost"));
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%d", base, k);
+        l[k] = tu_mutex(s, path, NULL);
+        TU_REQUIRE_RC(zklock_acquire(l[k], -1), ZKLOCK_OK);
+    }
+    CU_ASSERT_FATAL(tu_zxid(&z0));
+    r0 = TU_STAT(s, requests);
+    nanosleep(&window, NULL); /* the window measured: nothing to wait for */
+    CU_ASSERT_FATAL(tu_zxid(&z1));
+    c.requests = TU_STAT(s, requests) - r0;
+    c.txns = z1 - z0;
+    for (int k = 0; k < n; k++) {
+        TU_ASSERT_RC(zklock_release(l[k]), ZKLOCK_OK);
+        zklock_free(l[k]);
+    }
+    zklock_session_close(s);
+    free(l);
+    tu_assert_clean(base);
+    return c;
+}
+
+static void test_heartbeat_per_session(void)
+{
+    int many = tu_scaled(200);
+    struct idle_cost one = idle_cost(1), all = idle_cost(many);
+    uint64_t most = COST_WINDOW_TIMEOUTS * COST_HEARTBEATS_PER_TIMEOUT + 2;
+
+    printf("\n  idle for %d ms with a %d ms session: holding 1 lock, %llu transactions committed "
+           "(%llu requests sent); holding %d locks, %llu (%llu requests)\n",
+           COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS, COST_TIMEOUT_MS, (unsigned long long)one.txns,
+           (unsigned long long)one.requests, many, (unsigned long long)all.txns,
+           (unsigned long long)all.requests);
+    /* The strict lease proves itself with writes: a holding session costs
+     * some, or this measured nothing. */
+    TU_ASSERT_INT(one.txns, >=, 1);
+    TU_ASSERT_INT(one.txns, <=, most);
+    /* As many as one lock costs, give or take a heartbeat where the window
+     * cuts the timer's period, and one stray transaction (a session of an
+     * earlier test expiring): a heartbeat per hold would be `many` times. */
+    TU_ASSERT_INT(all.txns, <=, one.txns + one.txns / 4 + 2);
+    TU_ASSERT_INT(all.txns, <=, most);
+}
+
 /* ---- lock paths ------------------------------------------------------------------------------------------ */
 
 static void test_parents_are_containers(void)
@@ -1079,6 +1159,130 @@ static void test_free_releases(void)
     CU_ASSERT(tu_no_children(path));
     zklock_session_close(s);
     tu_assert_clean(path);
+}
+
+/* ---- the end of the sequence counter ------------------------------------------------------------------- */
+
+static const zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+
+/* Lock paths whose counters stand near 2^31 - 1, on a server of the test's
+ * own, started from a crafted snapshot (zk-harness.sh --seed, which writes
+ * one with test/SeedSnapshot.java): making 2^31 nodes would take hours.
+ * design.md, "Sequence numbers run out". Peer i's node there is named as
+ * Curator names it, numbered by the server. */
+#define PEER_NODE "_c_00000000-0000-4000-8000-00000000000%d-lock-"
+
+static const char *peer_create(const struct tu_seeded *z, const char *path, int i)
+{
+    static char made[512];
+    char name[512];
+
+    snprintf(name, sizeof name, "%s/" PEER_NODE, path, i);
+    TU_REQUIRE_RC(zoo_create(z->zh, name, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                             made, sizeof made),
+                  ZOK);
+    return made;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t ls = strlen(s), lt = strlen(tail);
+    return ls >= lt && strcmp(s + ls - lt, tail) == 0;
+}
+
+/* The counter 4 short of its end: the last numbers serve as ever, a waiter
+ * queued before the end keeps its turn after a peer took the last number,
+ * and past the end every newcomer is refused with ZKLOCK_EWRAPPED and leaves
+ * no node (ZooKeeper 3.8 gives every later node 2147483647 again). */
+static void test_sequence_counter_runs_out(void)
+{
+    const char *path = "/wrap/m";
+    struct tu_seeded z;
+    zklock_session_t *a, *b;
+    zklock_t *la, *lb;
+    struct tu_acquirer w;
+    char peer[2][512];
+
+    if (!tu_seeded_start(&z, "/wrap/m=2147483644"))
+        return;
+    a = tu_seeded_session(&z);
+    b = tu_seeded_session(&z);
+    la = tu_mutex(a, path, NULL);
+    lb = tu_mutex(b, path, &by_handle); /* taken by a thread, released by the test */
+    TU_ASSERT_RC(zklock_acquire(la, 5000), ZKLOCK_OK); /* 2147483644 */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, 5000), ZKLOCK_OK); /* 2147483645 */
+    tu_start_acquirer(&w, lb, 20000, false);            /* 2147483646, waits */
+    CU_ASSERT(tu_seeded_wait_count(&z, path, 2));
+    CU_ASSERT(tu_wait_listings(b, 1));
+    /* A peer takes the last number; in every client's order it comes last. */
+    snprintf(peer[0], sizeof peer[0], "%s", peer_create(&z, path, 0));
+    CU_ASSERT(ends_with(peer[0], "-lock-2147483647"));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, TU_WAIT_MS));
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    /* In the counter's upper half a turn is taken after a look at the queue. */
+    TU_ASSERT_INT(TU_STAT(b, listings), >=, 2);
+
+    /* Past the end: refused, at once, leaving nothing. */
+    TU_ASSERT_RC(zklock_acquire(la, 5000), ZKLOCK_EWRAPPED);
+    TU_ASSERT_INT(tu_seeded_count(&z, path), ==, 2); /* b's and the peer's */
+    snprintf(peer[1], sizeof peer[1], "%s", peer_create(&z, path, 1));
+    CU_ASSERT(ends_with(peer[1], "-lock-2147483647")); /* the server's counter sticks */
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    TU_ASSERT_RC(zoo_delete(z.zh, peer[0], -1), ZOK);
+    TU_ASSERT_RC(zoo_delete(z.zh, peer[1], -1), ZOK);
+    TU_ASSERT_RC(zklock_acquire(la, 0), ZKLOCK_EWRAPPED);
+    TU_ASSERT_RC(zklock_acquire(lb, -1), ZKLOCK_EWRAPPED);
+    TU_ASSERT_INT(tu_seeded_count(&z, path), ==, 0);
+    /* The fast path never served here: the server's cversion (2 x creations
+     * - children) no longer fits 31 bits past 2^30 creations. */
+    TU_ASSERT_INT(TU_STAT(a, fast_acquired), ==, 0);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_seeded_stop(&z);
+}
+
+/* A waiter whose turn is handed over in the counter's upper half looks at
+ * the queue first: a negative number that came meanwhile (as a server that
+ * wraps gives them, or ZooKeeper 3.8 to creates in flight together) sorts
+ * first in Curator's and kazoo's order, so that peer may hold already. The
+ * waiter leaves with ZKLOCK_EWRAPPED instead of holding beside it. */
+static void test_waiter_sees_negative_number(void)
+{
+    const char *path = "/wrap/w";
+    struct tu_seeded z;
+    zklock_session_t *a, *b;
+    zklock_t *la, *lb;
+    struct tu_acquirer w;
+    char negative[512];
+
+    if (!tu_seeded_start(&z, "/wrap/w=2147483644"))
+        return;
+    a = tu_seeded_session(&z);
+    b = tu_seeded_session(&z);
+    la = tu_mutex(a, path, NULL);
+    lb = tu_mutex(b, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(la, 5000), ZKLOCK_OK);
+    tu_start_acquirer(&w, lb, 20000, false);
+    CU_ASSERT(tu_seeded_wait_count(&z, path, 2));
+    CU_ASSERT(tu_wait_listings(b, 1));
+    /* A node the counter cannot give yet: made with its name, as a peer's. */
+    snprintf(negative, sizeof negative, "%s/" PEER_NODE "-2147483648", path, 0);
+    TU_REQUIRE_RC(zoo_create(z.zh, negative, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, TU_WAIT_MS));
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_EWRAPPED);
+    TU_ASSERT_INT(tu_seeded_count(&z, path), ==, 1); /* the peer's alone */
+    TU_ASSERT_RC(zoo_delete(z.zh, negative, -1), ZOK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_seeded_stop(&z);
 }
 
 /* ---- adopted handles ------------------------------------------------------------------------------------- */
@@ -1345,7 +1549,10 @@ static const tu_test_t mutex_tests[] = {
     {"fast_path_recreated_path", test_fast_path_recreated_path},
     {"fast_path_recreated_in_multis", test_fast_path_recreated_in_multis},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
+    {"heartbeat_per_session", test_heartbeat_per_session},
     {"parents_are_containers", test_parents_are_containers},
+    {"sequence_counter_runs_out", test_sequence_counter_runs_out},
+    {"waiter_sees_negative_number", test_waiter_sees_negative_number},
     {"uncreatable_path", test_uncreatable_path},
     {"missing_chroot", test_missing_chroot},
     {"readonly_ancestor", test_readonly_ancestor},

@@ -148,13 +148,20 @@ static void test_arrival_order_fairness(void)
     TU_ASSERT_RC(zklock_release(zklock_rwlock_write(w1)), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&a2), ZKLOCK_OK); /* R2 reads */
     /* R4 evaluated its place when it queued and has not been woken since:
-     * it waits on W3, not on the reader. */
+     * it waits on W3, not on the reader. W1's going has reached W3 and R4
+     * by now, had they watched it. */
+    tu_barrier(w3s);
+    tu_barrier(r4s);
     TU_ASSERT_INT(TU_STAT(r4s, listings), ==, 1);
+    TU_ASSERT_INT(TU_STAT(r4s, wakeups), ==, 0);
     TU_ASSERT_INT(TU_STAT(r4s, acquired), ==, 0);
+    TU_ASSERT_INT(TU_STAT(w3s, acquired), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a3), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a4), ==, 0);
     zklock_rwlock_free(r2); /* releases R2's read hold, whichever thread took it */
     TU_ASSERT_RC(tu_join_acquirer(&a3), ZKLOCK_OK); /* then W3 */
+    tu_barrier(r4s); /* R2's going has reached R4, had it watched R2 */
+    TU_ASSERT_INT(TU_STAT(r4s, acquired), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a4), ==, 0);
     zklock_rwlock_free(w3); /* releases W3 */
     TU_ASSERT_RC(tu_join_acquirer(&a4), ZKLOCK_OK); /* then R4 */

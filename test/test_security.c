@@ -4,6 +4,7 @@
  *
  * Digest ids are "user:base64(sha1(user:password))", as ZooKeeper's
  * DigestAuthenticationProvider makes them; the passwords are user-pw. */
+#include "config.h" /* HAVE_ZOOKEEPER_TLS */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -258,7 +259,9 @@ static void test_bad_security_options(void)
     CU_ASSERT_PTR_NULL(l);
     TU_ASSERT_RC(zklock_session_open(&s2, tu_hosts(), &so), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_session_open(&s2, tu_hosts(), &tls_half), ZKLOCK_EINVAL);
-#ifndef HAVE_ZOOKEEPER_TLS
+#ifdef HAVE_ZOOKEEPER_TLS
+    tu_skip("a TLS session: this ZooKeeper client has TLS, and no TLS server is here");
+#else
     TU_ASSERT_RC(zklock_session_open(&s2, tu_hosts(), &tls), ZKLOCK_ENOTSUP);
 #endif
     TU_ASSERT_RC(zklock_session_adopt(&s2, tu_zk(), &tls), ZKLOCK_EINVAL);

@@ -41,7 +41,7 @@ static void test_curator_layout(void)
     TU_REQUIRE_RC(zklock_acquire(a, -1), ZKLOCK_OK);
     TU_ASSERT_INT(tu_children_matching(sub(path, "leases"), "^" TU_CURATOR_PREFIX "lease-[0-9]{10}$"), ==, 1);
     /* The acquisition mutex is let go once the lease is held. */
-    CU_ASSERT(tu_wait_children(sub(path, "locks"), 0));
+    CU_ASSERT(tu_wait_no_children(sub(path, "locks")));
     TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
     TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
     zklock_free(a);
@@ -186,11 +186,19 @@ static void test_waiter_order(void)
     /* W2 takes the mutex from W1 and waits on the leases, W3 on W2. */
     CU_ASSERT(tu_wait_children(sub(path, "leases"), 2));
     CU_ASSERT(tu_wait_children(sub(path, "locks"), 2));
+    /* W2 has read the leases and W3 has heard of W1's going, had it watched it */
+    tu_barrier(ws[1]);
+    tu_barrier(ws[2]);
+    TU_ASSERT_INT(zklock_hold_count(w[1]), ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(w[2]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[1]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
     TU_ASSERT_INT(TU_STAT(ws[2], wakeups), ==, 0); /* nobody woke W3 */
     TU_ASSERT_RC(zklock_release(w[0]), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&a[1]), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 2)); /* W2's and W3's */
+    tu_barrier(ws[2]);
+    TU_ASSERT_INT(zklock_hold_count(w[2]), ==, 0);
     TU_ASSERT_INT(tu_acquirer_done(&a[2]), ==, 0);
     TU_ASSERT_RC(zklock_release(w[1]), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&a[2]), ZKLOCK_OK);
@@ -527,6 +535,169 @@ static void test_bad_input(void)
 }
 
 
+/* ---- the end of the sequence counters ------------------------------------------------ */
+
+/* design.md, "Sequence numbers run out", on a server started with the
+ * counters near their end (zk-harness.sh --seed): leases are counted, not
+ * ordered, so a spent number there changes nothing (Curator counts them
+ * too); the acquisition lock is a mutex, and refuses where its counter ran
+ * out, leaving nothing. */
+static void test_spent_counters(void)
+{
+    struct tu_seeded z;
+    zklock_session_t *s;
+    zklock_t *a, *b, *c, *d;
+    struct String_vector v = {0, NULL};
+
+    if (!tu_seeded_start(&z, "/wrap/s/leases=2147483647 /wrap/t/locks=2147483647"))
+        return;
+    s = tu_seeded_session(&z);
+    a = new_sem(s, "/wrap/s", 2, NULL);
+    b = new_sem(s, "/wrap/s", 2, NULL);
+    c = new_sem(s, "/wrap/s", 2, NULL);
+    d = new_sem(s, "/wrap/t", 2, NULL);
+    TU_ASSERT_RC(zklock_acquire(a, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(b, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(c, 0), ZKLOCK_EBUSY);
+    TU_REQUIRE_RC(zoo_get_children(z.zh, "/wrap/s/leases", 0, &v), ZOK);
+    TU_ASSERT_INT(v.count, ==, 2);
+    for (int i = 0; i < v.count; i++) /* the server's counter stuck at its end */
+        CU_ASSERT(strstr(v.data[i], "-lease-2147483647") != NULL);
+    deallocate_String_vector(&v);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(b), ZKLOCK_OK);
+
+    TU_ASSERT_RC(zklock_acquire(d, 5000), ZKLOCK_EWRAPPED);
+    TU_ASSERT_INT(tu_seeded_count(&z, "/wrap/t/locks"), ==, 0);
+    TU_ASSERT_INT(tu_seeded_count(&z, "/wrap/t/leases"), <=, 0);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(c);
+    zklock_free(d);
+    zklock_session_close(s);
+    tu_seeded_stop(&z);
+}
+
+/* ---- kazoo's paths ----------------------------------------------------------------------- */
+
+/* Two passes of the server's container reaper (the harness runs one every
+ * second) after now: an empty container made under dir is reaped, and once
+ * a second one made after that is, the pass that reaped the first is over. */
+static void container_passes(zklock_session_t *s, const char *dir)
+{
+    for (int i = 0; i < 2; i++) {
+        char path[400];
+        zklock_t *m;
+
+        snprintf(path, sizeof path, "%s/sentinel-%d", dir, i);
+        m = tu_mutex(s, path, NULL);
+        TU_REQUIRE_RC(zklock_acquire(m, 5000), ZKLOCK_OK);
+        TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+        zklock_free(m);
+        CU_ASSERT(tu_wait_until(tu_gone, path, TU_WAIT_MS));
+    }
+}
+
+/* kazoo makes <path> and <path>-__lock__ persistent (ensure_path), and a
+ * kazoo Semaphore that once saw <path> never looks for it again: a
+ * container the server reaped once it stood empty broke it (NoNodeError).
+ * So do we; the levels above stay containers. */
+static void test_kazoo_paths_persist(void)
+{
+    zklock_session_t *s = tu_session();
+    char top[256], path[300], lockdir[320];
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    zklock_t *l;
+
+    snprintf(top, sizeof top, "%s", tu_path("sem-kazoo-kept"));
+    snprintf(path, sizeof path, "%s/sem", top);
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    l = new_sem(s, path, 2, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    CU_ASSERT(tu_wait_children(lockdir, 0));
+    container_passes(s, top);
+    TU_ASSERT_INT(tu_count(path), ==, 0); /* there, and empty */
+    TU_ASSERT_INT(tu_count(lockdir), ==, 0);
+    /* The level above is a container: once they are gone, it goes. */
+    TU_ASSERT_RC(zoo_delete(tu_zk(), path, -1), ZOK);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), lockdir, -1), ZOK);
+    CU_ASSERT(tu_wait_until(tu_gone, top, TU_WAIT_MS));
+    zklock_session_close(s);
+}
+
+/* A kazoo semaphore's <path> that cannot be made is an answer, not a retry
+ * loop (it is made by the engine's burst of parents now, persistent). */
+static void test_kazoo_path_refused(void)
+{
+    zklock_session_t *s = tu_session();
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    char top[256], path[300], lockdir[320];
+    struct ACL anyone = {ZOO_PERM_READ | ZOO_PERM_DELETE, {"world", "anyone"}};
+    struct ACL_vector no_create = {1, &anyone};
+    zklock_t *l;
+
+    snprintf(top, sizeof top, "%s", tu_path("sem-kazoo-ro"));
+    snprintf(path, sizeof path, "%s/sem", top);
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    zoo_create(tu_zk(), "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), top, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    /* the acquisition lock can be taken; <path> cannot be made */
+    TU_REQUIRE_RC(zoo_create(tu_zk(), lockdir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), top, -1, &no_create), ZOK);
+    l = new_sem(s, path, 2, &o);
+    for (int i = 0; i < 2; i++) {
+        uint64_t before = TU_STAT(s, requests);
+        TU_ASSERT_RC(zklock_acquire(l, i ? 2000 : 0), ZNOAUTH);
+        /* the lock (create, listing), the number and the leases, three
+         * levels, the number and the leases again, the lock's delete */
+        TU_ASSERT_INT(TU_STAT(s, requests) - before, <=, 12);
+    }
+    TU_ASSERT_INT(tu_count(top), ==, 1); /* the lock's path alone */
+    TU_ASSERT_INT(tu_count(lockdir), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), lockdir, -1), ZOK);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), top, -1), ZOK);
+}
+
+/* A peer re-made <path> with another number (after it was deleted, or
+ * reaped where an older zklock had made it a container) between two
+ * acquisitions of one handle: the second is refused as the first would
+ * have been. The number rides the look at the leases: a request more, no
+ * round trip more. */
+static void test_kazoo_max_checked_each_time(void)
+{
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("sem-kazoo-recheck");
+    char lockdir[512], data[16] = "";
+    zklock_opts_t o = {.wire = ZKLOCK_WIRE_KAZOO};
+    zklock_t *l = new_sem(s, path, 2, &o);
+    uint64_t requests;
+
+    snprintf(lockdir, sizeof lockdir, "%s-__lock__", path);
+    TU_REQUIRE_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    requests = TU_STAT(s, requests);
+    TU_REQUIRE_RC(zklock_acquire(l, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    /* the lock's create + listing, the number + the leases, the lease,
+     * its listing, the lock's delete, the lease's delete */
+    TU_ASSERT_INT(TU_STAT(s, requests) - requests, <=, 8);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), path, -1), ZOK);
+    TU_REQUIRE_RC(zoo_create(tu_zk(), path, "3", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    TU_ASSERT_RC(zklock_acquire(l, 5000), ZKLOCK_EMISMATCH);
+    TU_ASSERT_INT(tu_count(path), ==, 0);
+    TU_ASSERT_INT(tu_count(lockdir), ==, 0);
+    TU_ASSERT_INT(tu_get(path, data, sizeof data), ==, 1);
+    CU_ASSERT_STRING_EQUAL(data, "3"); /* the peer's number stands */
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    tu_assert_clean(lockdir);
+}
+
 /* ---- review: kazoo waiters ------------------------------------------------------------ */
 
 /* A change of a semaphore's leases: has it woken a waiter of s's? (kazoo:
@@ -738,6 +909,10 @@ static void test_lease_ran_out_waiter(void)
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
+    {"kazoo_paths_persist", test_kazoo_paths_persist},
+    {"kazoo_max_checked_each_time", test_kazoo_max_checked_each_time},
+    {"kazoo_path_refused", test_kazoo_path_refused},
+    {"spent_counters", test_spent_counters},
     {"limit_holds", test_limit_holds},
     {"limit_holds_kazoo", test_limit_holds_kazoo},
     {"never_exceeded_2", test_never_exceeded_2},

@@ -49,6 +49,65 @@ static void test_path_table(void)
     }
 }
 
+/* ---- server lists ------------------------------------------------------------ */
+
+/* What ZooKeeper's client would refuse (a usage error) against what it
+ * takes; none of these is looked up. */
+static void test_hosts_table(void)
+{
+    static const struct {
+        const char *hosts;
+        int rc;
+    } table[] = {
+        {"127.0.0.1:2181", 0},
+        {"zk1:2181,zk2:2182,zk3:2183", 0},
+        {"zk1:2181,zk2:2182/app/locks", 0},
+        {"zk1:2181/", 0},                /* "/" is no chroot */
+        {"zk1:2181, zk2:2181", 0},       /* blanks before a host, as the client skips them */
+        {"zk1:2181,,zk2:2181,", 0},      /* empty entries, as the client skips them */
+        {"::1:2181", 0},                 /* IPv6, bare: the port follows the last ':' */
+        {"zk1:65535", 0},
+        {"nonexistent.invalid:1", 0},    /* well formed: resolving it is another matter */
+        {NULL, ZKLOCK_EINVAL},
+        {"", ZKLOCK_EINVAL},
+        {",", ZKLOCK_EINVAL},
+        {"/chroot", ZKLOCK_EINVAL},      /* no server */
+        {"zk1", ZKLOCK_EINVAL},          /* no port */
+        {"zk1:", ZKLOCK_EINVAL},
+        {":2181", ZKLOCK_EINVAL},        /* no host */
+        {"zk1:0", ZKLOCK_EINVAL},
+        {"zk1:65536", ZKLOCK_EINVAL},
+        {"zk1:99999999999", ZKLOCK_EINVAL},
+        {"zk1:2181x", ZKLOCK_EINVAL},
+        {"zk1:-1", ZKLOCK_EINVAL},
+        {"zk1:0x50", ZKLOCK_EINVAL},
+        {"zk1:2181,zk2", ZKLOCK_EINVAL}, /* one server without a port */
+        {"zk 1:2181", ZKLOCK_EINVAL},
+        {"zk1 :2181", ZKLOCK_EINVAL},
+        {"[::1]:2181", ZKLOCK_EINVAL},   /* brackets: the client would look up "[::1]" */
+        {"zk1:2181/bad//chroot", ZKLOCK_EINVAL},
+        {"zk1:2181/trailing/", ZKLOCK_EINVAL},
+        {"zk1:2181/a/../b", ZKLOCK_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        char msg[160];
+        int rc = zklock__hosts_check(table[i].hosts);
+        snprintf(msg, sizeof msg, "hosts #%zu '%s': got %d, want %d", i,
+                 table[i].hosts ? table[i].hosts : "(null)", rc, table[i].rc);
+        CU_assertImplementation(rc == table[i].rc, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+}
+
+/* Names that need no DNS: a numeric address, and /etc/hosts's localhost.
+ * (A name that does not resolve is tested where no query can leave the
+ * machine: test/resolve.sh.) */
+static void test_hosts_resolve(void)
+{
+    TU_ASSERT_RC(zklock__hosts_resolve("127.0.0.1:2181"), 0);
+    TU_ASSERT_RC(zklock__hosts_resolve("localhost:2181/chroot"), 0);
+    TU_ASSERT_RC(zklock__hosts_resolve(",127.0.0.1:2181"), 0);
+}
+
 static void test_path_length(void)
 {
     char p[ZKL_PATH_MAX + 2];
@@ -168,22 +227,48 @@ static void test_sort_mixed_tags(void)
     CU_ASSERT_STRING_EQUAL(q[4].name, "_c_a-lock-0000000009");
 }
 
+/* zklock-ls still shows a queue across the wrap in creation order; the
+ * engine refuses to queue in one (spent_numbers). */
 static void test_sort_across_wrap(void)
 {
-    const char *names[] = {"a-lock--2147483647", "b-lock-2147483646", "c-lock--2147483648",
-                           "d-lock-2147483647"};
-    struct zkl_entry q[4];
-    int n = parse_all(names, 4, q);
+    /* The queue's order across the wrap of the 32-bit counter... */
+    static const char *const sorted[] = {"b-lock-2147483646", "d-lock-2147483647",
+                                         "c-lock--2147483648", "a-lock--2147483647"};
+    /* ...whatever order the names come in, and with any member's number as
+     * the reference: every one a fresh, unsorted listing. */
+    static const int32_t refs[] = {2147483646, 2147483647, INT32_MIN, -2147483647};
+    static const int listed[][4] = {{3, 0, 2, 1}, {2, 3, 1, 0}, {1, 2, 0, 3}, {0, 1, 2, 3}};
 
-    /* Any member as reference gives the same order. */
-    for (int ref = 0; ref < n; ref++) {
-        int32_t r = q[ref].seq;
-        zklock__sort(q, (size_t)n, r);
-        CU_ASSERT_STRING_EQUAL(q[0].name, "b-lock-2147483646");
-        CU_ASSERT_STRING_EQUAL(q[1].name, "d-lock-2147483647");
-        CU_ASSERT_STRING_EQUAL(q[2].name, "c-lock--2147483648");
-        CU_ASSERT_STRING_EQUAL(q[3].name, "a-lock--2147483647");
+    for (size_t l = 0; l < sizeof listed / sizeof listed[0]; l++) {
+        for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++) {
+            const char *names[4];
+            struct zkl_entry q[4];
+            char msg[96];
+
+            for (int i = 0; i < 4; i++)
+                names[i] = sorted[listed[l][i]];
+            TU_ASSERT_INT(parse_all(names, 4, q), ==, 4);
+            zklock__sort(q, 4, refs[r]);
+            for (int i = 0; i < 4; i++) {
+                snprintf(msg, sizeof msg, "listing %zu, reference %d: #%d is %s", l, (int)refs[r],
+                         i, q[i].name);
+                CU_assertImplementation(strcmp(q[i].name, sorted[i]) == 0, __LINE__, msg,
+                                        __FILE__, "", CU_FALSE);
+            }
+        }
     }
+}
+
+/* Where Curator's and kazoo's text order stops agreeing with the counter:
+ * 2147483647 (ZooKeeper 3.8 gives it again and again) and below 0. */
+static void test_spent_numbers(void)
+{
+    CU_ASSERT(!zklock__seq_spent(0));
+    CU_ASSERT(!zklock__seq_spent(ZKL_SEQ_LATE));
+    CU_ASSERT(!zklock__seq_spent(2147483646));
+    CU_ASSERT(zklock__seq_spent(2147483647));
+    CU_ASSERT(zklock__seq_spent(-1));
+    CU_ASSERT(zklock__seq_spent(INT32_MIN));
 }
 
 static void test_blocker_rule(void)
@@ -220,8 +305,48 @@ static void test_blocker_rule(void)
 
 /* ---- errors and versions --------------------------------------------------------------- */
 
+/* zklock's own codes, written out: a change to the table in zklock.h must
+ * show here too. */
+static const struct {
+    int code, value;
+    const char *name, *text;
+} own_codes[] = {
+    {ZKLOCK_EINVAL, -1001, "ZKLOCK_EINVAL", "invalid argument"},
+    {ZKLOCK_ENOMEM, -1002, "ZKLOCK_ENOMEM", "out of memory"},
+    {ZKLOCK_ETIMEDOUT, -1003, "ZKLOCK_ETIMEDOUT", "timed out before the lock was acquired"},
+    {ZKLOCK_EBUSY, -1004, "ZKLOCK_EBUSY", "lock is held by another contender"},
+    {ZKLOCK_ENOTHELD, -1005, "ZKLOCK_ENOTHELD", "lock is not held by the calling thread"},
+    {ZKLOCK_ELOST, -1006, "ZKLOCK_ELOST", "lock was lost (session expired or lock node deleted)"},
+    {ZKLOCK_ECANCELED, -1007, "ZKLOCK_ECANCELED", "acquire was canceled"},
+    {ZKLOCK_EDEADLK, -1008, "ZKLOCK_EDEADLK",
+     "would deadlock: a read holder asked for the write lock, or a call would wait for its own "
+     "thread"},
+    {ZKLOCK_ECLOSED, -1009, "ZKLOCK_ECLOSED", "session is closed"},
+    {ZKLOCK_ENOSERVER, -1010, "ZKLOCK_ENOSERVER", "no ZooKeeper server answered in time"},
+    {ZKLOCK_ESYSTEM, -1011, "ZKLOCK_ESYSTEM", "system error (see errno)"},
+    {ZKLOCK_ENOTSUP, -1012, "ZKLOCK_ENOTSUP",
+     "not supported by this build (e.g. TLS: the ZooKeeper C client was built without OpenSSL)"},
+    {ZKLOCK_EOWNER, -1013, "ZKLOCK_EOWNER",
+     "a thread-owned lock cannot be used asynchronously or taken in a callback: use a "
+     "handle-owned lock (ZKLOCK_OWNER_HANDLE)"},
+    {ZKLOCK_EUNSURE, -1014, "ZKLOCK_EUNSURE",
+     "no word from ZooKeeper for nearly a session timeout: the session may have expired, so the "
+     "lock may be taken"},
+    {ZKLOCK_EMISMATCH, -1015, "ZKLOCK_EMISMATCH",
+     "the semaphore's path holds another number of leases than asked for (kazoo's check)"},
+    {ZKLOCK_EWRAPPED, -1016, "ZKLOCK_EWRAPPED",
+     "the lock path's sequence counter ran out (2^31 nodes made under it): delete and re-create "
+     "the path, or let an empty container be reaped"},
+    {ZKLOCK_EDELETED, -1017, "ZKLOCK_EDELETED",
+     "the lock node was deleted by someone else: the lock may be taken"},
+    {ZKLOCK_ERESOLVE, -1018, "ZKLOCK_ERESOLVE",
+     "no name in the server list resolves (now): check the names, or DNS"},
+};
+
 static void test_errors(void)
 {
+    const size_t n = sizeof own_codes / sizeof own_codes[0];
+
     CU_ASSERT_STRING_EQUAL(zklock_strerror(0), "ok");
     CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_EBUSY), "ZKLOCK_EBUSY");
     CU_ASSERT_STRING_EQUAL(zklock_err_name(ZCONNECTIONLOSS), "ZCONNECTIONLOSS");
@@ -229,25 +354,50 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(zklock_err_name(12345), "UNKNOWN");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(12345), "unknown error");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZNONODE), zerror(ZNONODE));
+    /* on_lost's reasons read as what happened, not as a ZooKeeper error
+     * ("no node" for a deleted lock node, once) */
+    CU_ASSERT(ZKLOCK_LOST_DELETED != ZNONODE);
+    CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_LOST_DELETED),
+                           "the lock node was deleted by someone else: the lock may be taken");
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_LOST_DELETED), "ZKLOCK_EDELETED");
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_ETIMEDOUT),
                            "timed out before the lock was acquired");
-    /* zklock's own codes sit below every ZooKeeper code */
-#define CHECK_RANGE(name, value, msg)                         \
-    TU_ASSERT_INT(ZKLOCK_##name, <=, ZKLOCK_ERRNO_BASE);      \
-    CU_ASSERT(strcmp(zklock_strerror(ZKLOCK_##name), msg) == 0);
-    ZKLOCK_ERRNO_MAP(CHECK_RANGE)
-#undef CHECK_RANGE
+    /* zklock's own codes: their values, names and texts, and every one
+     * below every ZooKeeper code */
+    for (size_t i = 0; i < n; i++) {
+        TU_ASSERT_INT(own_codes[i].code, ==, own_codes[i].value);
+        TU_ASSERT_INT(own_codes[i].code, <=, ZKLOCK_ERRNO_BASE);
+        CU_ASSERT_STRING_EQUAL(zklock_err_name(own_codes[i].code), own_codes[i].name);
+        CU_ASSERT_STRING_EQUAL(zklock_strerror(own_codes[i].code), own_codes[i].text);
+    }
     TU_ASSERT_INT(ZTHROTTLEDOP, >, ZKLOCK_ERRNO_BASE);
+    /* and the table above names them all: a new code needs its line */
+#define COUNT_CODE(name, value, msg) +1
+    TU_ASSERT_INT(0 ZKLOCK_ERRNO_MAP(COUNT_CODE), ==, n);
+#undef COUNT_CODE
+    CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_ERRNO_BASE - 1 - (int)n), "UNKNOWN");
     CU_ASSERT_STRING_EQUAL(zklock_state_name(ZKLOCK_SUSPENDED), "SUSPENDED");
     CU_ASSERT_STRING_EQUAL(zklock_state_name(99), "UNKNOWN");
 }
 
+static long version_hex_1_2_3(void), version_hex_10_0_255(void);
+
 static void test_version(void)
 {
+    int major = -1, minor = -1, patch = -1;
+    char more;
+
+    /* The library's version, as configure wrote it: three numbers, which
+     * the header's parts and 0xMMmmpp spell the same. */
     CU_ASSERT_STRING_EQUAL(zklock_version(), ZKLOCK_VERSION);
-    TU_ASSERT_INT(ZKLOCK_VERSION_HEX, ==,
-                  (ZKLOCK_VERSION_MAJOR << 16) | (ZKLOCK_VERSION_MINOR << 8) |
-                      ZKLOCK_VERSION_PATCH);
+    TU_ASSERT_INT(sscanf(zklock_version(), "%d.%d.%d%c", &major, &minor, &patch, &more), ==, 3);
+    TU_ASSERT_INT(ZKLOCK_VERSION_MAJOR, ==, major);
+    TU_ASSERT_INT(ZKLOCK_VERSION_MINOR, ==, minor);
+    TU_ASSERT_INT(ZKLOCK_VERSION_PATCH, ==, patch);
+    TU_ASSERT_INT(ZKLOCK_VERSION_HEX, ==, major * 0x10000 + minor * 0x100 + patch);
+    /* The layout for versions written out (see the end of this file). */
+    TU_ASSERT_INT(version_hex_1_2_3(), ==, 0x010203);
+    TU_ASSERT_INT(version_hex_10_0_255(), ==, 0x0a00ff);
 }
 
 /* ---- the timer heap ---------------------------------------------------------------- */
@@ -314,10 +464,13 @@ static void test_timer_heap(void)
 static const tu_test_t unit_tests[] = {
     {"path_table", test_path_table},
     {"path_length", test_path_length},
+    {"hosts_table", test_hosts_table},
+    {"hosts_resolve", test_hosts_resolve},
     {"parse_names", test_parse_names},
     {"prefixes", test_prefixes},
     {"sort_mixed_tags", test_sort_mixed_tags},
     {"sort_across_wrap", test_sort_across_wrap},
+    {"spent_numbers", test_spent_numbers},
     {"blocker_rule", test_blocker_rule},
     {"errors", test_errors},
     {"version", test_version},
@@ -329,4 +482,28 @@ int main(void)
 {
     const tu_suite_t suites[] = {{"unit", unit_tests}, {NULL, NULL}};
     return tu_main(suites, false);
+}
+
+/* ZKLOCK_VERSION_HEX of versions other than this one: the macro reads the
+ * parts where it is expanded. Last in the file, since these redefine them. */
+static long version_hex_1_2_3(void)
+{
+#undef ZKLOCK_VERSION_MAJOR
+#undef ZKLOCK_VERSION_MINOR
+#undef ZKLOCK_VERSION_PATCH
+#define ZKLOCK_VERSION_MAJOR 1
+#define ZKLOCK_VERSION_MINOR 2
+#define ZKLOCK_VERSION_PATCH 3
+    return ZKLOCK_VERSION_HEX;
+}
+
+static long version_hex_10_0_255(void)
+{
+#undef ZKLOCK_VERSION_MAJOR
+#undef ZKLOCK_VERSION_MINOR
+#undef ZKLOCK_VERSION_PATCH
+#define ZKLOCK_VERSION_MAJOR 10
+#define ZKLOCK_VERSION_MINOR 0
+#define ZKLOCK_VERSION_PATCH 255
+    return ZKLOCK_VERSION_HEX;
 }

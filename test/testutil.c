@@ -38,6 +38,21 @@ bool tu_wait_until(bool (*cond)(void *), void *arg, int ms)
     }
 }
 
+void tu_slow_call(struct tu_slow *sl)
+{
+    struct timespec pause = {0, 300 * 1000 * 1000};
+
+    __atomic_add_fetch(&sl->calls, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sl->started, 1, __ATOMIC_SEQ_CST);
+    nanosleep(&pause, NULL); /* deliberately slow: the call under test must wait for it */
+    __atomic_store_n(&sl->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+bool tu_slow_started(void *sl)
+{
+    return __atomic_load_n(&((struct tu_slow *)sl)->started, __ATOMIC_SEQ_CST) != 0;
+}
+
 /* ---- runner --------------------------------------------------------------------------- */
 
 static const tu_suite_t *all_suites;
@@ -52,6 +67,11 @@ static void on_alarm(int sig)
         _exit(3);
     signal(sig, SIG_DFL);
     abort();
+}
+
+void tu_skip(const char *why)
+{
+    printf("\nok - %s/%s # SKIP %s\n", CU_get_current_suite()->pName, running, why);
 }
 
 /* Every test runs through this: it finds the test by its CUnit name. */
@@ -88,7 +108,7 @@ static bool selected(const char *suite, const char *test)
 
 int tu_main(const tu_suite_t *suites, bool needs_zk)
 {
-    unsigned failures;
+    unsigned failures, chosen = 0;
 
     setvbuf(stdout, NULL, _IONBF, 0);
     if (needs_zk && !getenv("ZKLOCK_TEST_HOSTS")) {
@@ -105,8 +125,16 @@ int tu_main(const tu_suite_t *suites, bool needs_zk)
     for (const tu_suite_t *s = suites; s->name; s++) {
         CU_pSuite cs = CU_add_suite(s->name, NULL, NULL);
         for (const tu_test_t *t = s->tests; t->name; t++)
-            if (selected(s->name, t->name))
-                CU_add_test(cs, t->name, trampoline);
+            if (selected(s->name, t->name) && CU_add_test(cs, t->name, trampoline))
+                chosen++;
+    }
+    if (chosen == 0) {
+        /* a misspelt name would otherwise run nothing, and pass */
+        const char *only = getenv("ZKLOCK_TEST_ONLY");
+        printf("FAIL: no test to run (ZKLOCK_TEST_ONLY=%s names none of this program's)\n",
+               only ? only : "");
+        CU_cleanup_registry();
+        return 1;
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -59,10 +59,15 @@ typedef struct {
     const tu_test_t *tests; /* ends with {NULL, NULL} */
 } tu_suite_t;
 
-/* Runs the suites (ZKLOCK_TEST_ONLY=substring picks tests by name); each
- * test runs under a watchdog. Exit status: 0 all passed, 1 failures,
- * 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
+/* Runs the suites (ZKLOCK_TEST_ONLY=substring picks tests by name; naming
+ * none is a failure); each test runs under a watchdog. Exit status: 0 all
+ * passed, 1 failures, 77 skipped (needs_zk and no ZKLOCK_TEST_HOSTS). */
 int tu_main(const tu_suite_t *suites, bool needs_zk);
+
+/* Says that part of the running test cannot run here, and why: a line
+ * "ok - SUITE/TEST # SKIP why" in the log, which scripts/test.sh counts
+ * (a skip CI does not expect fails it). */
+void tu_skip(const char *why);
 
 /* ---- ZooKeeper helpers ------------------------------------------------------------ */
 
@@ -87,21 +92,29 @@ void tu_zk_close(void);
  * deletes it. Fails the test if it exists already. */
 void tu_make_lock_path(const char *path);
 
+/* What the inspector answers when it cannot look (its connection or session
+ * stayed lost for TU_WAIT_MS, or the server refused the read): the test has
+ * failed already, and no caller expects this value. */
+#define TU_UNREADABLE (-2)
+
 /* Children of path (NULL-terminated, sorted; caller frees with
- * tu_free_strings), or NULL if it does not exist. */
+ * tu_free_strings), with *count their number; NULL with *count -1 if path
+ * does not exist, or TU_UNREADABLE if it could not be read. */
 char **tu_children(const char *path, int *count);
 void tu_free_strings(char **v);
 
-/* Number of children of path; -1 if path does not exist. */
+/* Number of children of path; -1 if path does not exist; TU_UNREADABLE. */
 int tu_count(const char *path);
-/* path has no children or is gone (the server reaps empty containers). */
+/* path has no children or is gone (the server reaps empty containers);
+ * false if it could not be read. */
 bool tu_no_children(const char *path);
 /* How many children of path match the extended regular expression. */
 int tu_children_matching(const char *path, const char *pattern);
 /* The Curator protection prefix of a node name: _c_<uuid>- */
 #define TU_CURATOR_PREFIX "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
 
-/* Ephemeral nodes anywhere under path (0 if path does not exist). */
+/* Ephemeral nodes anywhere under path (0 if path does not exist;
+ * TU_UNREADABLE if some level could not be read). */
 int tu_ephemerals(const char *path);
 
 /* Data of a node into buf (NUL-terminated); returns its length or -1. */
@@ -111,6 +124,8 @@ int tu_get(const char *path, char *buf, int len);
  * with id, it takes over that session (and keeps it alive). Close it with
  * zookeeper_close(). */
 zhandle_t *tu_connect_as(const clientid_t *id);
+/* The same to other servers than the harness's. */
+zhandle_t *tu_connect_to(const char *hosts, const clientid_t *id);
 
 /* Forces s's ZooKeeper session to expire now (another handle with the same
  * session id and password connects and closes) and waits until s has a new
@@ -126,6 +141,16 @@ int64_t tu_now_ms(void);
  * scale tests keep their shape but not their size, which memcheck would
  * stretch past any session timeout. */
 int tu_scaled(int n);
+
+/* A deliberately slow callback, for calls that must wait for one that runs:
+ * tu_slow_call() counts the call, marks it started, sleeps 300 ms, marks it
+ * finished (all __atomic). */
+struct tu_slow {
+    int started, finished, calls;
+};
+void tu_slow_call(struct tu_slow *sl);
+/* For tu_wait_until: the slow callback (a struct tu_slow) has started. */
+bool tu_slow_started(void *sl);
 
 /* Runs argv (argv[0] is a path) and returns its pid. */
 int tu_spawn(char *const argv[]);
@@ -144,8 +169,33 @@ int tu_fourlw(int i, const char *word, char *buf, size_t len);
 int tu_leader(void);
 /* Which server holds the connection of session id, 0 if none. */
 int tu_server_of(int64_t session_id);
+/* The ensemble's zxid (the leader's, or the highest a server gives: srvr);
+ * false if no server told it. Every committed transaction advances it by one. */
+bool tu_zxid(uint64_t *zxid);
+/* Waits (TU_WAIT_MS at most) until the ensemble commits nothing for for_ms:
+ * the deletions of what earlier tests left behind (empty containers, which
+ * the harness's servers sweep every second) are done. */
+bool tu_wait_quiet(int for_ms);
 /* Runs "zk-harness.sh CMD DIR I" (kill, pause, resume, restart). */
 int tu_harness(const char *cmd, int i);
+/* A standalone server of the test's own, started from a snapshot seeded
+ * with `seed` ("PATH=COUNT ...": each PATH's next sequential child is
+ * numbered COUNT; zk-harness.sh --seed), and a plain handle to it (zh).
+ * tu_seeded_start returns false, having said SKIP (tu_skip()), where javac
+ * is missing; anything else that goes wrong fails the test. */
+struct tu_seeded {
+    char dir[256];
+    char hosts[256];
+    zhandle_t *zh;
+};
+bool tu_seeded_start(struct tu_seeded *z, const char *seed);
+void tu_seeded_stop(struct tu_seeded *z);
+/* A session there, with the test defaults. */
+zklock_session_t *tu_seeded_session(const struct tu_seeded *z);
+/* Children of path there (-1: no such path; TU_UNREADABLE and the test
+ * fails if it cannot be read), and a wait for their number. */
+int tu_seeded_count(const struct tu_seeded *z, const char *path);
+bool tu_seeded_wait_count(const struct tu_seeded *z, const char *path, int n);
 
 /* ---- lock-test helpers ------------------------------------------------------------ */
 
@@ -155,7 +205,11 @@ zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *o
 
 /* Waits until `path` has exactly `n` children. */
 bool tu_wait_children(const char *path, int n);
-/* For tu_wait_until: true once the node (a char *) no longer exists. */
+/* Waits until `path` has no children or is gone: an empty container may be
+ * reaped (every second, by the harness's servers) before it is seen empty. */
+bool tu_wait_no_children(const char *path);
+/* For tu_wait_until: true once the node (a char *) no longer exists (read:
+ * not merely unreadable). */
 bool tu_gone(void *path);
 /* What every test ends with: no ephemeral node left under path. */
 void tu_assert_clean(const char *path);
@@ -181,8 +235,9 @@ struct tu_events {
     int lost, lost_reason;
     int states[32], nstates;
     int64_t states_at_ms[32]; /* tu_now_ms() when each state arrived */
+    int64_t lost_at_ms;       /* tu_now_ms() when on_lost last came */
 };
-#define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0, {0}}
+#define TU_EVENTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, 0, {0}, 0}
 void tu_on_lost(zklock_t *l, int reason, void *ctx);
 void tu_on_state(zklock_session_t *s, int state, void *ctx);
 bool tu_lost_once(void *events);
@@ -226,5 +281,19 @@ uint64_t tu_stat(zklock_session_t *s, size_t offset);
 /* Waits until s has evaluated n listings of lock paths in all: a waiter
  * that has listed knows its predecessor, so a release after that wakes it. */
 bool tu_wait_listings(zklock_session_t *s, uint64_t n);
+/* Waits until zklock has handled every watch event and answer the servers
+ * sent s for what happened before this call: a negative check ("not woken",
+ * "not held") made after it cannot be made before the event that would make
+ * it fail had arrived. */
+void tu_barrier(zklock_session_t *s);
+/* The caller's event loop, for a ZKLOCK_DISPATCH_POLL session: polls its
+ * descriptor and dispatches until cond(arg) holds or ms pass; cond(arg). */
+bool tu_dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms);
+/* For tu_wait_until: the session has sent at least at_least requests in all. */
+struct tu_requests {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+bool tu_sent_requests(void *requests);
 
 #endif

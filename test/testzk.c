@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -54,9 +55,14 @@ static bool zh_connected(void *zh)
 
 zhandle_t *tu_connect_as(const clientid_t *id)
 {
-    zhandle_t *zh = zookeeper_init(tu_hosts(), NULL, 10000, id, NULL, 0);
+    return tu_connect_to(tu_hosts(), id);
+}
+
+zhandle_t *tu_connect_to(const char *hosts, const clientid_t *id)
+{
+    zhandle_t *zh = zookeeper_init(hosts, NULL, 10000, id, NULL, 0);
     if (!zh || !tu_wait_until(zh_connected, zh, 15000)) {
-        fprintf(stderr, "cannot connect to ZooKeeper at %s\n", tu_hosts());
+        fprintf(stderr, "cannot connect to ZooKeeper at %s\n", hosts);
         if (zh)
             zookeeper_close(zh);
         return NULL;
@@ -90,13 +96,60 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An answer that says nothing about the node: the inspector lost its
+ * connection or its session (a server was just killed, say). */
+static bool inspector_in_trouble(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
+           rc == ZINVALIDSTATE || rc == ZCLOSING;
+}
+
+/* The read of path's children and Stat, by `by` or by the inspector if it
+ * is NULL: ZOK or ZNONODE. Any
+ * other answer is no answer: asked again while the inspector reconnects (a
+ * new one if its session is over: the suites use the inspector from their
+ * main thread only), and if it still cannot look within TU_WAIT_MS the test
+ * fails, rather than taking "could not look" for "nothing there". */
+static int inspect_children_by(zhandle_t *by, const char *path, struct String_vector *v,
+                               struct Stat *st)
+{
+    int64_t deadline = tu_now_ms() + TU_WAIT_MS;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    int rc;
+
+    for (;;) {
+        zhandle_t *zh = by ? by : tu_zk();
+        rc = zh ? zoo_get_children2(zh, path, 0, v, st) : ZCONNECTIONLOSS;
+        if (rc == ZOK || rc == ZNONODE || !inspector_in_trouble(rc) || tu_now_ms() >= deadline)
+            break;
+        if (!by && zh && zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE)
+            tu_zk_close(); /* the next tu_zk() connects afresh */
+        nanosleep(&pause, NULL); /* the client reconnects in the background */
+    }
+    if (rc != ZOK && rc != ZNONODE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "the inspector could not read the children of %s: %s", path,
+                 zerror(rc));
+        fprintf(stderr, "%s\n", msg);
+        CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_FALSE);
+    }
+    return rc;
+}
+
+static int inspect_children(const char *path, struct String_vector *v, struct Stat *st)
+{
+    return inspect_children_by(NULL, path, v, st);
+}
+
 char **tu_children(const char *path, int *count)
 {
     struct String_vector v;
+    struct Stat st;
     char **out;
+    int rc = inspect_children(path, &v, &st);
 
-    *count = -1;
-    if (zoo_get_children(tu_zk(), path, 0, &v) != ZOK)
+    *count = rc == ZNONODE ? -1 : TU_UNREADABLE;
+    if (rc != ZOK)
         return NULL;
     out = calloc((size_t)v.count + 1, sizeof *out);
     for (int i = 0; i < v.count; i++)
@@ -139,27 +192,38 @@ int tu_children_matching(const char *path, const char *pattern)
 
 bool tu_no_children(const char *path)
 {
-    return tu_count(path) <= 0;
+    int n = tu_count(path);
+    return n == 0 || n == -1;
+}
+
+/* Ephemeral nodes at and under path; *unreadable is set if some level
+ * could not be read (the test has failed then). */
+static int count_ephemerals(const char *path, bool *unreadable)
+{
+    struct String_vector v;
+    struct Stat st = {0};
+    int total = 0, rc = inspect_children(path, &v, &st);
+
+    if (rc != ZOK) {
+        *unreadable |= rc != ZNONODE;
+        return 0;
+    }
+    if (st.ephemeralOwner != 0)
+        total = 1; /* an ephemeral node has no children */
+    for (int i = 0; st.ephemeralOwner == 0 && i < v.count; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+        total += count_ephemerals(child, unreadable);
+    }
+    deallocate_String_vector(&v);
+    return total;
 }
 
 int tu_ephemerals(const char *path)
 {
-    struct Stat st;
-    int n, total = 0;
-    char **kids;
-
-    if (zoo_exists(tu_zk(), path, 0, &st) != ZOK)
-        return 0;
-    if (st.ephemeralOwner != 0)
-        return 1;
-    kids = tu_children(path, &n);
-    for (int i = 0; i < n; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids[i]);
-        total += tu_ephemerals(child);
-    }
-    tu_free_strings(kids);
-    return total;
+    bool unreadable = false;
+    int n = count_ephemerals(path, &unreadable);
+    return unreadable ? TU_UNREADABLE : n;
 }
 
 int tu_get(const char *path, char *buf, int len)
@@ -205,6 +269,43 @@ void tu_expire(zklock_session_t *s)
     CU_FAIL_FATAL("could not make the session expire");
 }
 
+
+/* ---- the events a session has seen ----------------------------------------------------- */
+
+struct barrier {
+    int done, rc;
+};
+
+static void barrier_done(int rc, const struct Stat *st, const void *data)
+{
+    struct barrier *b = (struct barrier *)data;
+    __atomic_store_n(&b->rc, rc, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool barrier_passed(void *b)
+{
+    return __atomic_load_n(&((struct barrier *)b)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* A write of the root's data with a version no node has: refused
+ * (ZBADVERSION), never applied, but ordered with every other write, so its
+ * answer comes after every event of an earlier write; and zklock handles a
+ * session's watch events and answers on the ZooKeeper client's completion
+ * thread, in the order they came, as this answer is. */
+void tu_barrier(zklock_session_t *s)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    struct barrier *b = calloc(1, sizeof *b);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    TU_REQUIRE_RC(zoo_aset(zh, "/", "", 0, -2, barrier_done, b), ZOK);
+    if (!tu_wait_until(barrier_passed, b, TU_WAIT_MS))
+        CU_FAIL_FATAL("the session's barrier write was not answered"); /* b stays: it may still be */
+    TU_ASSERT_RC(b->rc, ZBADVERSION);
+    free(b);
+}
 
 /* ---- servers ------------------------------------------------------------------------ */
 
@@ -271,6 +372,60 @@ int tu_leader(void)
     return 0;
 }
 
+bool tu_zxid(uint64_t *zxid)
+{
+    char buf[4096];
+    const char *z;
+    bool found = false;
+
+    /* srvr's answer: "Zookeeper version: ...\n...Zxid: 0x...\n...Mode: leader\n" */
+    for (int i = 1; i <= tu_servers(); i++) {
+        uint64_t v;
+        if (tu_fourlw(i, "srvr", buf, sizeof buf) <= 0 || !(z = strstr(buf, "\nZxid: ")))
+            continue;
+        v = strtoull(z + strlen("\nZxid: "), NULL, 16);
+        if (strstr(buf, "\nMode: leader\n")) {
+            *zxid = v; /* the leader's is the ensemble's */
+            return true;
+        }
+        if (!found || v > *zxid)
+            *zxid = v;
+        found = true;
+    }
+    return found;
+}
+
+struct quiet {
+    uint64_t zxid;
+    int64_t since_ms, asked_ms;
+    int for_ms;
+};
+
+/* Asks at most every 100 ms: a 4-letter word is a connection of its own. */
+static bool stayed_quiet(void *p)
+{
+    struct quiet *q = p;
+    int64_t now = tu_now_ms();
+    uint64_t z;
+
+    if (now - q->asked_ms < 100)
+        return false;
+    q->asked_ms = now;
+    if (!tu_zxid(&z))
+        return false;
+    if (z != q->zxid || q->since_ms < 0) {
+        q->zxid = z;
+        q->since_ms = now;
+    }
+    return now - q->since_ms >= q->for_ms;
+}
+
+bool tu_wait_quiet(int for_ms)
+{
+    struct quiet q = {0, -1, -1000, for_ms};
+    return tu_wait_until(stayed_quiet, &q, TU_WAIT_MS);
+}
+
 int tu_server_of(int64_t session_id)
 {
     char buf[65536], sid[40];
@@ -297,6 +452,106 @@ int tu_harness(const char *cmd, int i)
     }
 }
 
+static int run_harness(char *const argv[])
+{
+    int pid = tu_spawn(argv);
+    return pid < 0 ? -1 : tu_wait_pid(pid);
+}
+
+bool tu_seeded_start(struct tu_seeded *z, const char *seed)
+{
+    char *script = getenv("ZKLOCK_TEST_HARNESS"), file[300];
+    char *has_javac[] = {"/bin/sh", "-c", "command -v javac >/dev/null", NULL};
+    const char *tmp = getenv("TMPDIR");
+    FILE *f;
+    int rc;
+
+    memset(z, 0, sizeof *z);
+    if (run_harness(has_javac) != 0) {
+        tu_skip("a seeded server needs javac (apt-get install default-jdk-headless)");
+        return false;
+    }
+    CU_ASSERT_FATAL(script != NULL);
+    snprintf(z->dir, sizeof z->dir, "%s/zklock-seeded.XXXXXX", tmp ? tmp : "/tmp");
+    CU_ASSERT_FATAL(mkdtemp(z->dir) != NULL);
+    {
+        /* the harness prints the connect string: it is in DIR/hosts too */
+        char *argv[] = {"/bin/sh", "-c", "exec /bin/bash \"$0\" start \"$1\" 1 \"$2\" >/dev/null",
+                        script, z->dir, (char *)seed, NULL};
+        rc = run_harness(argv);
+    }
+    snprintf(file, sizeof file, "%s/hosts", z->dir);
+    f = rc == 0 ? fopen(file, "r") : NULL;
+    if (!f || !fgets(z->hosts, sizeof z->hosts, f)) {
+        if (f)
+            fclose(f);
+        tu_seeded_stop(z);
+        CU_FAIL_FATAL("the seeded server did not start");
+    }
+    fclose(f);
+    z->hosts[strcspn(z->hosts, "\n")] = '\0';
+    z->zh = tu_connect_to(z->hosts, NULL);
+    if (!z->zh) {
+        tu_seeded_stop(z);
+        CU_FAIL_FATAL("cannot connect to the seeded server");
+    }
+    return true;
+}
+
+void tu_seeded_stop(struct tu_seeded *z)
+{
+    char *script = getenv("ZKLOCK_TEST_HARNESS");
+
+    if (z->zh)
+        zookeeper_close(z->zh);
+    z->zh = NULL;
+    if (script && *z->dir) {
+        char *argv[] = {"/bin/bash", script, "stop", z->dir, NULL};
+        run_harness(argv);
+    }
+    *z->dir = '\0';
+}
+
+zklock_session_t *tu_seeded_session(const struct tu_seeded *z)
+{
+    zklock_session_opts_t o = {.timeout_ms = 6000};
+    zklock_session_t *s = NULL;
+
+    TU_REQUIRE_RC(zklock_session_open(&s, z->hosts, &o), ZKLOCK_OK);
+    return s;
+}
+
+int tu_seeded_count(const struct tu_seeded *z, const char *path)
+{
+    struct String_vector v;
+    struct Stat st;
+    int n, rc = inspect_children_by(z->zh, path, &v, &st);
+
+    if (rc != ZOK)
+        return rc == ZNONODE ? -1 : TU_UNREADABLE; /* the test has failed then */
+    n = v.count;
+    deallocate_String_vector(&v);
+    return n;
+}
+
+struct seeded_count_arg {
+    const struct tu_seeded *z;
+    const char *path;
+    int n;
+};
+
+static bool seeded_has(void *p)
+{
+    struct seeded_count_arg *a = p;
+    return tu_seeded_count(a->z, a->path) == a->n;
+}
+
+bool tu_seeded_wait_count(const struct tu_seeded *z, const char *path, int n)
+{
+    struct seeded_count_arg a = {z, path, n};
+    return tu_wait_until(seeded_has, &a, TU_WAIT_MS);
+}
+
 /* ---- lock-test helpers ------------------------------------------------------------ */
 
 zklock_t *tu_mutex(zklock_session_t *s, const char *path, const zklock_opts_t *opts)
@@ -321,6 +576,16 @@ bool tu_wait_children(const char *path, int n)
 {
     struct count_arg a = {path, n};
     return tu_wait_until(has_count, &a, TU_WAIT_MS);
+}
+
+static bool no_children(void *path)
+{
+    return tu_no_children(path);
+}
+
+bool tu_wait_no_children(const char *path)
+{
+    return tu_wait_until(no_children, (void *)path, TU_WAIT_MS);
 }
 
 bool tu_gone(void *path)
@@ -373,6 +638,7 @@ void tu_on_lost(zklock_t *l, int reason, void *ctx)
     pthread_mutex_lock(&e->mu);
     e->lost++;
     e->lost_reason = reason;
+    e->lost_at_ms = tu_now_ms();
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -485,6 +751,24 @@ bool tu_wait_listings(zklock_session_t *s, uint64_t n)
 {
     struct listings_arg a = {s, n};
     return tu_wait_until(listings_seen, &a, TU_WAIT_MS);
+}
+
+bool tu_dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg, int ms)
+{
+    int64_t end = tu_now_ms() + ms;
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+
+    while (!cond(arg) && tu_now_ms() < end) {
+        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
+            zklock_session_dispatch(s);
+    }
+    return cond(arg);
+}
+
+bool tu_sent_requests(void *requests)
+{
+    struct tu_requests *r = requests;
+    return TU_STAT(r->s, requests) >= r->at_least;
 }
 
 int tu_scaled(int n)

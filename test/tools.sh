@@ -15,6 +15,12 @@ expect_status 3 "-- before COMMAND, as getopt users write it" "$ZKLOCK" $P/a -- 
 expect_status 0 "-- before LOCKPATH" "$ZKLOCK" -- $P/a true
 expect_status 64 "usage: unknown option" "$ZKLOCK" --bogus $P/a true
 check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: unknown option '--bogus' (try 'zklock --help')" ]
+expect_status 64 "usage: an option after LOCKPATH, where COMMAND goes" "$ZKLOCK" $P/a --and $P/b true
+check "...says that options go before LOCKPATH" \
+  [ "$(cat "$T/err")" = "zklock: options go before LOCKPATH: '--and' comes after it, where COMMAND goes (put '--' before a COMMAND whose name starts with '-'; try 'zklock --help')" ]
+check "...having taken nothing" queued $P/b 0
+ln -s "$(type -P true)" "$T/-true"
+expect_status 0 "a COMMAND whose name starts with '-', after --" env PATH="$T:$PATH" "$ZKLOCK" $P/a -- -true
 expect_status 64 "usage: an option without its argument" "$ZKLOCK" -t
 check "...said in one line of zklock's" [ "$(cat "$T/err")" = "zklock: option '-t' needs an argument (try 'zklock --help')" ]
 expect_status 64 "usage: two modes" "$ZKLOCK" -r -w $P/a true
@@ -39,6 +45,9 @@ check "--help names every option of the man page" \
   grep -q -- "--kill-after" "$T/out"
 expect_status 0 "--version" "$ZKLOCK" --version
 check "--version prints the version" grep -q "^zklock [0-9]" "$T/out"
+expect_status 0 "zklock-ls --help" "$ZKLS" --help
+check "...says that --json is JSON Lines" grep -q -- "-j, --json  *JSON Lines: one JSON object per lock" "$T/out"
+check "...and so does its man page" grep -q "JSON Lines" "$TESTDIR/../docs/zklock-ls.1"
 expect_status 64 "zklock-ls: no path" "$ZKLS"
 expect_status 65 "zklock-ls: invalid path" "$ZKLS" /a//b
 
@@ -226,7 +235,7 @@ check "both readers inside at once" wait_for 20 test -e "$T/in-b"
 expect_status 1 "a writer cannot join them" "$ZKLOCK" -w -t 0 $P/rw true
 touch "$T/readers-go"
 wait $ra; sa=$?; wait $rb; sb=$?
-check "readers shared the lock" [ $sa = 0 ] && [ $sb = 0 ]
+check "readers shared the lock" [ "$sa $sb" = "0 0" ]
 expect_status 0 "a writer gets it after them" "$ZKLOCK" -w -t 5 $P/rw true
 
 # ---- zklock-ls ------------------------------------------------------------------------------------
@@ -319,13 +328,15 @@ kill -TERM $kz; wait $kz
 
 # ---- zklock-bench: usage -------------------------------------------------------------------------
 expect_status 64 "zklock-bench: no workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS"
-check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election or async-many" "$T/err"
+check "...says what is missing" grep -q "missing WORKLOAD after HOSTS: uncontended, contended, semaphore, herd, many, multi, election, async-many, idle or idle-many" "$T/err"
 expect_status 64 "zklock-bench: an unknown workload" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" bogus
 check "...is named" grep -q "unknown workload 'bogus'" "$T/err"
 expect_status 64 "zklock-bench: a workload without its arguments" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" contended 4
 check "...says which" grep -q "contended needs CLIENTS and SECONDS" "$T/err"
 expect_status 64 "zklock-bench: an extra argument" "$ZKBENCH" "$ZKLOCK_TEST_HOSTS" many 3 4
 check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
+expect_status 64 "zklock-bench: a session timeout out of range" "$ZKBENCH" --session-timeout 0 "$ZKLOCK_TEST_HOSTS" idle 1 1
+check "...says which" grep -q -- "--session-timeout: '0' is not a number from 1 to 3600000" "$T/err"
 expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
 check "...says what the comparison is, not where a file of ours lies" \
   sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
@@ -336,6 +347,7 @@ check "...says what the comparison is, not where a file of ours lies" \
 # killed while they work: a quiet zklock and a -v one holding, zklock-ls -f,
 # zklock-bench mid-run.
 own_lines_only() { ! grep -v "^$1: " "$2"; } # TOOL FILE (prints the intruders)
+not_grep() { ! grep -q "$@"; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
 expect_status 69 "zklock -v: unreachable" "$ZKLOCK" -v -s 127.0.0.1:1 --connect-timeout 1 $P/a true
 check "...shows the client's log" grep -q "ZOO_ERROR" "$T/err"
@@ -397,6 +409,38 @@ check "...and says so" grep -q "still holds: continuing" "$T/susp-err"
 kill -TERM $zs; wait $zs
 expect_status 64 "--on-suspend takes stop or continue" "$ZKLOCK" --on-suspend pause $P/susp true
 
+# ---- -v through an outage, and after a loss: zklock's own words ---------------------------------
+# A waiter (it has no lease to run out) sees the server freeze, and come
+# back within the session timeout.
+rm -f "$T/ready-o" "$T/go-o"
+"$ZKLOCK" --session-timeout 10000 $P/outage \
+  sh -c "echo x > $T/ready-o; while [ ! -e $T/go-o ]; do sleep 0.05; done" 2>/dev/null & oh=$!
+check "-v, an outage: the lock is held" wait_for 20 started "$T/ready-o"
+"$ZKLOCK" -v --session-timeout 10000 $P/outage true 2>"$T/outage-err" & ov=$!
+check "...the -v one waits" wait_for 20 queued $P/outage 2
+"$ZKLOCK_TEST_HARNESS" pause "$ZKLOCK_TEST_ZKDIR" 1
+check "...and says when the connection is lost" \
+  wait_for 30 grep -q "^zklock: connection to ZooKeeper lost: reconnecting" "$T/outage-err"
+"$ZKLOCK_TEST_HARNESS" resume "$ZKLOCK_TEST_ZKDIR" 1
+check "...and when it is back, the same session" \
+  wait_for 20 grep -q "^zklock: reconnected to ZooKeeper: the same session, its locks kept" "$T/outage-err"
+touch "$T/go-o"; wait $oh; wait $ov; st=$?
+check "...then takes the lock (exit $st)" [ $st = 0 ]
+
+# A holder frozen past its session timeout: the session's end is said, and
+# no release (there is nothing left to release).
+rm -f "$T/ready"
+"$ZKLOCK" -v --session-timeout 2000 $P/vlost sh -c "echo ready > $T/ready; exec sleep 300" 2>"$T/vlost-err" & pid=$!
+check "-v, a loss: the command runs" wait_for 20 started "$T/ready"
+kill -STOP $pid
+check "...the lock moves on while zklock is frozen" "$ZKLOCK" -t 30 $P/vlost true
+kill -CONT $pid; wait $pid; st=$?
+check "...exit 75 (exit $st)" [ $st = 75 ]
+check "...saying that the session expired, in zklock's own words" \
+  grep -q "^zklock: ZooKeeper session expired: its locks are lost" "$T/vlost-err"
+check "...and that the command ended" grep -q "^zklock: sh ended (143)$" "$T/vlost-err"
+check "...with no word of releasing (nothing was)" not_grep releas "$T/vlost-err"
+
 # ---- -n N / --limit N: a counting semaphore -------------------------------------------------------
 # Two leases: two commands inside at once, a third busy; -n before a path is
 # still flock's -n.
@@ -417,17 +461,28 @@ check "a third one waits in line" wait_for 20 queued $P/sem 4
 expect_status 0 "zklock-ls shows the semaphore" "$ZKLS" $P/sem
 check "text: the leases taken and the line" grep -q "^$P/sem  (semaphore: 2 leases taken, 1 in line)" "$T/out"
 check "text: the leases hold" [ "$(grep -Ec "^  [12] +holds +lease +[0-9]{10} .* lease-[ab]$" "$T/out")" = 2 ]
-check "text: the third's lease waits" grep -Eq "^  3 +waits +lease +[0-9]{10} .* lease-c$" "$T/out"
-check "text: the third heads the line" grep -Eq "^  4 +waits +mutex +[0-9]{10} .* lease-c$" "$T/out"
-check "json: a semaphore, two leases and a waiter" [ "$(json_field $P/sem '(q.get("semaphore"), [(n["state"], n["kind"]) for n in q["nodes"]])')" = \
+# The third is one contender: one row, its lease node (the one it will hold).
+check "text: the third waits, heading the line" grep -Eq "^  3 +waits +lease +[0-9]{10} .* lease-c$" "$T/out"
+check "...in one row, as one contender" [ "$(grep -c " lease-c$" "$T/out")" = 1 ]
+check "json: a semaphore, two leases and a waiter: its lease node and its node in line" \
+  [ "$(json_field $P/sem '(q.get("semaphore"), [(n["state"], n["kind"]) for n in q["nodes"]])')" = \
   "(True, [('holds', 'lease'), ('holds', 'lease'), ('waits', 'lease'), ('waits', 'mutex')])" ]
-touch "$T/sem-go"; wait $la $lb $lc
+check "json: ...counted as the table does" [ "$(json_field $P/sem '(q["taken"], q["in_line"])')" = "(2, 1)" ]
+"$ZKLOCK" -n 2 --identity lease-d $P/sem true & ld=$!
+check "a fourth one waits in line" wait_for 20 queued $P/sem 5
+expect_status 0 "zklock-ls shows two in line" "$ZKLS" $P/sem
+check "text: 2 leases taken, 2 in line" grep -q "^$P/sem  (semaphore: 2 leases taken, 2 in line)" "$T/out"
+check "text: the fourth behind the third, by its node in the acquisition lock" \
+  grep -Eq "^  4 +waits +mutex +[0-9]{10} .* lease-d$" "$T/out"
+check "text: a row per contender, four" [ "$(grep -Ec "^  [0-9]+ +(holds|waits) " "$T/out")" = 4 ]
+check "json: five nodes, 2 taken, 2 in line" [ "$(json_field $P/sem '(len(q["nodes"]), q["taken"], q["in_line"])')" = "(5, 2, 2)" ]
+touch "$T/sem-go"; wait $la $lb $lc $ld
 check "the third ran, with its lease's token" grep -Eq '^[0-9]+$' "$T/sem-fence"
 expect_status 64 "--limit 0 is refused" "$ZKLOCK" --limit 0 $P/sem true
 expect_status 64 "--limit and -r do not go together" "$ZKLOCK" -n 2 -r $P/sem true
 check "...and says so" grep -q "choose one of -x, -r, -w, --limit" "$T/err"
 expect_status 0 "--kazoo --limit: kazoo's Semaphore" "$ZKLOCK" --kazoo --limit 2 $P/ksem true
-# Held meanwhile: an empty lock path (a container) may be reaped, its limit with it.
+# Held meanwhile (before kazoo paths were persistent, an empty one was reaped with its limit).
 "$ZKLOCK" --kazoo --limit 2 $P/ksem sh -c "touch $T/ksem-in; while [ ! -e $T/ksem-go ]; do sleep 0.02; done" & kh=$!
 check "a kazoo semaphore of 2 is held" wait_for 20 test -e "$T/ksem-in"
 expect_status 64 "--kazoo: another limit on the same path is refused" "$ZKLOCK" --kazoo --limit 3 $P/ksem true
@@ -447,6 +502,65 @@ check "...and leaving nothing on the free one" queued $P/and1 0
 touch "$T/and-go"; wait $ah
 expect_status 64 "--and with LOCKPATH again is refused" "$ZKLOCK" --and $P/and1 $P/and1 true
 expect_status 65 "--and checks its path" "$ZKLOCK" --and no-slash $P/and1 true
+
+# ---- zklock dies: its watchdog stops the job before the lock can move on -------------------------
+# worker.sh DIR [TERM]: a job that starts a background process, writes both
+# pids to DIR/pids and waits; with TERM, both ignore SIGTERM.
+cat >"$T/worker.sh" <<'EOF'
+[ "${2:-}" = TERM ] && trap '' TERM
+sleep 300 & echo "$$ $!" >"$1/pids"
+wait
+EOF
+# next.sh DIR: the next holder's command: notes (in DIR/alive) the old job's
+# processes still alive when it starts.
+cat >"$T/next.sh" <<'EOF'
+for p in $(cat "$1/pids"); do
+  st=$(ps -o stat= -p "$p" 2>/dev/null) && [ "${st#Z}" = "$st" ] && echo "$p" >>"$1/alive"
+done
+echo ran >"$1/next-ran"
+EOF
+guard_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "zklock-guard" { print $1 }'; } # ZKLOCK_PID
+pid_gone() { local st; ! st=$(ps -o stat= -p "$1" 2>/dev/null) || [ "${st#Z}" != "$st" ]; }
+no_process() { ! kill -0 "$1" 2>/dev/null; } # not even a zombie: reaped
+# killed_run NAME pid|group [TERM]: zklock runs worker.sh, another waits for
+# the lock; then SIGKILL for zklock (pid) or its whole process group (group).
+killed_run() {
+  local name=$1 how=$2 d=$T/killed-$1 pid guard next; shift 2
+  mkdir -p "$d"
+  setsid "$ZKLOCK" --session-timeout 4000 $P/killed-$name sh "$T/worker.sh" "$d" "$@" 2>"$d/err" & pid=$!
+  check "kill -9 ($name): the job runs" wait_for 20 started "$d/pids"
+  guard=$(guard_of $pid)
+  check "...watched by zklock's watchdog" [ -n "$guard" ]
+  "$ZKLOCK" $P/killed-$name sh "$T/next.sh" "$d" & next=$!
+  check "...the next holder waits" wait_for 20 queued $P/killed-$name 2
+  if [ "$how" = group ]; then kill -KILL -- -$pid; else kill -KILL $pid; fi
+  wait $pid 2>/dev/null
+  check "...and runs once the killed zklock's session expired" wait_for 30 started "$d/next-ran"
+  check "...finding nothing of the old job alive: its command, what that started" [ ! -e "$d/alive" ]
+  check "...which the watchdog stopped, saying so" \
+    grep -q "^zklock: zklock (pid $pid) ended while sh ran: SIGTERM to its process group" "$d/err"
+  check "...and then exited" wait_for 10 pid_gone "${guard:-0}"
+  wait $next
+}
+killed_run pid pid            # kill -9 zklock, as the OOM killer does
+killed_run group group TERM   # kill -9 zklock's whole group; a job deaf to SIGTERM
+
+# zklock ends normally: its watchdog exits before it, and what COMMAND left
+# in the background is left alone, as before.
+cat >"$T/bg.sh" <<'EOF'
+sleep 300 & echo $! >"$1/bg"
+ps -o pid=,comm= --ppid $PPID | awk '$2 == "zklock-guard" { print $1 }' >"$1/guard"
+EOF
+mkdir -p "$T/ends"
+expect_status 0 "a command that leaves a process in the background" "$ZKLOCK" $P/ends sh "$T/bg.sh" "$T/ends"
+check "...ran watched by zklock's watchdog" [ -s "$T/ends/guard" ]
+check "...which is gone, reaped, once zklock has exited" no_process "$(cat "$T/ends/guard")"
+check "...having stopped nothing: the background process runs on" alive "$T/ends/bg"
+check "...and said nothing" [ ! -s "$T/err" ]
+kill "$(cat "$T/ends/bg")"
+for p in killed-pid killed-group ends; do
+  check "no node left under $P/$p" wait_for 10 queued $P/$p 0
+done
 
 # ---- nothing left behind -------------------------------------------------------------------------------
 for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2; do

@@ -1,13 +1,13 @@
 #!/bin/bash
 # zk-harness.sh: throwaway ZooKeeper servers on loopback for tests and demos.
 #
-#   zk-harness.sh run [-n SERVERS] [--] COMMAND [ARG...]
+#   zk-harness.sh run [-n SERVERS] [--seed SEED] [--] COMMAND [ARG...]
 #       Starts a standalone server (or an ensemble of SERVERS) in a temp dir,
 #       runs COMMAND with ZKLOCK_TEST_HOSTS (the connect string),
 #       ZKLOCK_TEST_ZKDIR (the harness dir) and ZKLOCK_TEST_HARNESS (this
 #       script) in its environment, stops the servers and exits with
 #       COMMAND's status.
-#   zk-harness.sh start DIR [SERVERS]   start servers under DIR (created); prints hosts
+#   zk-harness.sh start DIR [SERVERS [SEED]]   start servers under DIR (created); prints hosts
 #   zk-harness.sh stop DIR              stop every server under DIR and remove DIR
 #   zk-harness.sh kill DIR I            SIGKILL server I (1-based)
 #   zk-harness.sh pause DIR I           SIGSTOP server I
@@ -23,6 +23,11 @@
 # quick, and check empty containers every second. The digest credential
 # "super:zklock-test" is the servers' superuser (ZKLOCK_TEST_SUPER), so that
 # tests can set up ACLs they themselves are then refused by.
+#
+# SEED ("PATH=COUNT PATH=COUNT ...") starts every server from a snapshot in
+# which each PATH exists, persistent and empty, with COUNT child creations
+# behind it: its next sequential child is numbered COUNT (test/SeedSnapshot.java;
+# needs javac). The sequence-wrap tests start their lock paths near 2^31 so.
 set -u
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -95,6 +100,20 @@ launch() { # dir i
   echo $! >"$dir/s$i/pid"
 }
 
+# Writes the snapshot SEED asks for into server i's data dir (compiled once per DIR).
+seed_data() { # dir i seed
+  local dir=$1 i=$2 src; src=$(dirname "$self")/SeedSnapshot.java
+  [ -z "$3" ] && return 0
+  command -v javac >/dev/null 2>&1 || die "--seed needs javac (apt-get install default-jdk-headless)"
+  if [ ! -f "$dir/seed/SeedSnapshot.class" ]; then
+    mkdir -p "$dir/seed" && javac -nowarn -cp "$ZK_CP" -d "$dir/seed" "$src" ||
+      die "cannot compile $src"
+  fi
+  # shellcheck disable=SC2086 # SEED is a list of words
+  "$JAVA" -cp "$ZK_CP:$dir/seed" SeedSnapshot "$dir/s$i/data" $3 >>"$dir/s$i/seed.log" 2>&1 ||
+    { cat "$dir/s$i/seed.log" >&2; die "cannot seed server $i with: $3"; }
+}
+
 addr() { echo "127.0.0.1:$(sed -n 's/^clientPort=//p' "$1/s$2/zoo.cfg")"; }
 
 wait_serving() { # dir i
@@ -115,13 +134,15 @@ wait_serving() { # dir i
   return 1
 }
 
-cmd_start() { # dir [n]
-  local dir=$1 n=${2:-1} base hosts="" i
+cmd_start() { # dir [n [seed]]
+  local dir=$1 n=${2:-1} seed=${3:-} base hosts="" i
   need_java
   mkdir -p "$dir" || die "cannot create $dir"
   echo "$n" >"$dir/n"
   base=$(pick_port)
-  for i in $(seq "$n"); do server_cfg "$dir" "$i" "$n" "$base"; launch "$dir" "$i"; done
+  # every data dir is seeded before any server starts: a failure leaves none running
+  for i in $(seq "$n"); do server_cfg "$dir" "$i" "$n" "$base"; seed_data "$dir" "$i" "$seed"; done
+  for i in $(seq "$n"); do launch "$dir" "$i"; done
   for i in $(seq "$n"); do
     wait_serving "$dir" "$i" || { cmd_stop "$dir" keep; return 1; }
     hosts="$hosts${hosts:+,}$(addr "$dir" "$i")"
@@ -141,10 +162,11 @@ cmd_stop() { # dir [keep]
 }
 
 cmd_run() {
-  local n=1 status hosts
+  local n=1 seed="" status hosts
   while [ $# -gt 0 ]; do
     case $1 in
       -n) n=$2; shift 2 ;;
+      --seed) seed=$2; shift 2 ;;
       --) shift; break ;;
       *) break ;;
     esac
@@ -153,7 +175,7 @@ cmd_run() {
   run_dir=$(mktemp -d "${TMPDIR:-/tmp}/zklock-zk.XXXXXX") || die "mktemp failed"
   trap 'cmd_stop "$run_dir"' EXIT
   trap 'exit 130' INT TERM
-  hosts=$(cmd_start "$run_dir" "$n") || exit 99 # a hard error for the automake harness
+  hosts=$(cmd_start "$run_dir" "$n" "$seed") || exit 99 # a hard error for the automake harness
   ZKLOCK_TEST_HOSTS=$hosts ZKLOCK_TEST_ZKDIR=$run_dir ZKLOCK_TEST_HARNESS=$self \
     ZKLOCK_TEST_SUPER=super:zklock-test "$@"
   status=$?

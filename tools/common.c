@@ -500,6 +500,37 @@ void tool_security_forget(struct tool_security *sec)
 
 /* ---- opening a session, and saying why ZooKeeper refused ----------------------------------- */
 
+/* The host names of a server list the library found well formed, for a
+ * message: "zk1, zk2" of "zk1:2181,zk2:2181/chroot". Dies if out of memory. */
+static char *host_names(const char *servers)
+{
+    size_t len = strcspn(servers, "/");
+    char *names = malloc(2 * len + 1), *out = names;
+    const char *p = servers, *end = servers + len;
+
+    if (!names)
+        tool_die(EXIT_OSERR, "out of memory");
+    while (p < end) {
+        const char *entry = p, *stop = memchr(p, ',', (size_t)(end - p)), *colon = NULL;
+        if (!stop)
+            stop = end;
+        for (const char *c = entry; c < stop; c++)
+            if (*c == ':')
+                colon = c; /* the port follows the last one */
+        while (entry < stop && (*entry == ' ' || *entry == '\t'))
+            entry++;
+        if (colon && colon > entry) {
+            if (out > names)
+                out += sprintf(out, ", ");
+            memcpy(out, entry, (size_t)(colon - entry));
+            out += colon - entry;
+        }
+        p = stop + 1;
+    }
+    *out = '\0';
+    return names;
+}
+
 zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *opts,
                             const struct tool_security *sec)
 {
@@ -508,6 +539,12 @@ zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *op
 
     if (rc == ZKLOCK_ENOSERVER)
         tool_die(EXIT_UNREACHABLE, "no ZooKeeper server answered at %s", servers);
+    if (rc == ZKLOCK_ERESOLVE) {
+        char *names = host_names(servers);
+        tool_die(EXIT_UNREACHABLE, "cannot resolve the server name%s %s (of %s): check %s, "
+                 "or DNS", strchr(names, ',') ? "s" : "", names, servers,
+                 strchr(names, ',') ? "them" : "it");
+    }
     if (rc == ZKLOCK_ENOTSUP)
         tool_die(EXIT_USAGE, "this build's ZooKeeper client has no TLS: --tls-ca, --tls-cert "
                  "and --tls-key need one built with OpenSSL");

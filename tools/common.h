@@ -118,9 +118,10 @@ void tool_security_load(struct tool_security *sec, zklock_session_opts_t *opts);
  * library keeps a copy of its own). The names of the files stay. */
 void tool_security_forget(struct tool_security *sec);
 
-/* Opens a session or dies with a clear line: 69 when no server answers,
- * 64 for an unusable server list or TLS this build lacks, 77 when the
- * server rejected the credentials of sec->auth_file. */
+/* Opens a session or dies with a clear line: 69 when no server answers or
+ * no server name resolves (naming them), 64 for a malformed server list or
+ * TLS this build lacks, 77 when the server rejected the credentials of
+ * sec->auth_file. */
 zklock_session_t *tool_open(const char *servers, const zklock_session_opts_t *opts,
                             const struct tool_security *sec);
 

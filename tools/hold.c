@@ -8,6 +8,7 @@
  * with -v a monitor thread prints the queue while we wait. */
 #include "config.h"
 
+#include "guard.h"
 #include "hold.h"
 #include "job.h"
 
@@ -59,6 +60,18 @@ void hold_check_options(const struct hold_options *o, const char *tool)
 {
     if (o->verbose && o->quiet)
         tool_die(EXIT_USAGE, "choose -v or -q (try '%s --help')", tool);
+}
+
+void hold_check_command(const char *command, bool after_dashes, const char *tool,
+                        const char *path)
+{
+    /* "zklock /p --and /q cmd" would run "--and": nobody names a program
+     * so, and getopt stopped at the path ('+'). A "--" before COMMAND says
+     * the name is meant. */
+    if (!after_dashes && command[0] == '-')
+        tool_die(EXIT_USAGE, "options go before %s: '%s' comes after it, where COMMAND goes "
+                 "(put '--' before a COMMAND whose name starts with '-'; try '%s --help')",
+                 path, command, tool);
 }
 
 /* ---- the lock thread --------------------------------------------------------------- */
@@ -312,9 +325,13 @@ struct run {
     bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
     bool suspended;  /* --on-suspend stop: we stopped the job for a lost connection */
     bool idle;       /* held, with no COMMAND to run (zklock-elect): until a signal */
-    int states[2];   /* on_state's pipe: the session's states, for --on-suspend */
+    int states[2];   /* on_state's pipe: the session's states, for --on-suspend and -v */
+    bool connected;  /* the session is connected (the last state told) */
+    bool expired;    /* ... and it expired since it was opened */
     bool killed;
     int64_t kill_at_ms, started_ms;
+    struct guard guard; /* stops the job should we die (guard.h) */
+    int grace_ms;       /* the guard's SIGTERM grace while connected */
 };
 
 static int64_t mono_ms(void)
@@ -345,6 +362,35 @@ static void release(struct run *r)
     r->releasing = true;
 }
 
+/* How long the guard lets SIGTERM work should we die now, before SIGKILL:
+ * --kill-after, but at most a sixth of the negotiated session timeout.
+ * The session expires no sooner than a timeout after the servers last
+ * heard from it. While we believe we are connected, they heard from us
+ * less than two thirds of a timeout ago (the client says the connection
+ * lost after that long without a reply; connected, a heartbeat goes every
+ * sixth, lib/lease.c): so at least a third of a timeout passes between our
+ * death and the expiry, and SIGKILL at a sixth leaves the other half for
+ * it to land before another client can take the lock. Without the
+ * connection, or once the lock is lost, there is no such margin: SIGKILL
+ * at once. */
+static int guard_grace(const struct run *r)
+{
+    return r->connected && !r->lost_lock ? r->grace_ms : 0;
+}
+
+static void set_grace(struct run *r, int64_t kill_after_ms, int negotiated_ms)
+{
+    int64_t sixth = negotiated_ms / 6;
+    r->grace_ms = (int)(kill_after_ms < sixth ? kill_after_ms : sixth);
+}
+
+/* Tells the guard again what to do should we die, if the job runs. */
+static void update_guard(struct run *r)
+{
+    if (r->guard.pgid > 0)
+        guard_watch(&r->guard, r->guard.pgid, guard_grace(r));
+}
+
 static void start_job(struct run *r)
 {
     char **env = command_env(r->o->path, r->h.token);
@@ -358,6 +404,7 @@ static void start_job(struct run *r)
         return;
     }
     r->started = true;
+    guard_watch(&r->guard, r->job.pgid, guard_grace(r));
 }
 
 static void lock_acquired(struct run *r)
@@ -482,8 +529,17 @@ static void job_ended(struct run *r)
     job_untty(&r->job);
     if (r->exit_code < 0)
         r->exit_code = code;
-    if (r->o->verbose)
-        tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+    if (r->lost_lock) {
+        /* nothing to release; what is left of the job is stopped still */
+        if (r->o->verbose)
+            tool_say("%s ended (%d)", r->o->command[0], code);
+    } else {
+        /* What COMMAND left running is no longer covered by the lock, as
+         * zklock(1) says: the guard leaves it alone from now on. */
+        guard_watch(&r->guard, 0, 0);
+        if (r->o->verbose)
+            tool_say("%s ended (%d); releasing %s", r->o->command[0], code, r->o->path);
+    }
     release(r);
 }
 
@@ -541,6 +597,7 @@ static void on_lost_lock(struct run *r)
         return;
     r->lost_lock = true;
     r->exit_code = EXIT_LOST;
+    update_guard(r); /* the lease may be over: should we die, SIGKILL at once */
     if (!r->started || job_empty(&r->job)) {
         tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
         if (r->idle)
@@ -555,25 +612,63 @@ static void on_lost_lock(struct run *r)
 }
 
 /* --on-suspend stop: while the connection is lost, the job waits (the hold
- * may be lost: if the lease runs out, on_lost stops the job for good). */
-static void on_session_state(struct run *r)
+ * may be lost: if the lease runs out, on_lost stops the job for good).
+ * Returns true if it said something. */
+static bool suspend_job(struct run *r, int state)
 {
-    int state;
-
-    if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
-        return;
     if (!r->o->stop_on_suspend || !r->started || r->lost_lock || job_empty(&r->job))
-        return;
+        return false;
     if (state == ZKLOCK_SUSPENDED && !r->suspended) {
         tool_say("connection to ZooKeeper lost: stopping %s until it is back",
                  r->o->command[0]);
         job_signal(&r->job, SIGSTOP);
         r->suspended = true;
-    } else if (state == ZKLOCK_RECONNECTED && r->suspended) {
+        return true;
+    }
+    if (state == ZKLOCK_RECONNECTED && r->suspended) {
         tool_say("connection back, %s still holds: continuing %s", r->o->path, r->o->command[0]);
         job_signal(&r->job, SIGCONT);
         r->suspended = false;
+        return true;
     }
+    return false;
+}
+
+/* -v: what happens to the session, in zklock's own words (the ZooKeeper
+ * client's lines say it in its own). */
+static void say_state(struct run *r, int state)
+{
+    switch (state) {
+    case ZKLOCK_SUSPENDED:
+        tool_say("connection to ZooKeeper lost: reconnecting (the session lasts a session "
+                 "timeout without it)");
+        break;
+    case ZKLOCK_RECONNECTED:
+        tool_say("reconnected to ZooKeeper: the same session, its locks kept");
+        break;
+    case ZKLOCK_EXPIRED:
+        tool_say("ZooKeeper session expired: its locks are lost");
+        break;
+    case ZKLOCK_CONNECTED:
+        if (r->expired)
+            tool_say("connected to ZooKeeper: a new session");
+        break;
+    }
+}
+
+static void on_session_state(struct run *r)
+{
+    int state;
+    bool said;
+
+    if (read(r->states[0], &state, sizeof state) != (ssize_t)sizeof state)
+        return;
+    r->connected = state == ZKLOCK_CONNECTED || state == ZKLOCK_RECONNECTED;
+    update_guard(r);
+    said = suspend_job(r, state);
+    if (r->o->verbose && !said)
+        say_state(r, state);
+    r->expired = r->expired || state == ZKLOCK_EXPIRED;
 }
 
 /* After a loss, the whole job must be gone before we exit: SIGKILL for
@@ -706,6 +801,29 @@ static void block_signals(sigset_t *set)
     pthread_sigmask(SIG_BLOCK, &blocked, NULL);
 }
 
+/* The guard is forked now, before any thread starts, and before the
+ * credentials are read (it need not hold a copy). zklock-elect without
+ * COMMAND runs nothing to guard. */
+static void start_guard(struct run *r, const struct hold_options *o)
+{
+    int err;
+
+    r->guard = (struct guard){.pid = -1, .fd = -1};
+    if (o->command && (err = guard_start(&r->guard, o->command[0])) != 0)
+        tool_die(EXIT_OSERR, "cannot start the watchdog: %s", strerror(err));
+}
+
+/* The session timeout the server granted (it bounds what is asked for);
+ * read once, just after the session opened: the handle changes only after
+ * an expiry. */
+static int negotiated_ms(zklock_session_t *s, int asked_ms)
+{
+    zhandle_t *zh = zklock_session_zhandle(s);
+    int ms = zh ? zoo_recv_timeout(zh) : 0;
+
+    return ms > 0 ? ms : asked_ms > 0 ? asked_ms : 10000;
+}
+
 int hold_run(struct hold_options *op)
 {
     struct hold_options o = *op;
@@ -715,9 +833,10 @@ int hold_run(struct hold_options *op)
 
     tool_quiet = o.quiet;
     tool_check_path(o.path);
+    memset(&r, 0, sizeof r);
+    start_guard(&r, &o);
     tool_security_load(&o.sec, &so); /* its usage errors before anything starts */
     tool_zk_log(o.verbose);
-    memset(&r, 0, sizeof r);
     r.o = &o;
     r.exit_code = -1;
     r.started_ms = mono_ms();
@@ -737,6 +856,8 @@ int hold_run(struct hold_options *op)
         tool_say("connecting to %s", o.servers);
     r.s = tool_open(o.servers, &so, &o.sec);
     tool_security_forget(&o.sec); /* the session has its own copy */
+    r.connected = true;
+    set_grace(&r, (int64_t)(o.kill_after_s * 1000), negotiated_ms(r.s, o.session_ms));
     make_locks(&r);
     r.h.lock = r.locks.held;
     r.h.timeout_ms = o.timeout_s < 0 ? -1 : (int)(o.timeout_s * 1000);
@@ -757,10 +878,12 @@ int hold_run(struct hold_options *op)
         tool_say("releasing %s: %s", o.path, zklock_strerror(r.h.released_rc));
         if (r.h.released_rc == ZKLOCK_ELOST)
             r.exit_code = EXIT_LOST;
-    } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK) {
+    } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK && !r.lost_lock) {
         tool_say("released %s", o.path);
     }
     free_locks(&r.locks);
     zklock_session_close(r.s);
+    guard_watch(&r.guard, 0, 0); /* the job ended, or is empty or SIGKILLed */
+    guard_end(&r.guard);
     return r.exit_code < 0 ? EXIT_INTERNAL : r.exit_code;
 }

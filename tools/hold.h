@@ -55,6 +55,10 @@ struct hold_options hold_defaults(char mode);
 bool hold_option(struct hold_options *o, int option, const char *arg, const char *tool);
 /* After the options: refuses what does not go together (-v with -q). */
 void hold_check_options(const struct hold_options *o, const char *tool);
+/* Refuses a COMMAND that looks like an option given after path (the lock
+ * path, where options end), unless a "--" came before it. */
+void hold_check_command(const char *command, bool after_dashes, const char *tool,
+                        const char *path);
 
 /* Runs it all; returns the exit status (see zklock(1)). */
 int hold_run(struct hold_options *o);

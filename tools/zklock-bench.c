@@ -12,12 +12,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,26 +60,39 @@ static const char usage_text[] =
     "                              the same taken one after another, memory per pending and\n"
     "                              per held lock, threads (constant whatever LOCKS)\n"
     "\n"
+    "  idle HOLDERS SECONDS        HOLDERS sessions each hold a different lock and do nothing\n"
+    "                              for SECONDS: the transactions the ensemble committed\n"
+    "                              meanwhile (from its zxid, read with the 4-letter word\n"
+    "                              srvr from each server of HOSTS: the leader's, or the\n"
+    "                              highest; once all hold, after 2 s of settling, and\n"
+    "                              before any release), per second and per session timeout\n"
+    "                              per holder. The ensemble must serve nobody else meanwhile\n"
+    "  idle-many LOCKS SECONDS     the same with one session holding LOCKS distinct locks\n"
+    "\n"
     "  -p, --prefix PATH     where the benchmark's locks go (default /zklock-bench)\n"
     "      --warmup N        uncontended: cycles run before measuring (default 200)\n"
     "      --semaphore       herd: queue for the lease of a semaphore of one lease\n"
+    "      --session-timeout MS\n"
+    "                        every session's ZooKeeper session timeout, 1-3600000\n"
+    "                        (default 10000; the servers bound it)\n"
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
     TOOL_CREDENTIAL_HELP
     TOOL_ACL_HELP
     "\n"
-    "The uncontended, contended and semaphore workloads take the same command lines, and print the\n"
-    "same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of zklock's comparison\n"
-    "harness, so that their figures can be set side by side; docs/performance.md in zklock's\n"
-    "sources explains the method and gives the figures.\n"
+    "The uncontended, contended, semaphore and idle workloads take the same command lines,\n"
+    "and print the same JSON keys, as the Curator, kazoo and bare ZooKeeper clients of\n"
+    "zklock's comparison harness, so that their figures can be set side by side;\n"
+    "docs/performance.md in zklock's sources explains the method and gives the figures.\n"
     "\n"
     "If the connection to ZooKeeper is lost during a run, it stops without figures.\n"
     "\n"
     "Exit status: 0 success; 1 a check failed (an overlap, more than one wake-up per\n"
     "release); 64 bad usage; 65 invalid --prefix; 69 ZooKeeper unreachable, failing or\n"
-    "lost during the run; 70 a lock handle could not be made; 77 not allowed by an ACL,\n"
-    "or the credentials were rejected.\n";
+    "lost during the run (idle: no server told its zxid, or the ensemble elected a leader\n"
+    "meanwhile); 70 a lock handle could not be made; 77 not allowed by an ACL, or the\n"
+    "credentials were rejected.\n";
 
 static const char *prefix = "/zklock-bench";
 static int warmup = 200;
@@ -845,6 +861,259 @@ static int async_many(const char *hosts, long k)
     return threads_peak == threads0 ? 0 : 1;
 }
 
+/* ---- idle: what a holder that does nothing costs the ensemble ------------------------------ */
+
+/* A committed transaction advances the ensemble's zxid by one (its lower
+ * 32 bits; the upper 32 are the leader's epoch), and a server tells its
+ * zxid to the 4-letter word srvr: the difference between two readings is
+ * what the ensemble committed meanwhile, whoever asked for it. Pings and
+ * reads commit nothing. */
+#define SRVR_TIMEOUT_S 5
+#define SRVR_ANSWER_MAX 4096
+#define ZK_DEFAULT_PORT "2181"
+
+/* The value after `key` at the start of a line of text, or NULL. */
+static const char *line_value(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p; p = strchr(p, '\n')) {
+        p += *p == '\n';
+        if (strncmp(p, key, n) == 0)
+            return p + n;
+    }
+    return NULL;
+}
+
+/* srvr's answer, read from one server (up to SRVR_ANSWER_MAX - 1 bytes,
+ * SRVR_TIMEOUT_S for each step); "" if it did not answer. */
+static void ask_srvr(const char *host, const char *port, char *buf)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    struct timeval limit = {SRVR_TIMEOUT_S, 0};
+    size_t got = 0;
+    ssize_t n;
+    int fd = -1;
+
+    buf[0] = '\0';
+    if (getaddrinfo(host, port, &hints, &ai) != 0)
+        return;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        /* on Linux, the send limit bounds connect() too */
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        return;
+    if (write(fd, "srvr", 4) == 4)
+        while (got + 1 < SRVR_ANSWER_MAX &&
+               (n = read(fd, buf + got, SRVR_ANSWER_MAX - 1 - got)) > 0)
+            got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+}
+
+/* One "host:port" (or "[v6]:port", or a host alone on ZooKeeper's port)
+ * of a connect string, split in place. */
+static void split_host_port(char *item, char **host, const char **port)
+{
+    char *colon;
+
+    if (*item == '[' && (colon = strchr(item, ']')) != NULL) {
+        *colon = '\0';
+        *host = item + 1;
+        *port = colon[1] == ':' ? colon + 2 : ZK_DEFAULT_PORT;
+        return;
+    }
+    *host = item;
+    colon = strrchr(item, ':');
+    *port = colon ? colon + 1 : ZK_DEFAULT_PORT;
+    if (colon)
+        *colon = '\0';
+}
+
+/* The ensemble's zxid: the leader's, or (a standalone server; no server
+ * that says it leads) the highest any server of HOSTS gave. False if none
+ * answered srvr with a zxid. */
+static bool ensemble_zxid(const char *hosts, uint64_t *zxid)
+{
+    char *list = strdup(hosts), *save = NULL, *item, *host, buf[SRVR_ANSWER_MAX];
+    const char *port, *z, *mode;
+    bool found = false, leader_found = false;
+
+    if (!list)
+        tool_die(EXIT_INTERNAL, "out of memory");
+    list[strcspn(list, "/")] = '\0'; /* a chroot: not a server */
+    for (item = strtok_r(list, ",", &save); item && !leader_found;
+         item = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        split_host_port(item, &host, &port);
+        ask_srvr(host, port, buf);
+        if (!(z = line_value(buf, "Zxid: ")))
+            continue;
+        v = strtoull(z, NULL, 16);
+        mode = line_value(buf, "Mode: ");
+        leader_found = mode && strncmp(mode, "leader", 6) == 0;
+        if (!found || leader_found || v > *zxid)
+            *zxid = v;
+        found = true;
+    }
+    free(list);
+    return found;
+}
+
+static void no_zxid(const char *hosts)
+{
+    tool_die(EXIT_UNREACHABLE,
+             "no server of %s told its zxid (the 4-letter word srvr, over plain TCP: is it "
+             "in 4lw.commands.whitelist?)",
+             hosts);
+}
+
+static uint64_t must_read_zxid(const char *hosts)
+{
+    uint64_t z = 0;
+    if (!ensemble_zxid(hosts, &z))
+        no_zxid(hosts);
+    return z;
+}
+
+/* The peers' benchmarks let their holders settle this long before the
+ * first reading: so does this one, so that the figures compare. */
+#define IDLE_SETTLE_S 2
+
+static void idle_for(double seconds)
+{
+    double until = now_us() + seconds * 1e6, left;
+    while ((left = until - now_us()) > 0) {
+        long long ns = (long long)(left * 1e3);
+        struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        nanosleep(&ts, NULL); /* the measurement window itself: nothing to wait for */
+    }
+}
+
+static uint64_t total_requests(zklock_session_t **s, long n)
+{
+    return total_stat(s, n, offsetof(zklock_stats_t, requests));
+}
+
+/* `holders` sessions, each holding `each` distinct locks, idle for
+ * `seconds`: the transactions the ensemble committed meanwhile. Setup and
+ * teardown commit too (sessions, lock paths, nodes, their deletion): the
+ * readings are taken once every lock is held, and before the first release. */
+struct idle_run {
+    const char *workload;
+    long holders, each;
+    double seconds;
+    zklock_session_t **s; /* holders */
+    zklock_t **l;         /* holders * each: session i's are l[i * each ...] */
+    int timeout_ms;       /* as the server granted it */
+    uint64_t txns;        /* what the ensemble committed in the window */
+    uint64_t requests;    /* what our sessions sent in it */
+};
+
+static void idle_hold(const char *hosts, struct idle_run *r)
+{
+    uint64_t z;
+
+    r->s = calloc((size_t)r->holders, sizeof *r->s);
+    r->l = calloc((size_t)(r->holders * r->each), sizeof *r->l);
+    if (!r->s || !r->l)
+        tool_die(EXIT_INTERNAL, "out of memory");
+    for (long i = 0; i < r->holders; i++)
+        r->s[i] = open_session(hosts);
+    /* Once a server serves (a fresh one refuses srvr until then), and
+     * before any lock is made: says at once if the zxid cannot be read. */
+    if (!ensemble_zxid(hosts, &z)) {
+        for (long i = 0; i < r->holders; i++)
+            close_session(r->s[i]);
+        no_zxid(hosts);
+    }
+    for (long i = 0; i < r->holders; i++) {
+        for (long k = 0; k < r->each; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s/%ld-%ld", r->workload, i, k);
+            r->l[i * r->each + k] = new_lock(r->s[i], name);
+            must_acquire(r->s[i], r->l[i * r->each + k]);
+        }
+    }
+    forget_secrets();
+    r->timeout_ms = zoo_recv_timeout(zklock_session_zhandle(r->s[0]));
+}
+
+static void idle_measure(const char *hosts, struct idle_run *r)
+{
+    uint64_t z0, z1, req0, req1;
+
+    idle_for(IDLE_SETTLE_S);
+    /* Our requests are counted around the zxid's readings: a heartbeat in
+     * flight at the start (one per session at most) is then the only one
+     * of ours that the transactions can count and the requests not. */
+    req0 = total_requests(r->s, r->holders);
+    z0 = must_read_zxid(hosts);
+    idle_for(r->seconds);
+    z1 = must_read_zxid(hosts);
+    req1 = total_requests(r->s, r->holders);
+    if (z1 >> 32 != z0 >> 32)
+        tool_die(EXIT_UNREACHABLE, "the ensemble elected a leader during the run (zxid 0x%llx, "
+                 "then 0x%llx): no figures", (unsigned long long)z0, (unsigned long long)z1);
+    r->txns = z1 - z0;
+    r->requests = req1 - req0;
+}
+
+static void idle_report(const struct idle_run *r)
+{
+    double per_holder = (double)r->txns / r->seconds / (double)r->holders;
+    double per_timeout = per_holder * r->timeout_ms / 1000;
+
+    printf("%s: %ld session%s holding %ld lock%s each, idle for %.1f s (session timeout %d ms): "
+           "the ensemble committed %llu transactions, %.4f per second and %.2f per session "
+           "timeout per holding session; these sessions sent %llu requests meanwhile\n",
+           r->workload, r->holders, r->holders == 1 ? "" : "s", r->each, r->each == 1 ? "" : "s",
+           r->seconds, r->timeout_ms, (unsigned long long)r->txns, per_holder, per_timeout,
+           (unsigned long long)r->requests);
+    if (r->txns > r->requests + (uint64_t)r->holders)
+        tool_say("the ensemble committed %llu transactions more than these sessions asked for: "
+                 "someone else wrote meanwhile, and the figures count it",
+                 (unsigned long long)(r->txns - r->requests));
+    printf("{\"peer\":\"zklock\",\"workload\":\"%s\",\"holders\":%ld,\"locks_per_holder\":%ld,"
+           "\"seconds\":%.1f,\"session_timeout_ms\":%d,\"txns\":%llu,\"txn_per_s_per_holder\":%.4f,"
+           "\"txn_per_timeout_per_holder\":%.2f,\"requests\":%llu}\n",
+           r->workload, r->holders, r->each, r->seconds, r->timeout_ms,
+           (unsigned long long)r->txns, per_holder, per_timeout, (unsigned long long)r->requests);
+}
+
+static void idle_let_go(struct idle_run *r)
+{
+    for (long i = 0; i < r->holders; i++) {
+        for (long k = 0; k < r->each; k++) {
+            must(zklock_release(r->l[i * r->each + k]), "release");
+            zklock_free(r->l[i * r->each + k]);
+        }
+        close_session(r->s[i]);
+    }
+    free(r->l);
+    free(r->s);
+}
+
+static int idle(const char *hosts, const char *workload, long holders, long each, double seconds)
+{
+    struct idle_run r = {.workload = workload, .holders = holders, .each = each, .seconds = seconds};
+
+    idle_hold(hosts, &r);
+    idle_measure(hosts, &r);
+    idle_report(&r);
+    idle_let_go(&r);
+    return 0;
+}
+
 /* ---- main -------------------------------------------------------------------------------------- */
 
 static int run_uncontended(const char *hosts, char **args)
@@ -894,6 +1163,18 @@ static int run_async_many(const char *hosts, char **args)
     return async_many(hosts, tool_integer("LOCKS", args[0], 1, 1000000));
 }
 
+static int run_idle(const char *hosts, char **args)
+{
+    return idle(hosts, "idle", tool_integer("HOLDERS", args[0], 1, 10000), 1,
+                tool_seconds("SECONDS", args[1]));
+}
+
+static int run_idle_many(const char *hosts, char **args)
+{
+    return idle(hosts, "idle-many", 1, tool_integer("LOCKS", args[0], 1, 1000000),
+                tool_seconds("SECONDS", args[1]));
+}
+
 static const struct workload {
     const char *name, *args; /* the arguments, as a usage error names them */
     int nargs;
@@ -907,8 +1188,12 @@ static const struct workload {
     {"multi", "LOCKS and N", 2, run_multi},
     {"election", "N", 1, run_election},
     {"async-many", "LOCKS", 1, run_async_many},
+    {"idle", "HOLDERS and SECONDS", 2, run_idle},
+    {"idle-many", "LOCKS and SECONDS", 2, run_idle_many},
 };
-#define WORKLOAD_NAMES "uncontended, contended, semaphore, herd, many, multi, election or async-many"
+#define WORKLOAD_NAMES                                                                          \
+    "uncontended, contended, semaphore, herd, many, multi, election, async-many, idle or "     \
+    "idle-many"
 #define TRY_HELP " (try 'zklock-bench --help')"
 
 /* The workload argv names, with its arguments checked, or a usage error. */
@@ -938,6 +1223,7 @@ int main(int argc, char **argv)
     static const struct option longs[] = {
         {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
         {"semaphore", no_argument, NULL, 'S'},
+        {"session-timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,                  TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -951,6 +1237,9 @@ int main(int argc, char **argv)
         case 'p': prefix = optarg; break;
         case 'W': warmup = (int)tool_integer("--warmup", optarg, 0, 1000000); break;
         case 'S': herd_leases = 1; break;
+        case 'T':
+            session_opts.timeout_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
         default:

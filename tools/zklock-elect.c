@@ -7,10 +7,12 @@
 #include "hold.h"
 
 #include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const char *tool_name = "zklock-elect";
 
@@ -25,7 +27,7 @@ static const char usage_text[] =
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                               then 127.0.0.1:2181)\n"
     "  -l, --listen                 follow the leader instead of campaigning\n"
-    "  -j, --json                   with -l: one JSON object per line\n"
+    "  -j, --json                   with -l: JSON Lines (one JSON object per line)\n"
     "      --kazoo                  kazoo's Election on the wire (default: Curator's\n"
     "                               LeaderLatch)\n"
     "  -t, --timeout SECONDS        give up if not leading within SECONDS (0: only if nobody\n"
@@ -52,7 +54,8 @@ static const char usage_text[] =
     "own that gets the signals sent to zklock-elect; if leadership is lost (the session\n"
     "expired, the node was deleted, or no word from ZooKeeper for nearly a session\n"
     "timeout: then before anyone else can lead), the group gets SIGTERM, then SIGKILL after\n"
-    "--kill-after, and zklock-elect exits with 75.\n"
+    "--kill-after, and zklock-elect exits with 75. If zklock-elect itself dies (kill -9,\n"
+    "the OOM killer), its watchdog stops the group before anyone else can lead.\n"
     "\n"
     "Exit status: COMMAND's; 0 when interrupted while leading without COMMAND (or while\n"
     "listening); the conflict code (1) at the timeout; 64 bad usage; 65 invalid path; 69\n"
@@ -89,6 +92,7 @@ static void parse(int argc, char **argv, struct options *o)
     };
     struct hold_options *h = &o->hold;
     int c;
+    bool dashes;
 
     *o = (struct options){.hold = hold_defaults('e')};
     opterr = 0;
@@ -124,8 +128,10 @@ static void parse(int argc, char **argv, struct options *o)
     if (strlen(h->identity) > ZKLOCK_DATA_MAX)
         tool_die(EXIT_USAGE, "VALUE: %zu bytes, more than the %d a node holds (try 'zklock-elect --help')",
                  strlen(h->identity), ZKLOCK_DATA_MAX);
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
+    dashes = optind < argc && strcmp(argv[optind], "--") == 0;
+    optind += dashes;
+    if (optind < argc)
+        hold_check_command(argv[optind], dashes, "zklock-elect", "PATH");
     h->command = optind < argc ? argv + optind : NULL;
 }
 
@@ -157,60 +163,105 @@ static void print_leader(const char *path, const char *value, size_t len, int64_
     fflush(stdout);
 }
 
-static bool same_leader(const char *a, size_t alen, int64_t at, const char *b, size_t blen,
-                        int64_t bt, bool first)
+/* What the listener has printed, and what ends it. */
+struct listener {
+    bool json;
+    bool printed;
+    char *shown; /* the value printed last (NULL: nobody) */
+    size_t shown_len;
+    int64_t shown_token;
+    int said;    /* the failure said last, while it lasts */
+    int refused; /* an ACL's refusal: the end, said by tool_read_failed */
+};
+
+static bool same_leader(const struct listener *ln, const char *value, size_t len, int64_t token)
 {
-    if (first || at != bt || (a == NULL) != (b == NULL))
+    if (!ln->printed || token != ln->shown_token || (value == NULL) != (ln->shown == NULL))
         return false;
-    return !a || (alen == blen && memcmp(a, b, alen) == 0);
+    return !value || (len == ln->shown_len && memcmp(value, ln->shown, len) == 0);
+}
+
+/* The follower's news: a leader, nobody, or why it cannot tell (a failure is
+ * said once while it lasts; the follower tries again by itself). Runs inside
+ * zklock_session_dispatch(), on the main thread. */
+static void on_leader(const char *path, const void *value, size_t len, int64_t token, void *ctx)
+{
+    struct listener *ln = ctx;
+
+    if (!value && token < 0) {
+        if (token == ZNOAUTH)
+            ln->refused = ZNOAUTH;
+        else if (token != ln->said)
+            tool_say("%s: %s (trying again)", path, zklock_strerror((int)token));
+        ln->said = (int)token;
+        return;
+    }
+    ln->said = ZKLOCK_OK;
+    if (same_leader(ln, value, len, token))
+        return;
+    print_leader(path, value, len, token, ln->json);
+    free(ln->shown);
+    ln->shown = value ? malloc(len + 1) : NULL;
+    if (value && !ln->shown)
+        tool_die(EXIT_OSERR, "out of memory");
+    if (value)
+        memcpy(ln->shown, value, len + 1); /* value[len] is a NUL */
+    ln->shown_len = len;
+    ln->shown_token = token;
+    ln->printed = true;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    interrupted = sig;
+}
+
+/* -l ends with a signal (exit 0). They are blocked from before the session
+ * opens, so that no thread of zklock's or ZooKeeper's takes them, and let in
+ * only while the main thread waits (ppoll), so that none is missed between
+ * a look at the flag and the wait. *waiting: the mask to wait with. */
+static void catch_interrupts(sigset_t *waiting)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: ppoll returns */
+    sigset_t block;
+
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        sigaction(sigs[i], &sa, NULL);
+        sigaddset(&block, sigs[i]);
+    }
+    pthread_sigmask(SIG_BLOCK, &block, waiting);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigdelset(waiting, sigs[i]);
 }
 
 /* Prints the leader, then again at every change (a new leader, a new value,
- * nobody), until a signal ends us. Nothing polls: zklock_queue_wait watches
- * the election and the leader's node. A failure is said once while it
- * lasts. */
+ * nobody), until a signal ends us. Nothing polls ZooKeeper and no thread
+ * waits: a follower (zklock_leader_follow) watches the election, and its news
+ * is dispatched here, in the loop. */
 static int listen_to(zklock_session_t *s, const char *path, bool json,
-                     const struct tool_security *sec)
+                     const struct tool_security *sec, const sigset_t *waiting)
 {
-    char *shown = NULL;
-    size_t shown_len = 0;
-    int64_t shown_token = 0;
-    int said = ZKLOCK_OK;
-    bool first = true;
+    struct listener ln = {.json = json};
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+    zklock_follow_t *f;
+    int rc = zklock_leader_follow(s, path, on_leader, &ln, &f);
 
-    for (;;) {
-        zklock_queue_t *q = NULL;
-        char *value = NULL;
-        size_t len = 0;
-        int64_t token = 0;
-        int rc = zklock_queue_read(s, path, &q);
-        if (rc == ZKLOCK_OK)
-            rc = zklock_leader(s, path, &value, &len, &token);
-        if (rc == ZNOAUTH)
-            return tool_read_failed(s, path, rc, sec);
-        if (rc != ZKLOCK_OK) {
-            struct timespec pause = {0, 500 * 1000 * 1000};
-            if (rc != said)
-                tool_say("%s: %s (trying again)", path, zklock_strerror(rc));
-            said = rc;
-            zklock_queue_free(q);
-            nanosleep(&pause, NULL); /* the session reconnects by itself */
-            continue;
-        }
-        said = ZKLOCK_OK;
-        if (!same_leader(value, len, token, shown, shown_len, shown_token, first)) {
-            print_leader(path, value, len, token, json);
-            free(shown);
-            shown = value;
-            shown_len = len;
-            shown_token = token;
-            value = NULL;
-        }
-        first = false;
-        free(value);
-        zklock_queue_wait(s, q, -1);
-        zklock_queue_free(q);
+    if (rc != ZKLOCK_OK)
+        tool_die(EXIT_OSERR, "cannot follow %s: %s", path, zklock_strerror(rc));
+    while (!interrupted && !ln.refused) {
+        if (ppoll(&p, 1, NULL, waiting) > 0)
+            zklock_session_dispatch(s);
     }
+    zklock_follow_stop(f);
+    free(ln.shown);
+    if (ln.refused)
+        return tool_read_failed(s, path, ln.refused, sec);
+    zklock_session_close(s);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -218,6 +269,7 @@ int main(int argc, char **argv)
     struct options o;
     zklock_session_opts_t so = {0};
     zklock_session_t *s;
+    sigset_t waiting;
 
     parse(argc, argv, &o);
     if (!o.listen)
@@ -228,7 +280,9 @@ int main(int argc, char **argv)
     tool_zk_log(o.hold.verbose);
     so.connect_timeout_ms = o.hold.connect_s > 0 ? (int)(o.hold.connect_s * 1000) : 1;
     so.timeout_ms = o.hold.session_ms;
+    so.dispatch = ZKLOCK_DISPATCH_POLL; /* the follower's news comes in our loop */
+    catch_interrupts(&waiting);
     s = tool_open(o.hold.servers, &so, &o.hold.sec);
     tool_security_forget(&o.hold.sec);
-    return listen_to(s, o.hold.path, o.json, &o.hold.sec);
+    return listen_to(s, o.hold.path, o.json, &o.hold.sec, &waiting);
 }

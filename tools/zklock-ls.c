@@ -25,7 +25,8 @@ static const char usage_text[] =
     "\n"
     "  -s, --servers HOSTS      ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                           then 127.0.0.1:2181)\n"
-    "  -j, --json               one JSON object per lock, on one line\n"
+    "  -j, --json               JSON Lines: one JSON object per lock, each on a line of\n"
+    "                           its own\n"
     "  -f, --follow             keep running and print a lock again whenever its queue\n"
     "                           changes, until interrupted (also --watch)\n"
     "  -R, --recursive          every lock at or below each PATH ('/': all of them); a lock\n"
@@ -43,9 +44,10 @@ static const char usage_text[] =
     "token the node holds or will hold), IDENTITY (the node's data: host:pid for zklock,\n"
     "the host address for Curator, the identifier for kazoo; up to its first NUL byte).\n"
     "A counting semaphore (zklock -n N, Curator's InterProcessSemaphoreV2, kazoo's\n"
-    "Semaphore) shows its leases, then the contenders in line for one (its acquisition\n"
-    "lock's nodes: the first one is taking a lease now, and a lease it made while it\n"
-    "waits for one to free shows as waiting).\n"
+    "Semaphore) shows its leases taken, then its contenders in line for one, a row each:\n"
+    "a node of its acquisition lock, or for the first in line the lease node it made\n"
+    "while it waits for a lease to free. --json has every node, and the counts\n"
+    "(\"taken\", \"in_line\").\n"
     "Node data cannot forge the output: in the table, control characters and bytes that\n"
     "are not UTF-8 are escaped (\\xNN, \\uXXXX, \\\\ for a backslash) and an identity longer\n"
     "than 80 characters is cut (...); --json is always valid JSON, in ASCII, with bytes\n"
@@ -103,6 +105,94 @@ static bool holds(const struct view *v, const zklock_node_t *n)
     return n->holds && !(v->head && n->session == v->head && v->line);
 }
 
+/* The table's rows, one per holder or contender, in the order served. */
+struct rows {
+    const zklock_node_t **node;
+    size_t count, holding;
+};
+
+static void add_row(struct rows *r, const zklock_node_t *n)
+{
+    r->node[r->count++] = n;
+}
+
+/* A lease node that does not hold yet, and is not in *used: the lease of
+ * a contender of session `session`, made while it waits for one to free. */
+static const zklock_node_t *waiting_lease(const struct view *v, int64_t session,
+                                          const bool *used, size_t *at)
+{
+    for (size_t i = 0; i < v->q->count; i++) {
+        const zklock_node_t *n = &v->q->nodes[i];
+        if (!used[i] && !holds(v, n) && n->session == session) {
+            *at = i;
+            return n;
+        }
+    }
+    return NULL;
+}
+
+/* A semaphore: its leases taken, then its contenders, one row each. A
+ * contender at the head of the line may have made its lease node already
+ * (it waits for a lease to free): that node is its row, not its node in
+ * the acquisition lock. A lease node of no contender in line (one that let
+ * the acquisition lock go as it made its lease) waits ahead of the line. */
+static void semaphore_rows(const struct view *v, struct rows *r, bool *used)
+{
+    const zklock_node_t **line = calloc(v->line->count + 1, sizeof *line);
+    size_t at;
+
+    if (!line)
+        tool_die(EXIT_OSERR, "out of memory");
+    for (size_t i = 0; i < v->line->count; i++) {
+        const zklock_node_t *lease = waiting_lease(v, v->line->nodes[i].session, used, &at);
+        if (lease)
+            used[at] = true;
+        line[i] = lease ? lease : &v->line->nodes[i];
+    }
+    for (size_t i = 0; i < v->q->count; i++)
+        if (holds(v, &v->q->nodes[i]))
+            add_row(r, &v->q->nodes[i]);
+    r->holding = r->count;
+    for (size_t i = 0; i < v->q->count; i++)
+        if (!used[i] && !holds(v, &v->q->nodes[i]))
+            add_row(r, &v->q->nodes[i]);
+    for (size_t i = 0; i < v->line->count; i++)
+        add_row(r, line[i]);
+    free(line);
+}
+
+/* The caller frees r->node. */
+static struct rows make_rows(const struct view *v)
+{
+    size_t most = v->q->count + (v->line ? v->line->count : 0);
+    struct rows r = {calloc(most ? most : 1, sizeof *r.node), 0, 0};
+    bool *used = calloc(v->q->count ? v->q->count : 1, sizeof *used);
+
+    if (!r.node || !used)
+        tool_die(EXIT_OSERR, "out of memory");
+    if (v->line) {
+        semaphore_rows(v, &r, used);
+    } else {
+        for (size_t i = 0; i < v->q->count; i++) {
+            add_row(&r, &v->q->nodes[i]);
+            r.holding += holds(v, &v->q->nodes[i]);
+        }
+    }
+    free(used);
+    return r;
+}
+
+/* A semaphore's counts, as the table's header says them: leases taken,
+ * contenders in line (one each, whatever nodes it has). */
+static void set_semaphore_counts(json_t *o, const struct view *v)
+{
+    struct rows r = make_rows(v);
+
+    set(o, "taken", json_integer((json_int_t)r.holding));
+    set(o, "in_line", json_integer((json_int_t)(r.count - r.holding)));
+    free(r.node);
+}
+
 static json_t *json_node(const zklock_node_t *n, bool held, size_t position, int64_t now)
 {
     json_t *o = json_object();
@@ -145,8 +235,10 @@ static void print_json(const struct view *v, int64_t now)
         tool_die(EXIT_OSERR, "out of memory");
     set(o, "path", json_text(v->path));
     set(o, "exists", json_boolean(q->exists));
-    if (v->line)
+    if (v->line) {
         set(o, "semaphore", json_true());
+        set_semaphore_counts(o, v);
+    }
     set(o, "ignored", json_integer((json_int_t)(v->line ? 0 : q->ignored)));
     append_nodes(nodes, v, q, 1, now);
     append_nodes(nodes, v, v->line, q->count + 1, now);
@@ -159,47 +251,47 @@ static void print_json(const struct view *v, int64_t now)
     json_decref(o);
 }
 
-static void print_rows(const struct view *v, const zklock_queue_t *q, size_t first, int64_t now)
+static void print_rows(const struct view *v, const struct rows *r, int64_t now)
 {
-    for (size_t i = 0; q && i < q->count; i++) {
-        const zklock_node_t *n = &q->nodes[i];
+    for (size_t i = 0; i < r->count; i++) {
+        const zklock_node_t *n = r->node[i];
         char age[32], *identity = tool_identity_text(n->identity, "-");
         tool_age(age, sizeof age, now - n->ctime_ms);
-        printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", first + i,
+        printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", i + 1,
                holds(v, n) ? "holds" : "waits", n->kind, n->seq, age, (long long)n->token, identity);
         free(identity);
     }
 }
 
-/* The table: one row per lock node, whatever the nodes hold (escaped). */
+/* The table: one row per holder or contender, whatever the nodes hold
+ * (escaped). */
 static void print_text(const struct view *v, int64_t now)
 {
     const zklock_queue_t *q = v->q;
     /* With -R the path comes from the server's node names. */
     char *path = tool_text_for_terminal(v->path, strlen(v->path), 0);
-    size_t holding = 0, count = q->count + (v->line ? v->line->count : 0);
+    struct rows r = make_rows(v);
+    size_t waiting = r.count - r.holding;
 
     if (!path)
         tool_die(EXIT_OSERR, "out of memory");
-    for (size_t i = 0; i < q->count; i++)
-        holding += holds(v, &q->nodes[i]);
     if (!q->exists)
         printf("%s  (no such lock)\n", path);
     else if (v->line)
-        printf("%s  (semaphore: %zu lease%s taken, %zu in line)\n", path, holding,
-               holding == 1 ? "" : "s", v->line->count);
+        printf("%s  (semaphore: %zu lease%s taken, %zu in line)\n", path, r.holding,
+               r.holding == 1 ? "" : "s", waiting);
     else if (q->count == 0)
         printf("%s  (free)\n", path);
     else
-        printf("%s  (%zu holding, %zu waiting)\n", path, holding, q->count - holding);
+        printf("%s  (%zu holding, %zu waiting)\n", path, r.holding, waiting);
     free(path);
-    if (count > 0)
+    if (r.count > 0)
         printf("  %-4s %-6s %-10s %-11s %-7s %-12s %s\n", "POS", "STATE", "MODE", "SEQ", "AGE",
                "TOKEN", "IDENTITY");
-    print_rows(v, q, 1, now);
-    print_rows(v, v->line, q->count + 1, now);
+    print_rows(v, &r, now);
     if (q->ignored && !v->line)
         printf("  (%zu other child node%s ignored)\n", q->ignored, q->ignored == 1 ? "" : "s");
+    free(r.node);
 }
 
 static void print_view(const struct view *v)

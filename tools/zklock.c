@@ -14,6 +14,7 @@ const char *tool_name = "zklock";
 static const char usage_text[] =
     "Usage: zklock [OPTION]... LOCKPATH [--] COMMAND [ARG]...\n"
     "Run COMMAND while holding the ZooKeeper lock LOCKPATH, like flock(1) across machines.\n"
+    "Options go before LOCKPATH.\n"
     "\n"
     "  -s, --servers HOSTS          ZooKeeper servers, host:port,... (default $ZKLOCK_SERVERS,\n"
     "                               then 127.0.0.1:2181)\n"
@@ -48,7 +49,8 @@ static const char usage_text[] =
     "                               COMMAND's group (SIGSTOP) and continue it (SIGCONT) when\n"
     "                               the session is back; default: continue (let it run)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
-    "                               who holds a busy lock; and the ZooKeeper client's warnings\n"
+    "                               who holds a busy lock, the connection lost and back;\n"
+    "                               and the ZooKeeper client's warnings\n"
     "  -q, --quiet                  print nothing but usage errors (the exit status tells)\n"
     "  -h, --help                   show this help and exit\n"
     "  -V, --version                show the version and exit\n"
@@ -62,9 +64,11 @@ static const char usage_text[] =
     "to zklock are passed on to that group. If the lock is lost while it runs (the session\n"
     "expired, the node was deleted, or ZooKeeper was not heard from for nearly a session\n"
     "timeout: then before any other client can take the lock), the group gets SIGTERM,\n"
-    "then SIGKILL after --kill-after: what COMMAND started is stopped too. On a terminal, COMMAND gets the\n"
-    "terminal while zklock is in the foreground: Ctrl-C reaches it once, Ctrl-Z stops it and\n"
-    "zklock, fg and bg continue both.\n"
+    "then SIGKILL after --kill-after: what COMMAND started is stopped too. If zklock\n"
+    "itself dies (kill -9, the OOM killer), its watchdog stops the group before the lock\n"
+    "can pass on (SIGKILL after at most a sixth of the session timeout). On a terminal,\n"
+    "COMMAND gets the terminal while zklock is in the foreground: Ctrl-C reaches it once,\n"
+    "Ctrl-Z stops it and zklock, fg and bg continue both.\n"
     "\n"
     "Exit status: COMMAND's (128+N if it died of signal N); the conflict code (1), silent\n"
     "unless -v, when the lock is busy or the timeout passed; 64 bad usage; 65 invalid lock\n"
@@ -118,6 +122,7 @@ static void parse(int argc, char **argv, struct hold_options *o)
         {NULL, 0, NULL, 0},
     };
     int c, modes = 0;
+    bool dashes;
 
     *o = hold_defaults('x');
     /* '+': options end at the lock path; what follows is the command's.
@@ -167,10 +172,11 @@ static void parse(int argc, char **argv, struct hold_options *o)
     o->path = argv[optind++];
     /* Options end at LOCKPATH ('+' above), so getopt leaves a "--" after it
      * alone; whoever writes one means it as getopt's. */
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
+    dashes = optind < argc && strcmp(argv[optind], "--") == 0;
+    optind += dashes;
     if (optind >= argc)
         usage_error("missing COMMAND");
+    hold_check_command(argv[optind], dashes, "zklock", "LOCKPATH");
     o->command = argv + optind;
     o->servers = tool_servers(o->servers);
 }

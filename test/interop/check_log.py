@@ -5,8 +5,9 @@ must exclude each other overlapped, whatever language each holder ran.
   check_log.py LOG [--expect-shared N] [--order ID,ID,...] [--count ID=N ...]
                [--leases N]
 
-Lines: "<ns> enter|leave ID MODE"; MODE read is shared, semN is a lease of
-a semaphore of N (at most N inside at once), anything else is exclusive.
+Lines: "<ns> enter|leave ID MODE" ("between" lines, a peer's pause, are
+skipped); MODE read is shared, semN is a lease of a semaphore of N (at most
+N inside at once), anything else is exclusive.
 --expect-shared N: at least N readers (or leases) were inside at once.
 Prints what it found; exits 1 on an overlap or a failed expectation."""
 import sys
@@ -34,6 +35,8 @@ def main():
     limit = None
     for line in open(path):
         ns, what, who, mode = line.split()
+        if what == "between":
+            continue  # a peer's pause between two iterations: no section
         if what == "enter":
             open_at[who] = (int(ns), mode)
         else:

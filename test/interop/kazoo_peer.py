@@ -11,13 +11,19 @@ iteration: acquire (60 s at most), append "<ns> enter ID MODE" to LOG, hold
 for HOLD_MS (or, with GOFILE, until that file exists), append
 "<ns> leave ID MODE", release. The lock's identifier is ID.
 With ITERATIONS 0: try once without waiting and print "busy" or "free".
+With KAZOO_PEER_BETWEEN=FILE in the environment, between two iterations
+append "<ns> between ID MODE" to LOG and wait (60 s at most) until FILE
+exists: one kazoo object, used again later, as a long-lived service would.
+
+A lock path zklock made is persistent where kazoo's layout has it so (kazoo
+never looks for a path again once it saw it): no NoNodeError is caught.
 """
 import os
 import sys
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import LockTimeout, NoNodeError
+from kazoo.exceptions import LockTimeout
 
 
 def log(path, line):
@@ -25,26 +31,17 @@ def log(path, line):
         f.write(line + "\n")
 
 
-def acquire(lock, timeout):
-    """kazoo makes the lock path, then its node under it. The path may be a
-    container zklock made, which the server removes once it is empty: if that
-    happens in between, kazoo's create fails with NoNodeError. Try again, as
-    an application of kazoo's must (docs/interop.md)."""
-    for _ in range(5):
-        try:
-            return lock.acquire(timeout=timeout)
-        except NoNodeError:
-            continue
-    return lock.acquire(timeout=timeout)
+def wait_file(path):
+    deadline = time.time() + 60
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.02)  # polls for the test's signal
 
 
 def lead(logfile, ident, mode, go, hold_ms):
     """One term: log it, hold it as the other modes hold their lock."""
     log(logfile, f"{time.time_ns()} enter {ident} {mode}")
     if go:
-        deadline = time.time() + 60
-        while not os.path.exists(go) and time.time() < deadline:
-            time.sleep(0.02)  # polls for the test's signal
+        wait_file(go)
     elif hold_ms:
         time.sleep(hold_ms / 1000)
     log(logfile, f"{time.time_ns()} leave {ident} {mode}")
@@ -75,29 +72,25 @@ def main():
         make = {"lock": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[mode]
         lock = make(path, ident)
     status = 0
+    between = os.environ.get("KAZOO_PEER_BETWEEN")
     if iterations == 0:
-        got = None
-        for _ in range(5):  # NoNodeError: see acquire()
-            try:
-                got = lock.acquire(blocking=False)
-                break
-            except NoNodeError:
-                continue
+        got = lock.acquire(blocking=False)
         print("free" if got else "busy")
         if got:
             lock.release()
-    for _ in range(iterations):
+    for i in range(iterations):
+        if between and i > 0:
+            log(logfile, f"{time.time_ns()} between {ident} {mode}")
+            wait_file(between)
         try:
-            acquire(lock, 60)
+            lock.acquire(timeout=60)
         except LockTimeout:
             print(f"kazoo_peer {ident}: timed out", file=sys.stderr)
             status = 1
             break
         log(logfile, f"{time.time_ns()} enter {ident} {mode}")
         if go:
-            deadline = time.time() + 60
-            while not os.path.exists(go) and time.time() < deadline:
-                time.sleep(0.02)  # polls for the test's signal
+            wait_file(go)
         elif hold_ms:
             time.sleep(hold_ms / 1000)
         log(logfile, f"{time.time_ns()} leave {ident} {mode}")

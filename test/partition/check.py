@@ -3,18 +3,25 @@
 scenario; run it by hand on a directory the rig kept: check.py DIR...).
 
 From a scenario's history (the clients' logs, the fenced storage's record,
-the faults injected and the sessions the servers expired) it proves:
-  - no two accepted critical sections of a lock overlap (a writer's span
-    of accepted writes contains no other holder's accepted operation, a
-    reader's none of a writer's), and no token is accepted from two holds;
-  - tokens are accepted in increasing order;
+the faults injected and the sessions the servers expired) it proves what
+the storage does not enforce (it accepts a token no lower than the highest
+it accepted, so "tokens accepted in increasing order" holds by construction
+and is not checked):
+  - no token is accepted from two holds, and no accepted operation lands
+    inside a newer conflicting hold (the storage lets a stale token in until
+    the newer holder writes: "acc.ov" in the rig's table);
+  - tokens grow with the order in which conflicting holds began;
   - no two believed holds overlap in time: a hold is believed from the
     moment zklock_acquire returned until on_lost or the release call
     (CLOCK_MONOTONIC, which every namespace shares); exclusive holds
     exclude every other, readers may share;
+  - no operation that went out past zklock_valid_until() by more than the
+    lease's margin (a twentieth of the session timeout, in which on_lost is
+    delivered) is accepted: fencing must refuse it;
   - no hold outlives, believed, its session's expiry on the server;
   - every hold that ended other than by a clean release was reported
-    (on_lost);
+    (on_lost), and so was every hold overtaken by a newer holder's accepted
+    operation (on_lost, or ZKLOCK_ELOST from the release);
   - no lock node is left on the server at the end;
   - progress after every heal (the rig measured it: some holder on every
     lock, and the healed clients themselves, acquire again);
@@ -23,7 +30,9 @@ the faults injected and the sessions the servers expired) it proves:
 A holder paused with SIGSTOP cannot be told anything while it is stopped:
 its overlaps are counted apart ("paused") and are not violations, and its
 margin is (the expiry, or the next holder) - (the end of its belief), told
-or released; the fencing tokens must still keep its writes out. So is an
+or released; the fencing tokens must still keep its writes out (its writes
+past valid_until, which it sent knowing its lease was over, are counted
+apart: "lapsed"). So is an
 acquire that returns, once the process runs again, on a session the server
 expired while it was stopped (counted: granted_on_expired); anywhere else
 that is a violation.
@@ -31,7 +40,8 @@ that is a violation.
 "Told first" margins, for every hold that was lost: (the next conflicting
 acquisition by another holder) - (the moment the holder stopped believing),
 and, where the leader's log shows the session's expiry, (the expiry) - (that
-moment). Positive: told first.
+moment). Positive: told first. test/checkers.sh feeds check_scenario synthetic
+histories with each violation (make check).
 """
 import json
 import os
@@ -41,66 +51,11 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import soak  # noqa: E402  (the clients' log lines)
+import soak  # noqa: E402  (the clients' logs, the storage's record, the checks both share)
+from soak import conflict, read_logs  # noqa: E402
 
 NS = 1_000_000_000
-
-
-class Hold:
-    def __init__(self, client, thread, n, lock, token, kind, sid, acq):
-        self.client, self.thread, self.n = client, thread, n
-        self.lock, self.token, self.kind, self.sid, self.acq = lock, token, kind, sid, acq
-        self.relstart = None    # the release call
-        self.rel = None         # what it returned
-        self.lost = None        # on_lost: when, and why
-        self.reason = None
-        self.lapsed = None      # a write was about to go out past zklock_valid_until
-        self.paused = False
-
-    @property
-    def who(self):
-        return f"{self.client}-{self.thread}#{self.n}"
-
-    @property
-    def holder(self):
-        return (self.client, self.thread)
-
-    @property
-    def end(self):
-        """The end of the belief: on_lost or the release call, whichever first."""
-        ends = [t for t in (self.lost, self.relstart) if t is not None]
-        return min(ends) if ends else None
-
-
-def read_logs(dirname):
-    """The holds and the session events (CONN lines) of a scenario."""
-    holds, current, conns = [], {}, []
-    for ns, client, thread, event, lock, token, n, detail in soak.log_records(dirname):
-        ns, key = int(ns), (client, thread, n)
-        if event == "CONN":
-            state, _, server = detail.partition("@")
-            conns.append((ns, client, thread, int(token), state, server))
-        elif event == "ACQ":
-            kind, sid = (detail.split(":") + ["0"])[:2]
-            current[key] = Hold(client, thread, int(n), int(lock), int(token), kind,
-                                int(sid, 16), ns)
-            holds.append(current[key])
-        elif key in current:
-            h = current[key]
-            if event == "LOST" and h.lost is None:
-                h.lost, h.reason = ns, detail
-            elif event == "RELSTART":
-                h.relstart = ns
-            elif event == "REL":
-                h.rel = detail
-            elif event == "LAPSED":
-                h.lapsed = ns
-    conns.sort()
-    return holds, conns
-
-
-def conflict(a, b):
-    return a == "X" or b == "X"
+SESSION_MS = 4000  # rig.py's, for a record that does not say
 
 
 def spread(values):
@@ -112,16 +67,6 @@ def spread(values):
 
 def fmt_spread(s):
     return "-" if s is None else f"{s[0]:+.2f} / {s[1]:+.2f} / {s[2]:+.2f}"
-
-
-def mark_paused(holds, events):
-    for ev in events:
-        if ev["kind"] != "pause":
-            continue
-        for h in holds:
-            end = h.end if h.end is not None else float("inf")
-            if h.client in ev["clients"] and h.acq < ev["t1"] and end > ev["t0"]:
-                h.paused = True
 
 
 def granted_on_expired(holds, events, expiries, v):
@@ -146,55 +91,6 @@ def granted_on_expired(holds, events, expiries, v):
     return found
 
 
-def believed_overlaps(holds):
-    """Pairs of conflicting holds of one lock whose believed intervals overlap."""
-    pairs = []
-    by_lock = defaultdict(list)
-    for h in holds:
-        by_lock[h.lock].append(h)
-    for hs in by_lock.values():
-        hs.sort(key=lambda h: h.acq)
-        active = []
-        for h in hs:
-            active = [a for a in active if a.end is None or a.end > h.acq]
-            for a in active:
-                if a.holder != h.holder and conflict(a.kind, h.kind):
-                    pairs.append((a, h))
-            active.append(h)
-    return pairs
-
-
-def accepted_overlaps(history, kinds):
-    """Accepted operations that fall inside a conflicting hold's span of
-    accepted operations, per lock in the storage's order; and the token
-    rules. kinds: who -> X/S."""
-    problems = []
-    by_lock = defaultdict(list)
-    for ns, lock, token, who, ok, op in history:
-        if ok:
-            by_lock[lock].append((token, who, op))
-    for lock, ops in by_lock.items():
-        span, owner = {}, {}
-        highest = highest_write = 0
-        for i, (token, who, op) in enumerate(ops):
-            span.setdefault(who, [i, i])[1] = i
-            if owner.setdefault(token, who) != who:
-                problems.append(f"lock {lock}: token {token} accepted from {owner[token]} and {who}")
-            if token < (highest_write if op == "R" else highest):
-                problems.append(f"lock {lock}: token {token} ({op}) accepted after {highest}")
-            highest = max(highest, token)
-            if op == "W":
-                highest_write = max(highest_write, token)
-        seen = set()
-        for i, (token, who, op) in enumerate(ops):
-            for other, (first, last) in span.items():
-                if other != who and first < i < last and (other, who) not in seen and \
-                        conflict(kinds.get(other, "X"), "X" if op == "W" else "S"):
-                    seen.add((other, who))
-                    problems.append(f"lock {lock}: {who}'s accepted {op} inside {other}'s critical section")
-    return problems
-
-
 def first_expiry(expiries, sid, after):
     times = [t for t, s in expiries if s == sid and t >= after]
     return min(times) if times else None
@@ -204,26 +100,27 @@ def check_scenario(d):
     """d: the scenario's record (rig.py's scenario.json). Returns (stats, violations)."""
     dirname = d["dir"]
     holds, conns = read_logs(dirname)
-    history = [tuple(e) for e in d["history"]]
+    ops = soak.read_history(d["history"])
     events = d["events"]
     expiries = [tuple(e) for e in d["expiries"]]
-    mark_paused(holds, events)
+    soak.mark_faults(holds, events)
     v = []
     on_expired = granted_on_expired(holds, events, expiries, v)
 
-    # accepted critical sections and tokens
-    kinds = {h.who: h.kind for h in holds}
-    acc = accepted_overlaps(history, kinds)
+    # what the storage does not enforce
+    inside, inside_paused = soak.accepted_inside_newer_holds(ops, holds)
+    acc = soak.tokens_from_two_holds(ops) + inside
     v += acc
+    order = soak.token_order(holds)
+    v += order
+    margin_us = d.get("session_ms", SESSION_MS) * 1000 // 20
+    lapsed, lapsed_within, lapsed_paused = soak.lapsed_accepted(ops, holds, margin_us)
+    v += lapsed
+    v += soak.overtaken_not_told(holds, ops)[2]
 
     # believed holds
-    pairs = believed_overlaps(holds)
-    paused_pairs = [(a, b) for a, b in pairs if a.paused or b.paused]
-    for a, b in pairs:
-        if not (a.paused or b.paused):
-            both = min(a.end or float("inf"), b.end or float("inf")) - b.acq
-            v.append(f"lock {a.lock}: {a.who} ({a.kind}) and {b.who} ({b.kind}) believed they held "
-                     f"together for {both / 1e6:.0f} ms")
+    overlaps, paused_pairs = soak.overlap_violations(holds)
+    v += overlaps
 
     # every hold ends; every loss is told; no belief past the session's end
     margins_next, margins_exp, paused_margins = [], [], []
@@ -292,7 +189,9 @@ def check_scenario(d):
             if not moved or lost_session:
                 v.append(f"{c}-{th}: cut off from its server {ev['server']}, it did not move to "
                          f"another with its session ({'expired' if lost_session else 'no reconnection'})")
-    if d["leftover"] != 0:
+    if d["leftover"] is None:
+        v.append("the lock nodes left on the server could not be counted")
+    elif d["leftover"] != 0:
         v.append(f"{d['leftover']} lock node(s) left on the server")
     for c in d.get("stuck", []):
         v.append(f"client {c} did not stop on SIGTERM")
@@ -312,13 +211,18 @@ def check_scenario(d):
         "handoffs": handoffs,
         "faults": sum(ev.get("count", 1) for ev in events),
         "losses": dict(reasons),
-        "believed_overlaps": len(pairs) - len(paused_pairs),
+        "believed_overlaps": len(overlaps),
         "paused_overlaps": len(paused_pairs),
         "accepted_overlaps": len(acc),
-        "refused": sum(1 for e in history if not e[4]),
+        "accepted_inside_paused": len(inside_paused),
+        "token_order": len(order),
+        "refused": sum(1 for o in ops if not o.ok),
         "granted_on_expired": len(on_expired),
         "lapsed": sum(1 for h in holds if h.lapsed is not None and (h.lost is None or h.lapsed < h.lost)),
-        "nodes_left": d["leftover"],
+        "lapsed_accepted": len(lapsed),
+        "lapsed_accepted_within_margin": lapsed_within,
+        "lapsed_accepted_paused": lapsed_paused,
+        "nodes_left": d["leftover"] or 0,  # None (not counted) is a violation above
         "released_first": released_first,
         "margins_next": margins_next,
         "margins_expiry": margins_exp,

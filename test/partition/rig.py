@@ -414,8 +414,7 @@ class Rig:
         """Lock nodes left under root, once every session that could hold one has ended."""
         deadline = time.monotonic() + 2 * SESSION_MS / 1000 + 15
         while True:
-            r = run(*self.net.exec("c1", [self.a.client, "--ephemerals", self.hosts, root]), check_rc=False)
-            n = int(r.stdout.strip() or -1)
+            n = soak.count_leftover(self.net.exec("c1", [self.a.client, "--ephemerals", self.hosts, root]))
             if n == 0 or time.monotonic() > deadline:
                 return n
             time.sleep(0.5)
@@ -618,6 +617,7 @@ class Rig:
             "name": name, "dir": sdir, "t_start": t_start, "t_end": mono(),
             "history": storage.history, "events": events,
             "leftover": self.leftover(root), "stuck": stuck, "crashed": crashed,
+            "session_ms": SESSION_MS,
         }
         record["expiries"] = [e for e in self.zk.expiries(self.offset_s) if e[0] >= t_start]
         with open(os.path.join(sdir, "scenario.json"), "w") as out:
