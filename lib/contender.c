@@ -18,8 +18,12 @@ struct lost_callback {
     struct zkl_callback cb;
     zklock_t *l;
     int reason;
+    int64_t token; /* of the hold it reports (zklock_lost_token) */
     bool ran;
 };
+
+/* The on_lost the calling thread is running, if any. */
+static __thread const struct lost_callback *reporting;
 
 static bool lost_begin(struct zkl_callback *cb)
 {
@@ -34,7 +38,11 @@ static bool lost_begin(struct zkl_callback *cb)
 static void lost_run(struct zkl_callback *cb)
 {
     struct lost_callback *lc = (struct lost_callback *)cb;
+    const struct lost_callback *outer = reporting; /* a callback may run others (zklock_free) */
+
+    reporting = lc;
     lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
+    reporting = outer;
 }
 
 static void lost_end(struct zkl_callback *cb)
@@ -52,7 +60,7 @@ static void lost_end(struct zkl_callback *cb)
 
 static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
 
-static void queue_lost(zklock_t *l, int reason)
+static void queue_lost(zklock_t *l, int reason, int64_t token)
 {
     struct lost_callback *lc;
 
@@ -62,8 +70,22 @@ static void queue_lost(zklock_t *l, int reason)
     lc->cb.owner = l;
     lc->l = l;
     lc->reason = reason;
+    lc->token = token;
     l->refs++;
     zklock__dispatch_push(l->s, &lc->cb);
+}
+
+/* A blocking acquisition's outcome goes straight to its thread, on_lost
+ * through the callback queue: a new hold of l can be granted (and
+ * zklock_acquire return) before the on_lost of an older one has run. The
+ * token tells the two apart. Reads only what the running callback owns:
+ * no lock needed. */
+int zklock_lost_token(const zklock_t *l, int64_t *token)
+{
+    if (!l || !token || !reporting || reporting->l != l)
+        return ZKLOCK_EINVAL;
+    *token = reporting->token;
+    return ZKLOCK_OK;
 }
 
 /* ---- list membership and lifetime ---------------------------------------- */
@@ -337,7 +359,19 @@ static void report_lost(zkl_contender_t *c, int reason)
         return; /* a recipe's own hold: its recipe deals with the loss */
     c->lost_reason = reason;
     session_of(c)->stats.lost++;
-    queue_lost(c->l, reason);
+    queue_lost(c->l, reason, c->czxid);
+}
+
+/* Is the loss of c's hold to be told? A multi-lock's member holds as part
+ * of its multi-lock's hold (zklock.h): its loss is told only if the
+ * multi-lock held (holds, lost it, is being released). While the
+ * multi-lock still waits, or gave up, its owner never had the member's
+ * hold: the multi-lock queues again, or is over (recipes/multi.c). */
+static bool loss_owed(const zkl_contender_t *c)
+{
+    const zkl_contender_t *p = c->parent;
+
+    return !p || p->phase == ZKL_HELD || p->phase == ZKL_LOST || p->releasing;
 }
 
 static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
@@ -371,7 +405,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
-    if (reason)
+    if (reason && loss_owed(c))
         report_lost(c, reason);
     wake(c);
     lose_heirs_of(c, reason, unconfirmed);
@@ -412,7 +446,7 @@ static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
  * session lives. The hold is over for the owner at once either way. */
 void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
 {
-    c->loss_unconfirmed = !c->waiting;
+    c->loss_unconfirmed = !c->waiting && loss_owed(c); /* decided now: the parent moves on */
     c->loss_fallback = fallback;
     zklock__lose(c, 0);
 }
@@ -430,7 +464,8 @@ void zklock__confirm_loss(zkl_contender_t *c, int reason)
 void zklock__release_found_lost(zkl_contender_t *c, int reason)
 {
     c->result = ZKLOCK_ELOST;
-    report_lost(c, reason);
+    if (loss_owed(c))
+        report_lost(c, reason);
 }
 
 void zklock__give_up(zkl_contender_t *c, int rc)

@@ -418,8 +418,8 @@ void zklock__step(zkl_contender_t *c)
         zklock__arm_own_watch(c);
     if (c->busy || c->phase != ZKL_QUEUING)
         return;
-    if (c->by_parent && !c->node && !c->create_unknown)
-        return; /* its parent starts it, or makes its node */
+    if (c->by_parent && !c->heir && !c->node && !c->create_unknown)
+        return; /* its parent starts it, or makes its node (a heir makes its own) */
     if (c->create_unknown)
         send_recovery(c);
     else if (!c->node && c->l->recipe->may_create && !c->l->recipe->may_create(c))

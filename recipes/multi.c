@@ -24,6 +24,15 @@
  * The creates of a zoo_multi return no Stat: the fencing token (the nodes'
  * creation zxid, the transaction's, the same for all of them) is read with
  * one exists on one of them, before M holds.
+ *
+ * That order holds only while M's nodes are the ones its transaction made.
+ * When a member's place goes while M waits (its node deleted by hand, its
+ * hold lost to the session's end or the lease), every member lets go of
+ * what it has (holds released, places given up) and M queues them all again
+ * in one new transaction, once the old nodes are gone: a member queued
+ * again alone, at the back, while the others kept their places, made M wait
+ * for a later multi-lock on one lock while that one waited for M on
+ * another (issue 21).
  */
 #include "../lib/engine.h"
 
@@ -67,8 +76,26 @@ static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
     if (!m)
         return NULL;
     m->owner = c->owner;
-    m->by_parent = true; /* M makes its node, or starts it in its turn */
+    m->by_parent = true; /* M makes its node (a heir its own), or starts it in its turn */
     zklock__adopt(c, m, member_decided);
+    return m;
+}
+
+/* A new contender in the place of member `old`: a downgrade heir is one
+ * again while its writer holds by the node it was made beside (as
+ * zklock__requeue_own keeps it), else a plain reader that M's next
+ * transaction queues with the others. */
+static zkl_contender_t *new_member_like(zkl_contender_t *c, const zkl_contender_t *old)
+{
+    zkl_contender_t *m = new_member(c, old->l);
+
+    if (!m || !old->heir || !zklock__writer_still_holds(old))
+        return m;
+    if (!(m->heir_of = strdup(old->heir_of)))
+        return NULL; /* M gives up: its ending lets m go with the others */
+    m->heir = true;
+    m->heir_seq = old->heir_seq;
+    m->heir_token = old->heir_token;
     return m;
 }
 
@@ -102,9 +129,13 @@ static void member_decided(zkl_contender_t *m, int rc)
 static void enqueued(int rc, const void *data);
 static void token_read(int rc, const struct Stat *st, const void *data);
 
+/* M's round (c->recipe_state): its members' nodes are still to be made, or
+ * the transaction that makes them went out (its outcome maybe unknown). */
+enum { ROUND_FRESH, ROUND_SENT };
+
 static bool enqueued_by_m(const zkl_contender_t *m)
 {
-    return m->by_parent && !in_turn(m->l) && !m->let_go;
+    return m->by_parent && !in_turn(m->l) && !m->let_go && !m->heir;
 }
 
 /* How many lock members wait for M to make their node; *busy if one of
@@ -164,6 +195,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
         zklock__op_refused(c, rc);
         return;
     }
+    c->recipe_state = ROUND_SENT;
     for (int i = 0; i < e->n; i++) {
         e->who[i]->busy++; /* its node is being made: nothing else for it meanwhile */
         zklock__send_list(e->who[i]); /* answered after the transaction: it is in */
@@ -192,7 +224,10 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     if (transient(rc)) {
         for (int i = 0; i < e->n; i++)
             e->who[i]->create_unknown = true; /* each looks for its node by its prefix */
-    } else if (m && why == ZNONODE && m->parent_rc == 0) {
+        return;
+    }
+    c->recipe_state = ROUND_FRESH; /* refused: it made nothing */
+    if (m && why == ZNONODE && m->parent_rc == 0) {
         /* Its lock path is missing (maybe others' too: only the first
          * failure is told): all of them are made first next time. */
         for (int i = 0; i < e->n; i++)
@@ -274,26 +309,89 @@ static void read_token(zkl_contender_t *c, zkl_contender_t *m)
         zklock__op_refused(c, rc);
 }
 
-/* ---- M's steps ---------------------------------------------------------------------------- */
+/* ---- a member's place goes while M waits: all queue again ------------------------------- */
 
-/* A member whose hold or place went with an old session (or by hand) while
- * M still waits: a new contender takes its place. */
-static bool replace_lost_members(zkl_contender_t *c)
+/* Has member m lost the place M's round gave it? Its hold went (its node
+ * deleted, the session's end, the lease), or its node did while it waited,
+ * once the round's transaction was sent. A heir holds by its writer's
+ * place (the engine makes it again while the writer holds); a semaphore's
+ * lease is taken in its own turn. */
+static bool lost_place(const zkl_contender_t *c, const zkl_contender_t *m)
+{
+    if (m->phase == ZKL_LOST || m->phase == ZKL_GONE)
+        return true;
+    if (in_turn(m->l) || m->heir)
+        return false;
+    return c->recipe_state == ROUND_SENT && !m->node;
+}
+
+/* Has a member lost its place? Not known while one still looks for its
+ * node after a lost reply (the transaction made all of them, or none). */
+static bool place_lost(const zkl_contender_t *c)
+{
+    bool lost = false;
+
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub) {
+        if (m->let_go)
+            continue;
+        if (m->create_unknown)
+            return false;
+        lost |= lost_place(c, m);
+    }
+    return lost;
+}
+
+/* Has member m anything on the server: a hold, a node, maybe one (a lost
+ * reply), a lease being taken? */
+static bool has_place(const zkl_contender_t *m)
+{
+    return m->phase == ZKL_HELD || m->node || m->create_unknown || (in_turn(m->l) && m->waiting);
+}
+
+/* Every member with a place lets go of it (a hold is released, a place
+ * given up: its node deleted in the background) and a new contender takes
+ * over; so does one whose hold or place is gone. Those with nothing on the
+ * server stay. The next transaction queues them all (multi_step: once the
+ * old nodes are gone). A member that keeps vanishing costs one round per
+ * loss: the new round is fresh until its transaction goes out. */
+static bool requeue_all(zkl_contender_t *c)
 {
     for (zkl_contender_t *m = c->subs, *next; m; m = next) {
-        zklock_t *member = m->l;
+        bool gone = m->phase == ZKL_LOST || m->phase == ZKL_GONE;
         next = m->next_sub;
-        if (m->let_go || (m->phase != ZKL_LOST && m->phase != ZKL_GONE))
+        if (m->let_go || (!gone && !has_place(m)))
             continue;
-        zklock__disown(c, m);
-        zklock__reap(m);
-        if (!new_member(c, member)) {
+        if (!new_member_like(c, m)) {
             zklock__give_up(c, ZKLOCK_ENOMEM);
             return false;
         }
+        if (gone) {
+            zklock__disown(c, m);
+            zklock__reap(m);
+        } else {
+            zklock__let_go(c, m); /* may free m */
+        }
     }
+    c->recipe_state = ROUND_FRESH;
     return true;
 }
+
+/* Members let go by requeue_all whose calls are not decided yet: the new
+ * round's nodes must not queue behind their old ones. Each is disowned when
+ * decided: once its node is deleted or its session over, or, given up while
+ * disconnected, at once; its delete then goes out on the reconnection
+ * before M's transaction (engine_resumed steps newer contenders first, and
+ * a session's requests are applied in order). Even behind one, a new node
+ * only waits for a delete that waits for nothing. */
+static bool old_round_pending(const zkl_contender_t *c)
+{
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (m->let_go)
+            return true;
+    return false;
+}
+
+/* ---- M's steps ---------------------------------------------------------------------------- */
 
 /* Starts what has not started: every lock member at once (the transaction
  * makes their nodes; a downgrade heir makes its own), each semaphore member
@@ -342,8 +440,10 @@ static bool multi_step(zkl_contender_t *c)
     int n;
     int64_t token;
 
-    if (!replace_lost_members(c))
+    if (place_lost(c) && !requeue_all(c))
         return false;
+    if (old_round_pending(c))
+        return false; /* stepped again as each goes (zklock__event_end) */
     start_members(c, mu);
     if (c->phase != ZKL_QUEUING)
         return false;
@@ -399,8 +499,8 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
             rc = ZKLOCK_EDEADLK;
         else if (!(m = new_member(c, member)))
             rc = ZKLOCK_ENOMEM;
-        else if (member->recipe->prepare && (rc = member->recipe->prepare(member, m)) == 0)
-            m->by_parent = !m->heir; /* a heir makes its own node */
+        else if (member->recipe->prepare)
+            rc = member->recipe->prepare(member, m); /* a heir makes its own node */
     }
     if (rc)
         multi_ending(c); /* nothing started: the members go at once */
