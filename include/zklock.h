@@ -28,8 +28,9 @@
  *    callback the asynchronous calls (zklock_acquire_async,
  *    zklock_release_async, zklock_proclaim_async, zklock_leader_follow,
  *    zklock_follow_stop), zklock_cancel(), zklock_hold_count(),
- *    zklock_fence(), zklock_check_op() and a handle-owned zklock_release()
- *    (which returns at once) work; a timed zklock_acquire() answers
+ *    zklock_fence(), zklock_check_op(), a handle-owned zklock_release()
+ *    (which returns at once) and, in on_lost, zklock_lost_token() work; a
+ *    timed zklock_acquire() answers
  *    ZKLOCK_EDEADLK and a thread-owned one ZKLOCK_EOWNER; zklock_free()
  *    waits for nothing; zklock_session_close() must not be called
  *    (zklock(3), THREADS AND CALLBACKS). On ZooKeeper's completion thread
@@ -393,7 +394,19 @@ typedef struct zklock_opts {
      * session timeout sees its node deleted before it hears of the
      * expiry): the call can come one round trip after the hold count
      * dropped to 0. Not called for holds that zklock_session_close() or
-     * zklock_free() end. May be NULL. */
+     * zklock_free() end. May be NULL.
+     * Terms: a blocking zklock_acquire() returns on its own thread, on_lost
+     * runs among the session's callbacks, so an acquisition can return a
+     * new hold of l (a new term) before the on_lost of an earlier hold of
+     * l has run (with ZKLOCK_DISPATCH_POLL, always, until the loop
+     * dispatches). That on_lost is queued before the later hold is
+     * granted: it runs before the later acquisition's done callback, and
+     * in the first zklock_session_dispatch() after the blocking call
+     * returned. Inside on_lost, zklock_lost_token() gives the token of the
+     * hold being reported: compare it with the token of the hold the
+     * application acts on (zklock_fence() after the acquisition; for a
+     * thread-owned l the callback's thread holds nothing, so keep that
+     * token where the callback can read it). */
     void (*on_lost)(zklock_t *l, int reason, void *ctx);
     void *ctx;
     /* ZKLOCK_WIRE_CURATOR (default) or ZKLOCK_WIRE_KAZOO. */
@@ -415,6 +428,14 @@ typedef struct zklock_opts {
  * ZKLOCK_ENOMEM. Does not talk to ZooKeeper. */
 ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
                                 const char *path, const zklock_opts_t *opts);
+
+/* Inside on_lost for l: *token = the fencing token of the hold being
+ * reported (what zklock_fence() gave for it; for a multi-lock, the largest
+ * of its members'), so that the callback can tell the loss of an earlier
+ * hold from the loss of the one held now (see on_lost: "Terms").
+ * Errors: ZKLOCK_EINVAL (NULL, or not called from inside an on_lost of l).
+ * Non-blocking. */
+ZKLOCK_API int zklock_lost_token(const zklock_t *l, int64_t *token);
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)
@@ -681,7 +702,9 @@ ZKLOCK_API int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const c
  * term starts with the identity again. Leadership is granted only on a node
  * of the current ZooKeeper session (never on one of an old session, nor on
  * one a lost reply may have made for someone else), and a participant whose
- * session expired hears of it (on_lost) before it can lead again.
+ * session expired is told (on_lost) before a later term of its handle is
+ * granted; a blocking campaign can return before that on_lost has run, and
+ * zklock_lost_token() in on_lost says which term it reports.
  * On the wire: Curator's LeaderLatch (<path>/_c_<uuid>-latch-<seq>), or
  * kazoo's Election (a kazoo Lock: <path>/<hex>__lock__<seq>) with
  * ZKLOCK_WIRE_KAZOO. Curator's LeaderSelector is an InterProcessMutex: a
@@ -792,7 +815,9 @@ ZKLOCK_API void zklock_follow_stop(zklock_follow_t *f);
  * the members; zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
  * hold_count, valid_until, cancel, the asynchronous calls and on_lost work on
  * m as on any zklock_t; if a member's hold is lost, m's is (on_lost of m, and
- * of the member), and the other members are released.
+ * of the member), and the other members are released. A member's on_lost
+ * tells only of a hold that was part of m's: a member that held while m
+ * still waited, and lost that hold, is not reported (m queues it again).
  *
  * Deadlock-free: m puts a node in every member's queue with one ZooKeeper
  * transaction, so two multi-locks are queued in the same order in every queue

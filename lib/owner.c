@@ -113,8 +113,12 @@ struct lost_callback {
     struct zkl_callback cb;
     zklock_t *l;
     int reason;
+    int64_t token; /* of the hold it reports (zklock_lost_token) */
     bool ran;
 };
+
+/* The on_lost the calling thread is running, if any. */
+static __thread const struct lost_callback *reporting;
 
 static bool lost_begin(struct zkl_callback *cb)
 {
@@ -129,7 +133,11 @@ static bool lost_begin(struct zkl_callback *cb)
 static void lost_run(struct zkl_callback *cb)
 {
     struct lost_callback *lc = (struct lost_callback *)cb;
+    const struct lost_callback *outer = reporting; /* a callback may run others (zklock_free) */
+
+    reporting = lc;
     lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
+    reporting = outer;
 }
 
 static void lost_end(struct zkl_callback *cb)
@@ -147,7 +155,7 @@ static void lost_end(struct zkl_callback *cb)
 
 static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
 
-static void queue_lost(zklock_t *l, int reason)
+static void queue_lost(zklock_t *l, int reason, int64_t token)
 {
     struct lost_callback *lc;
 
@@ -157,6 +165,7 @@ static void queue_lost(zklock_t *l, int reason)
     lc->cb.owner = l;
     lc->l = l;
     lc->reason = reason;
+    lc->token = token;
     l->refs++;
     zklock__dispatch_push(l->s, &lc->cb);
 }
@@ -167,7 +176,20 @@ void zklock__tell_lost(zkl_contender_t *c, int reason)
         return; /* a recipe's own hold: its recipe deals with the loss */
     c->lost_reason = reason;
     session_of(c)->stats.lost++;
-    queue_lost(c->l, reason);
+    queue_lost(c->l, reason, c->czxid);
+}
+
+/* A blocking acquisition's outcome goes straight to its thread, on_lost
+ * through the callback queue: a new hold of l can be granted (and
+ * zklock_acquire return) before the on_lost of an older one has run. The
+ * token tells the two apart. Reads only what the running callback owns:
+ * no lock needed. */
+int zklock_lost_token(const zklock_t *l, int64_t *token)
+{
+    if (!l || !token || !reporting || reporting->l != l)
+        return ZKLOCK_EINVAL;
+    *token = reporting->token;
+    return ZKLOCK_OK;
 }
 
 /* ---- starting calls ------------------------------------------------------------------ */

@@ -72,6 +72,18 @@ static void gone(zkl_contender_t *c)
     zklock__set_phase(c, ZKL_GONE, "its node is gone");
 }
 
+/* Is the loss of c's hold to be told? A multi-lock's member holds as part
+ * of its multi-lock's hold (zklock.h): its loss is told only if the
+ * multi-lock held (holds, lost it, is being released). While the
+ * multi-lock still waits, or gave up, its owner never had the member's
+ * hold: the multi-lock queues again, or is over (recipes/multi.c). */
+static bool loss_owed(const zkl_contender_t *c)
+{
+    const zkl_contender_t *p = c->parent;
+
+    return !p || p->phase == ZKL_HELD || p->phase == ZKL_LOST || p->releasing;
+}
+
 /* A held lock is gone. If the owner is still inside zklock_acquire() it
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
@@ -86,7 +98,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c); /* (a writer's heirs are lost with it: rwlock.c) */
-    if (reason)
+    if (reason && loss_owed(c))
         zklock__tell_lost(c, reason);
 }
 
@@ -97,7 +109,7 @@ void zklock__lose(zkl_contender_t *c, int reason)
  * session lives. The hold is over for the owner at once either way. */
 void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
 {
-    c->loss_unconfirmed = !c->waiting;
+    c->loss_unconfirmed = !c->waiting && loss_owed(c); /* decided now: the parent moves on */
     c->loss_fallback = fallback;
     zklock__lose(c, 0);
 }
@@ -115,7 +127,8 @@ static void confirm_loss(zkl_contender_t *c, int reason)
 static void release_found_lost(zkl_contender_t *c, int reason)
 {
     c->result = ZKLOCK_ELOST;
-    zklock__tell_lost(c, reason);
+    if (loss_owed(c))
+        zklock__tell_lost(c, reason);
 }
 
 bool zklock__become_holder(zkl_contender_t *c)
@@ -874,8 +887,8 @@ static void step_queuing(zkl_contender_t *c)
 {
     if (c->busy || c->phase != ZKL_QUEUING)
         return;
-    if (c->by_parent && !c->node && !c->create_unknown)
-        return; /* its parent starts it, or makes its node */
+    if (c->by_parent && !zklock__inherits(c) && !c->node && !c->create_unknown)
+        return; /* its parent starts it, or makes its node (a heir makes its own) */
     if (c->create_unknown)
         send_recovery(c);
     else if (!c->node && c->l->recipe->may_create && !c->l->recipe->may_create(c))

@@ -50,6 +50,7 @@ b-owner     p1_belief    -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -
 b-lease     p2_orphan    -DNK=2 -DROUNDS0=1 -DLOSSES=1 -DBROKEN_LEASE_CLEANUP
 b-heirlost  p2_orphan    -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DBROKEN_HEIR_ORPHAN
 b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
+b-multi     p3_progress  -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1 -DBROKEN_MULTI_REQUEUE
 EOF
 }
 
@@ -65,6 +66,7 @@ rwlock      pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DLOSSES=1 -DLEXPIR
 rwopdel     pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 rwlost      pass         -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1
 sticky      pass         -DNK=1 -DROUNDS0=1 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
+multi       pass         -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1
 b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
     broken
@@ -86,6 +88,10 @@ rwprogress  ltl          -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES
 rwreader    pass         -DSCEN=2 -DREADER -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1
 sticky      pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DSTICKY_PREFIX
 owner       pass         -DNK=2 -DROUNDS0=2 -DLOSSES=2 -DLEXPIRES=1 -DLIMBOS=1 -DBROKEN_OWNER_CHECK
+multi       pass         -DSCEN=3 -DNK=3 -DROUNDS0=1 -DOPDELS=1
+multidel    pass         -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=2
+multiloss   pass         -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1 -DLOSSES=1 -DEXPIRES=1
+multiprogress ltl        -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1
 b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
 EOF
     broken
@@ -103,7 +109,9 @@ features="1:a hold by the fast path
 9:the owner check refused a node of an older session (STICKY_PREFIX only)
 10:a writer found a heir ahead of it
 11:the fast path refused by the zxid gap alone
-12:a heir whose own node went made again as a heir (its writer holds)"
+12:a heir whose own node went made again as a heir (its writer holds)
+13:a multi-lock whose member lost its place let go of the other's and queued both again
+14:a multi-lock holds both its locks"
 
 set_=small
 mode=check

@@ -8,7 +8,10 @@
  * One server (a linearizable ZooKeeper) and NK client processes, each with
  * one session at a time and one or two contenders. Every step of a process
  * is one atomic block: a request served, an answer or watch event handled,
- * an owner's call, a timer, a fault.
+ * an owner's call, a timer, a fault. Scenarios (SCEN): 1 a mutex (or a
+ * queue of exclusive and shared nodes), 2 the read/write lock with its
+ * downgrade heirs, 3 two multi-locks on two lock paths and a plain holder
+ * (recipes/multi.c: one transaction makes a multi-lock's nodes).
  *
  * Properties (checked after every step, and when nothing can move):
  *  P1  mutual exclusion: no two holders of different owners whose nodes are
@@ -19,6 +22,7 @@
  *      node left is one a contender queues, holds or releases by (p2_orphan).
  *  P3  progress: when nothing can move, every owner did all its rounds
  *      (p3_progress); `ltl progress` (spin -a -f) also rules out cycles.
+ *      Two multi-locks waiting for each other (SCEN 3) are such a state.
  *
  * Switches (-D): the scenario (SCEN, NK, NSHARED, READER), the owners'
  * rounds (ROUNDS0, ROUNDS), a budget per fault (LOSSES, OPDELS, EXPIRES,
@@ -33,7 +37,9 @@
  * BROKEN_HEIR_ORPHAN (a heir lost with its writer keeps its node),
  * BROKEN_WATCH_NONODE (a predecessor gone before its watch is ignored),
  * BROKEN_HEIR_REQUEUE (a heir whose own node went queues as a reader even
- * while its writer holds: the engine's defect the model found, fixed).
+ * while its writer holds: the engine's defect the model found, fixed),
+ * BROKEN_MULTI_REQUEUE (SCEN 3: a multi-lock queues a member that lost its
+ * place again alone, while the other keeps its place: issue 21's deadlock).
  */
 
 /* ---- configuration --------------------------------------------------------- */
@@ -42,9 +48,9 @@
 #define SCEN 1
 #endif
 
-#if SCEN == 1
+#if SCEN == 1 || SCEN == 3
 /* A mutex (or, with NSHARED, a queue of exclusive and shared nodes without
- * heirs): client k has contender k. */
+ * heirs): client k has contender k. (SCEN 3 redefines the layout below.) */
 #ifndef NK
 #define NK 3
 #endif
@@ -74,6 +80,45 @@
 #define EX(c) ((c) == 0 || (c) == 2)
 #define WRITER_TAG 1 /* __WRIT__ nodes: a heir may appear behind them */
 #define RW 1
+#endif
+#if SCEN == 3
+/* Two multi-locks (recipes/multi.c) on two lock paths, and (NK=3) a plain
+ * holder: client 0 is the multi-lock M0, its members c0 (path 0) and c1
+ * (path 1); client 1 is M1, members c2 (path 0) and c3 (path 1); client 2
+ * takes path 1 (c4, a mutex). A member is an ordinary contender, but its
+ * node is made by its multi-lock's transaction (one server step, the nodes
+ * of both), never by itself. */
+#ifndef NK
+#define NK 3
+#endif
+#undef NC
+#undef CL
+#undef FIRST
+#undef NCK
+#undef EX
+#undef WRITER_TAG
+#undef RW
+#define NC (NK + 2)
+#define CL(c) ((c) / 2)
+#define FIRST(k) (2 * (k))
+#define NCK(k) (2 - (k) / 2)
+#define EX(c) 1
+#define WRITER_TAG 0
+#define MULTI 1
+#define NPATHS 2
+#define PATH_OF(c) (((c) & 1) | ((c) >> 2)) /* c0, c2: 0; c1, c3, c4: 1 */
+#define BYP(c) ((c) < 4) /* a multi-lock's member: its node is its multi-lock's to make */
+#define ISM(k) ((k) < 2) /* client k is a multi-lock's owner */
+#define MA(k) (2 * (k)) /* its members */
+#define MB(k) (2 * (k) + 1)
+#if REAPS > 0 || GIVEUPS > 0 || LIMBOS > 0 || DOWNGRADES > 0 || NK < 2
+#error "SCEN 3: two multi-locks (NK 2 or 3), no reaps, give-ups, late creates or downgrades"
+#endif
+#else
+#define NPATHS 1
+#define PATH_OF(c) 0
+#define BYP(c) 0
+#define ISM(k) 0
 #endif
 
 /* acquisitions: contender 0's, everyone else's (client 0's read view in
@@ -138,14 +183,20 @@ int live;          /* bit s: node s exists */
 int opdel;         /* bit s: node s was deleted by an operator (ghost) */
 byte nslots;
 bool path = 1;     /* the lock path (a container) exists */
-byte cre;          /* creations under it: cversion as ZooKeeper numbers children */
+byte cre[NPATHS];  /* creations under it: cversion as ZooKeeper numbers children */
+#ifdef MULTI
+int onp1;          /* bit s: node s is in lock path 1 (else 0) */
+#define PMASK(p) (onp1 ^ ((p) - 1)) /* the nodes of path p (1: onp1, 0: the others) */
+#else
+#define PMASK(p) (~0)
+#endif
 byte hgap[NC];     /* transactions since this handle's last create (saturating at 3) */
 
-#define N_C(s) (nnm[s] & 3)
-#define N_PFX(s) ((nnm[s] >> 2) & 7)
-#define N_HEIR(s) ((nnm[s] >> 5) & 1)
-#define N_EX(s) ((nnm[s] >> 6) & 1)
-#define NAME(c, p, h, x) ((c) | ((p) << 2) | ((h) << 5) | ((x) << 6))
+#define N_C(s) (nnm[s] & 7)
+#define N_PFX(s) ((nnm[s] >> 3) & 7)
+#define N_HEIR(s) ((nnm[s] >> 6) & 1)
+#define N_EX(s) ((nnm[s] >> 7) & 1)
+#define NAME(c, p, h, x) ((c) | ((p) << 3) | ((h) << 6) | ((x) << 7))
 #define LIVE(s) ((live >> (s)) & 1)
 #define BIT(x) (1 << (x))
 #define KEY(s) (nseq[s] * 2 + 1 - N_EX(s)) /* queue order: sequence, exclusive first */
@@ -172,7 +223,7 @@ byte b_reap = REAPS, b_give = GIVEUPS, b_limbo = LIMBOS, b_down = DOWNGRADES;
 /* ---- messages ------------------------------------------------------------------ */
 
 mtype = { CREATE, PARENTS, LIST, GETW, OWNW, OWNER, DELETE, HEIR, STALE, STRAY,
-          EV_PRED, EV_OWN };
+          EV_PRED, EV_OWN, ENQUEUE };
 /* answers */
 #define OK 0
 #define NONODE 1
@@ -226,6 +277,18 @@ typedef Cont {
 };
 Cont C[NC];
 byte ndone; /* clients that did all their rounds */
+#ifdef MULTI
+/* The multi-locks (client k > 0): its phase (IDLE, QUEUING, HELD,
+ * LEAVING), its transaction in flight, its round sent (the transaction went
+ * out: its members' nodes were made, or may have been), its acquisitions. */
+byte mph[NK];
+bool mbusy[NK];
+bool msent[NK];
+byte mrounds[NK];
+#define MDONE(k) (!ISM(k) || (mrounds[k] == 0 && mph[k] == IDLE))
+#else
+#define MDONE(k) 1
+#endif
 
 /* properties (the names spin prints) */
 hidden byte p1_mutex, p1_belief, p2_orphan, p3_progress;
@@ -242,7 +305,7 @@ hidden short ta;
 /* Every write, failed ones too, is a transaction (zxid). A handle's gap
  * matters only from its create (while queuing) through an alone hold, its
  * delete (known) to the fast create that reads it. */
-#define HGAP_USED(c) (C[c].known || C[c].fast || C[c].alone || C[c].ph == QUEUING)
+#define HGAP_USED(c) (!BYP(c) && (C[c].known || C[c].fast || C[c].alone || C[c].ph == QUEUING))
 inline txn() {
     for (ti : 0 .. NC - 1) {
         if
@@ -280,8 +343,14 @@ inline zcreate(c, p, h, x, sq, sid) {
     nnm[ts] = NAME(c, p, h, x);
     nsess[ts] = sid;
     live = live | BIT(ts);
+#ifdef MULTI
+    if
+    :: PATH_OF(c) -> onp1 = onp1 | BIT(ts)
+    :: else
+    fi;
+#endif
     printf("    node %d created: c%d's, seq %d, exclusive %d, heir %d, session %d\n", ts, c, sq, x, h, sid);
-    cre++ /* any child creation counts, a non-sequential heir's too */
+    cre[PATH_OF(c)]++ /* any child creation counts, a non-sequential heir's too */
 }
 
 /* A live node named as this heir would be (0: none). */
@@ -328,7 +397,7 @@ inline serve(k) {
         if
         :: !path -> txn(); answer(k, CREATE, tc, NONODE, 0, 0, 0)
         :: else ->
-            zcreate(tc, tb, 0, EX(tc), cre, SID(k));
+            zcreate(tc, tb, 0, EX(tc), cre[PATH_OF(tc)], SID(k));
             tw = hgap[tc];
             txn();
             hgap[tc] = 0;
@@ -336,14 +405,14 @@ inline serve(k) {
         fi
     :: top == PARENTS ->
         if
-        :: !path -> path = 1; cre = 0
+        :: !path -> path = 1; cre[PATH_OF(tc)] = 0
         :: else /* "node exists": fine */
         fi;
         txn();
         answer(k, PARENTS, tc, OK, 0, 0, 0)
     :: top == LIST ->
         if
-        :: path -> answer(k, LIST, tc, OK, live, cre, 0)
+        :: path -> answer(k, LIST, tc, OK, live & PMASK(PATH_OF(tc)), cre[PATH_OF(tc)], 0)
         :: else -> answer(k, LIST, tc, NONODE, 0, 0, 0)
         fi
     :: top == GETW || top == OWNW -> /* tb: the node */
@@ -395,6 +464,22 @@ inline serve(k) {
         :: else
         fi;
         txn()
+#ifdef MULTI
+    :: top == ENQUEUE -> /* one transaction: a node for each member in tb (bit 0: c, bit 1: c + 1), td their prefixes */
+        assert(path);
+        tw = 0;
+        tr = 0;
+        if
+        :: tb & 1 -> zcreate(tc, td & 7, 0, 1, cre[PATH_OF(tc)], SID(k)); tw = ts
+        :: else
+        fi;
+        if
+        :: tb & 2 -> zcreate(tc + 1, td >> 3, 0, 1, cre[PATH_OF(tc + 1)], SID(k)); tr = ts
+        :: else
+        fi;
+        txn();
+        answer(k, ENQUEUE, tc, OK, tw, tr, tb)
+#endif
     fi
 }
 
@@ -499,7 +584,7 @@ inline step(c) {
         :: C[c].busy == 0 && C[c].ph == QUEUING ->
             if
             :: C[c].cu -> send_list(c) /* recovery: sync + list */
-            :: !C[c].cu && !C[c].node -> send_create(c)
+            :: !C[c].cu && !C[c].node && !BYP(c) -> send_create(c)
             :: !C[c].cu && C[c].node && C[c].nl -> send_list(c)
             :: else
             fi
@@ -743,7 +828,7 @@ inline judge(c, mask, creations) {
             :: tn == 0 ->
                 become_holder(c);
                 /* fastpath.c: alone, with nothing created after us */
-                C[c].alone = (mask != 0 && (mask & (mask - 1)) == 0 && creations == C[c].seq + 1)
+                C[c].alone = (!BYP(c) && mask != 0 && (mask & (mask - 1)) == 0 && creations == C[c].seq + 1)
             :: else -> watch_blocker(c, tw, tn)
             fi
         fi
@@ -921,6 +1006,18 @@ inline handle(op, c, rc, a, b, d) {
         :: a == C[c].node && C[c].ph == QUEUING -> requeue_own(c) /* someone deleted our place */
         :: else
         fi
+#ifdef MULTI
+    :: op == ENQUEUE -> /* c: the first member; a, b: the members' nodes (d: which were in it) */
+        mbusy[CL(c)] = 0;
+        if
+        :: d & 1 -> dec_busy(c); set_node(c, a); C[c].seq = nseq[a]
+        :: else
+        fi;
+        if
+        :: d & 2 -> dec_busy(c + 1); set_node(c + 1, b); C[c + 1].seq = nseq[b]
+        :: else
+        fi
+#endif
     fi
 }
 
@@ -947,6 +1044,18 @@ inline on_err(k, op, c, a) {
         watch_over(c)
     :: op == OWNER -> dec_busy(c); C[c].cu = 1; set_node(c, 0)
     :: op == DELETE -> dec_busy(c)
+#ifdef MULTI
+    :: op == ENQUEUE -> /* a: which members were in it; each looks for its node by its prefix */
+        mbusy[CL(c)] = 0;
+        if
+        :: a & 1 -> dec_busy(c); C[c].cu = 1
+        :: else
+        fi;
+        if
+        :: a & 2 -> dec_busy(c + 1); C[c + 1].cu = 1
+        :: else
+        fi
+#endif
     fi
 }
 
@@ -958,6 +1067,7 @@ inline conn_loss(k) {
         rep[k]?top, tc, trc, ta, tb, td;
         if
         :: top == EV_PRED || top == EV_OWN -> rep[k]!top, tc, trc, ta, tb, td
+        :: top == ENQUEUE -> on_err(k, top, tc, td)
         :: else -> on_err(k, top, tc, ta)
         fi;
         tn--
@@ -1020,6 +1130,9 @@ inline ended(k, unconf) {
             watch_over(tk);
             C[tk].known = 0;
             C[tk].ssent = 0;
+#ifdef MULTI
+            mbusy[k] = 0;
+#endif
             for (tj : 1 .. MAXN) {
                 wp[tj] = wp[tj] & ~BIT(tk)
             }
@@ -1101,7 +1214,7 @@ inline check() {
             for (tj : 0 .. NC - 1) {
                 if
                 :: tj != ti && CL(tj) != CL(ti) && C[tj].ph == HELD && LIVE(C[ti].node) &&
-                   C[tj].node && LIVE(C[tj].node) ->
+                   C[tj].node && LIVE(C[tj].node) && PATH_OF(ti) == PATH_OF(tj) ->
                     p1_mutex = !EX(ti) && !EX(tj);
                     if
                     :: !p1_mutex -> printf("c%d (node %d) and c%d (node %d) both hold\n", ti, C[ti].node, tj, C[tj].node)
@@ -1122,6 +1235,139 @@ inline check() {
 #define OWNER_MAY_WRITE(k) ((k) != 0 || C[1].ph == IDLE) /* rw_prepare: no upgrade */
 #else
 #define OWNER_MAY_WRITE(k) 1
+#endif
+
+/* ---- the multi-lock (recipes/multi.c) ----------------------------------------------------- */
+
+#ifdef MULTI
+/* zklock__let_go: a member M no longer wants. A hold is released, a place
+ * given up (its node deleted, or looked for after a lost reply); a lost hold
+ * has nothing left. Its slot takes a new contender once it is IDLE. */
+inline let_go(m) {
+    if
+    :: C[m].ph == HELD || C[m].ph == QUEUING -> give_up(m)
+    :: C[m].ph == LOST -> finish(m)
+    :: else
+    fi
+}
+
+/* A member lost the place M's round gave it: its hold (LOST), or its node
+ * while it waited, once the round's transaction went out. */
+#define LOST_PLACE(k, m) (C[m].ph == LOST || (msent[k] && C[m].ph == QUEUING && !C[m].node && !C[m].cu))
+#define HAS_PLACE(m) (C[m].ph == HELD || C[m].node || C[m].cu)
+/* Its members wait for M's transaction (nothing of an old round left). */
+#define FRESH(m) (C[m].ph == QUEUING && !C[m].node && !C[m].cu && C[m].busy == 0)
+#define SETTLED(m) ((C[m].ph == QUEUING || C[m].ph == HELD) && !C[m].cu && C[m].busy == 0)
+
+/* multi_step, as step.c steps M whenever the driver finds it marked (a
+ * member's change marks it), here at the end of every event of its client
+ * (connected, no transaction in flight). */
+inline mstep(k) {
+    /* A member's hold went while M holds: M's is lost (its owner's release
+     * answers at once), the other member is released. */
+    if
+    :: mph[k] == HELD && (C[MA(k)].ph != HELD || C[MB(k)].ph != HELD) ->
+        printf("@ M%d's hold is lost with a member's\n", k);
+        mph[k] = LEAVING;
+        let_go(MA(k));
+        let_go(MB(k))
+    :: else
+    fi;
+    /* A member's place went while M waits (not known while one still looks
+     * for its node after a lost reply). */
+    if
+    :: mph[k] == QUEUING && conn[k] && !mbusy[k] && !C[MA(k)].cu && !C[MB(k)].cu &&
+       (LOST_PLACE(k, MA(k)) || LOST_PLACE(k, MB(k))) ->
+#ifdef BROKEN_MULTI_REQUEUE
+        /* the engine before the fix: a lost member is replaced, a member
+         * without its node stays, and the next transaction makes the nodes
+         * of those alone, while the other keeps its place */
+        printf("@ M%d queues a member again alone\n", k);
+        if
+        :: C[MA(k)].ph == LOST -> let_go(MA(k))
+        :: else
+        fi;
+        if
+        :: C[MB(k)].ph == LOST -> let_go(MB(k))
+        :: else
+        fi
+#else
+        /* requeue_all: every member with a place lets go of it, a new
+         * contender takes over; one with nothing on the server stays */
+        printf("@ M%d: a member lost its place: every member queues again\n", k);
+        if
+        :: (HAS_PLACE(MA(k)) && C[MA(k)].ph != LOST) || (HAS_PLACE(MB(k)) && C[MB(k)].ph != LOST) ->
+            REACHED(13) /* another member had a place: all let go */
+        :: else
+        fi;
+        if
+        :: C[MA(k)].ph == LOST || HAS_PLACE(MA(k)) -> let_go(MA(k))
+        :: else
+        fi;
+        if
+        :: C[MB(k)].ph == LOST || HAS_PLACE(MB(k)) -> let_go(MB(k))
+        :: else
+        fi;
+        msent[k] = 0
+#endif
+    :: else
+    fi;
+    step(MA(k)); /* the deletes of those let go */
+    step(MB(k));
+    reset_gone(k);
+    /* new contenders in the places of those let go, once gone */
+    if
+    :: mph[k] == QUEUING && C[MA(k)].ph == IDLE -> newpfx(MA(k)); C[MA(k)].ph = QUEUING
+    :: else
+    fi;
+    if
+    :: mph[k] == QUEUING && C[MB(k)].ph == IDLE -> newpfx(MB(k)); C[MB(k)].ph = QUEUING
+    :: else
+    fi;
+    /* the transaction, for the members without a node (fixed: both) */
+    if
+    :: mph[k] == QUEUING && conn[k] && !mbusy[k] && (FRESH(MA(k)) || FRESH(MB(k))) &&
+       (FRESH(MA(k)) || SETTLED(MA(k))) && (FRESH(MB(k)) || SETTLED(MB(k))) ->
+        tw = (FRESH(MA(k)) -> 1 : 0) | (FRESH(MB(k)) -> 2 : 0);
+#ifndef BROKEN_MULTI_REQUEUE
+        assert(tw == 3); /* never a member alone */
+#endif
+        printf("@ M%d sends its transaction (members %d)\n", k, tw);
+        if
+        :: tw & 1 -> C[MA(k)].busy++
+        :: else
+        fi;
+        if
+        :: tw & 2 -> C[MB(k)].busy++
+        :: else
+        fi;
+        mbusy[k] = 1;
+        msent[k] = 1;
+        rq(ENQUEUE, MA(k), tw, C[MA(k)].pfx | (C[MB(k)].pfx << 3));
+        if
+        :: tw & 1 -> send_list(MA(k)) /* pipelined: answered after the transaction */
+        :: else
+        fi;
+        if
+        :: tw & 2 -> send_list(MB(k))
+        :: else
+        fi
+    :: else
+    fi;
+    /* M holds once both members hold */
+    if
+    :: mph[k] == QUEUING && C[MA(k)].ph == HELD && C[MB(k)].ph == HELD ->
+        printf("@ M%d holds\n", k);
+        REACHED(14);
+        mph[k] = HELD
+    :: else
+    fi;
+    /* released (or lost): over once both members are gone */
+    if
+    :: mph[k] == LEAVING && C[MA(k)].ph == IDLE && C[MB(k)].ph == IDLE -> mph[k] = IDLE
+    :: else
+    fi
+}
 #endif
 
 /* ---- processes ------------------------------------------------------------------------- */
@@ -1172,7 +1418,7 @@ inline limbo_applies() {
     if
     :: path && (!lim_heir[tk] || LIVE(lim_hof[tk])) ->
         REACHED(6);
-        tw = (lim_heir[tk] -> lim_hseq[tk] : cre);
+        tw = (lim_heir[tk] -> lim_hseq[tk] : cre[PATH_OF(tc)]);
         tr = tk * 8 + lim_inc[tk];
         tq = EX(tc) && !lim_heir[tk];
         zcreate(tc, lim_pfx[tk], lim_heir[tk], tq, tw, tr)
@@ -1275,7 +1521,7 @@ proctype client(byte k) {
             handle(op, c, rc, a, b, d)
 
         /* the owner: one call at a time (acquire, release, give up) */
-        :: !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) && C[FIRST(k)].ph == IDLE &&
+        :: !ISM(k) && !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) && C[FIRST(k)].ph == IDLE &&
            C[FIRST(k)].rounds > 0 && OWNER_MAY_WRITE(k) ->
             printf("@ owner %d acquires c%d\n", k, FIRST(k));
             C[FIRST(k)].rounds--;
@@ -1296,11 +1542,11 @@ proctype client(byte k) {
             printf("@ owner 0 releases c1\n");
             give_up(1)
 #endif
-        :: !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) &&
+        :: !ISM(k) && !CALL_IN(k, QUEUING) && !CALL_IN(k, LEAVING) &&
            (C[FIRST(k)].ph == HELD || C[FIRST(k)].ph == LOST) -> /* release */
             printf("@ owner %d releases c%d\n", k, FIRST(k));
             give_up(FIRST(k))
-        :: b_give > 0 && CALL_IN(k, QUEUING) -> /* a deadline, a cancel */
+        :: !ISM(k) && b_give > 0 && CALL_IN(k, QUEUING) -> /* a deadline, a cancel */
             printf("@ owner %d gives up\n", k);
             b_give--;
             if
@@ -1320,6 +1566,26 @@ proctype client(byte k) {
             printf("@ c1: own-watch delay over: it looks at its node\n");
             late_own_watch(1)
 #endif
+#ifdef MULTI
+        :: ISM(k) && conn[k] && C[MB(k)].olate && !C[MB(k)].opend &&
+           (C[MB(k)].ph == HELD || C[MB(k)].ph == QUEUING) ->
+            printf("@ c%d: own-watch delay over: it looks at its node\n", MB(k));
+            late_own_watch(MB(k))
+#endif
+#endif
+#ifdef MULTI
+        /* a multi-lock's owner: acquire (M's step makes its members
+         * contend), release */
+        :: ISM(k) && mph[k] == IDLE && mrounds[k] > 0 && C[MA(k)].ph == IDLE && C[MB(k)].ph == IDLE ->
+            printf("@ owner %d acquires M%d\n", k, k);
+            mrounds[k]--;
+            msent[k] = 0;
+            mph[k] = QUEUING
+        :: ISM(k) && mph[k] == HELD ->
+            printf("@ owner %d releases M%d\n", k, k);
+            mph[k] = LEAVING;
+            let_go(MA(k));
+            let_go(MB(k))
 #endif
 
         /* faults and the session's life */
@@ -1357,9 +1623,15 @@ proctype client(byte k) {
             step(tx)
         }
         reset_gone(k);
+#ifdef MULTI
+        if
+        :: ISM(k) -> mstep(k)
+        :: else
+        fi;
+#endif
         check()
     }
-    :: atomic { conn[k] && C[FIRST(k)].rounds == 0 && C[FIRST(k)].ph == IDLE &&
+    :: atomic { conn[k] && C[FIRST(k)].rounds == 0 && C[FIRST(k)].ph == IDLE && MDONE(k) &&
                 (NCK(k) == 1 || C[FIRST(k) + 1].ph == IDLE) && empty(rep[k]) && empty(req[k]) &&
                 C[FIRST(k)].stale == 0 && (NCK(k) == 1 || C[FIRST(k) + 1].stale == 0) ->
         printf("@ owner %d is done\n", k);
@@ -1410,6 +1682,13 @@ init {
         }
 #ifdef RW
         C[1].rounds = 0;
+#endif
+#ifdef MULTI
+        for (ti : 0 .. 3) {
+            C[ti].rounds = 0; /* members: their multi-lock's rounds */
+            mrounds[ti / 2] = (ti < 2 -> ROUNDS0 : ROUNDS)
+        }
+        C[NC - 1].rounds = (NK > 2 -> ROUNDS : 0); /* the plain holder's, if any */
 #endif
         for (ti : 0 .. NK - 1) {
             run client(ti)

@@ -24,6 +24,16 @@
  * The creates of a zoo_multi return no Stat: the fencing token (the nodes'
  * creation zxid, the transaction's, the same for all of them) is read with
  * one exists on one of them, before M holds.
+ *
+ * That order holds only while M's nodes are the ones its transaction made.
+ * When a member's place goes while M waits (its node deleted by hand, its
+ * hold lost to the session's end or the lease), every member lets go of
+ * what it has (holds released, places given up) and M queues them all again
+ * in one new transaction, once the old nodes are gone: a member queued
+ * again alone, at the back, while the others kept their places, made M wait
+ * for a later multi-lock on one lock while that one waited for M on
+ * another (issue 21). M's step decides it from its members' phases (they
+ * never call M); the members let go are its subs until they are gone.
  */
 #include "../lib/recipe.h"
 
@@ -35,9 +45,14 @@ struct zklock_multi {
     zklock_t *members[ZKLOCK_MULTI_MAX]; /* then the semaphores, by path */
 };
 
-/* One enqueue in flight: the transaction, who it is for, the paths made. */
+/* M's round (its c->recipe_data, from the first transaction on): the
+ * transaction that makes the lock members' nodes, who it is for, the paths
+ * made, and the node whose creation zxid is read for the token. */
 #define NAME_MAX_LEN (ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32)
 struct enqueue {
+    bool sent; /* the transaction went out (its outcome maybe unknown): a
+                  lock member without a node since has lost its place */
+    char read[NAME_MAX_LEN];
     int n;
     zkl_contender_t *who[ZKLOCK_MULTI_MAX];
     zoo_op_t ops[ZKLOCK_MULTI_MAX];
@@ -62,7 +77,14 @@ enum { MULTI_ENQUEUE = ZKL_REQ_RECIPE, MULTI_TOKEN };
 
 static bool enqueued_by_m(const zkl_contender_t *m)
 {
-    return m->by_parent && !in_turn(m->l) && !m->let_go;
+    return m->by_parent && !in_turn(m->l) && !m->let_go && !zklock__inherits(m);
+}
+
+static bool round_sent(const zkl_contender_t *c)
+{
+    const struct enqueue *e = c->recipe_data;
+
+    return e && e->sent;
 }
 
 /* How many lock members wait for M to make their node; *busy if one of
@@ -110,7 +132,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
                            m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
         e->who[e->n++] = m;
     }
-    free(c->recipe_data); /* one whose answer was dropped with its session */
+    free(c->recipe_data); /* the round before (its transaction answered, or dropped) */
     c->recipe_data = e;
     sent = zklock__send(c, &(struct zkl_request){.kind = MULTI_ENQUEUE, .call = ZKL_CALL_MULTI,
                                                  .nops = e->n, .ops = e->ops,
@@ -122,6 +144,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
         free(e);
         return;
     }
+    e->sent = true;
     for (int i = 0; i < e->n; i++) {
         e->who[i]->busy++; /* its node is being made: nothing else for it meanwhile */
         zklock__send_list(e->who[i]); /* answered after the transaction: it is in */
@@ -150,7 +173,10 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     if (transient(rc)) {
         for (int i = 0; i < e->n; i++)
             e->who[i]->create_unknown = true; /* each looks for its node by its prefix */
-    } else if (m && why == ZNONODE && m->parent_rc == 0) {
+        return; /* the round stands: made all of them, or none */
+    }
+    e->sent = false; /* refused: it made nothing */
+    if (m && why == ZNONODE && m->parent_rc == 0) {
         /* Its lock path is missing (maybe others' too: only the first
          * failure is told): all of them are made first next time. */
         for (int i = 0; i < e->n; i++)
@@ -162,10 +188,11 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
 
 /* The creation zxid of one node of the transaction (the transaction's) is
  * every member's fencing token: read with one exists. */
-static void send_token_read(zkl_contender_t *c, const char *node)
+static void send_token_read(zkl_contender_t *c, struct enqueue *e, const char *node)
 {
+    snprintf(e->read, sizeof e->read, "%s", node);
     zklock__send(c, &(struct zkl_request){.kind = MULTI_TOKEN, .call = ZKL_CALL_EXISTS,
-                                          .path = node});
+                                          .path = e->read});
 }
 
 static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
@@ -177,8 +204,10 @@ static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
         e->who[i]->busy--;
     if (a->rc != ZOK) {
         enqueue_failed(c, e, a->rc);
-        c->recipe_data = NULL;
-        free(e);
+        if (!e->sent) {
+            c->recipe_data = NULL;
+            free(e);
+        }
         return;
     }
     for (int i = 0; i < e->n; i++) {
@@ -191,23 +220,30 @@ static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
             zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
         zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
     }
-    send_token_read(c, e->names[0]);
+    send_token_read(c, e, e->names[0]);
 }
 
-/* The members whose nodes the read one's transaction made (those that still
- * have them: by name, for a member may have gone meanwhile) get its token. */
+static bool made_by(const struct enqueue *e, const char *node)
+{
+    for (int i = 0; i < e->n; i++)
+        if (strcmp(node, e->names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The member whose node was read gets its token; so do those whose nodes
+ * the same transaction made, if it was one of the round's (by name, for a
+ * member may have gone meanwhile). */
 static void on_token(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    struct enqueue *e = c->recipe_data;
+    const struct enqueue *e = c->recipe_data;
+    bool of_round = e && made_by(e, e->read);
 
-    for (zkl_contender_t *m = c->subs; a->rc == ZOK && m; m = m->next_sub)
-        for (int i = 0; i < e->n; i++)
-            if (m->node && strcmp(m->node, e->names[i]) == 0)
-                m->czxid = a->stat->czxid;
+    for (zkl_contender_t *m = c->subs; e && a->rc == ZOK && m; m = m->next_sub)
+        if (m->node && (strcmp(m->node, e->read) == 0 || (of_round && made_by(e, m->node))))
+            m->czxid = a->stat->czxid;
     /* else: that node went (its member queues again), or no answer came:
      * the next step asks again */
-    c->recipe_data = NULL;
-    free(e);
 }
 
 static void multi_answer(zkl_contender_t *c, const struct zkl_answer *a)
@@ -218,20 +254,110 @@ static void multi_answer(zkl_contender_t *c, const struct zkl_answer *a)
         on_token(c, a);
 }
 
-/* A held member's token still unknown (the read was lost): ask again. */
+/* A held member's token still unknown (the read was lost, or its node was
+ * found again after a lost reply): ask again. */
 static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 {
-    struct enqueue *e = calloc(1, sizeof *e + NAME_MAX_LEN);
-
-    if (!e) {
+    if (!c->recipe_data && !(c->recipe_data = calloc(1, sizeof(struct enqueue)))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    e->n = 1;
-    snprintf(e->names[0], NAME_MAX_LEN, "%s", m->node);
-    free(c->recipe_data);
-    c->recipe_data = e;
-    send_token_read(c, e->names[0]);
+    send_token_read(c, c->recipe_data, m->node);
+}
+
+/* ---- members ------------------------------------------------------------------------------ */
+
+/* A new member of M on handle `member` (M makes its node, a heir its own,
+ * or starts it in its turn), with the member's own rules: a read/write view
+ * refuses an upgrade or makes a downgrade heir (again, in a new round,
+ * while its writer holds), a semaphore its lease's state. 0, or why not. */
+static int new_member(zkl_contender_t *c, zklock_t *member)
+{
+    zkl_contender_t *m = zklock__sub_new(c, member, true);
+
+    if (!m)
+        return ZKLOCK_ENOMEM;
+    return member->recipe->prepare ? member->recipe->prepare(member, m) : 0;
+}
+
+/* ---- a member's place goes while M waits: all queue again ------------------------------- */
+
+/* Has member m lost the place M's round gave it? Its hold went (its node
+ * deleted, the session's end, the lease), or its node did while it waited,
+ * once the round's transaction was sent. A heir holds by its writer's
+ * place (its own step makes it again while the writer holds); a semaphore's
+ * lease is taken in its own turn. */
+static bool lost_place(const zkl_contender_t *c, const zkl_contender_t *m)
+{
+    if (m->phase == ZKL_LOST || m->phase == ZKL_GONE)
+        return true;
+    if (in_turn(m->l) || zklock__inherits(m))
+        return false;
+    return round_sent(c) && !m->node;
+}
+
+/* Has a member lost its place? Not known while one still looks for its
+ * node after a lost reply (the transaction made all of them, or none). */
+static bool place_lost(const zkl_contender_t *c)
+{
+    bool lost = false;
+
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub) {
+        if (m->let_go)
+            continue;
+        if (m->create_unknown)
+            return false;
+        lost |= lost_place(c, m);
+    }
+    return lost;
+}
+
+/* Has member m anything on the server: a hold, a node, maybe one (a lost
+ * reply), a lease being taken? */
+static bool has_place(const zkl_contender_t *m)
+{
+    return m->phase == ZKL_HELD || m->node || m->create_unknown || (in_turn(m->l) && m->waiting);
+}
+
+/* Every member with a place is let go (its own step releases a hold or
+ * gives up a place: its node deleted in the background) and a new member
+ * takes over; so does one whose hold or place is gone. Those with nothing
+ * on the server stay. The next transaction queues them all (multi_step:
+ * once the old members are gone). A member that keeps vanishing costs one
+ * round per loss: the new round is fresh until its transaction goes out. */
+static bool requeue_all(zkl_contender_t *c)
+{
+    struct enqueue *e = c->recipe_data;
+    int rc;
+
+    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
+        bool gone = m->phase == ZKL_LOST || m->phase == ZKL_GONE;
+        next = m->next_sub; /* (new members go in front) */
+        if (m->let_go || (!gone && !has_place(m)))
+            continue;
+        if ((rc = new_member(c, m->l)) != 0) {
+            zklock__give_up(c, rc); /* its ending lets every member go */
+            return false;
+        }
+        if (gone)
+            zklock__disown(c, m); /* the driver frees it */
+        else
+            zklock__let_go(c, m);
+    }
+    if (e)
+        e->sent = false;
+    return true;
+}
+
+/* Members let go by requeue_all that are not gone yet (a sub let go is
+ * disowned in M's step once gone: zklock__subs_read): the new round's
+ * nodes must not queue behind their old ones. M is marked as each goes. */
+static bool old_round_pending(const zkl_contender_t *c)
+{
+    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
+        if (m->let_go)
+            return true;
+    return false;
 }
 
 /* ---- M's steps ---------------------------------------------------------------------------- */
@@ -279,7 +405,9 @@ static bool multi_step(zkl_contender_t *c)
     int n;
     int64_t token;
 
-    if (!zklock__subs_replace_lost(c)) /* a member's place gone: a new one queues */
+    if (place_lost(c) && !requeue_all(c)) /* a member's place gone: all queue again */
+        return false;
+    if (old_round_pending(c))
         return false;
     start_members(c, mu);
     if (c->phase != ZKL_QUEUING)
@@ -320,7 +448,6 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
     for (size_t i = 0; i < mu->n && rc == 0; i++) {
         zklock_t *member = mu->members[i];
         const zkl_contender_t *own = zklock__owner_contender(member);
-        zkl_contender_t *m;
         if (own && own->phase == ZKL_LOST && !own->parent) {
             zklock__abandon((zkl_contender_t *)own); /* a lost hold nobody released */
             own = NULL;
@@ -331,10 +458,8 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
             rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
         else if (own && (own->phase == ZKL_HELD || own->phase == ZKL_LEAVING))
             rc = ZKLOCK_EDEADLK;
-        else if (!(m = zklock__sub_new(c, member, true))) /* M makes its node, or starts it */
-            rc = ZKLOCK_ENOMEM;
-        else if (member->recipe->prepare && (rc = member->recipe->prepare(member, m)) == 0)
-            m->by_parent = !zklock__inherits(m); /* a heir makes its own node */
+        else
+            rc = new_member(c, member);
     }
     if (rc)
         multi_ending(c); /* nothing started: the members go at once */

@@ -197,8 +197,9 @@ failed="" skipped=""
 for s in $stages; do
   case " $ALL_STAGES " in *" $s "*) ;; *) die "unknown stage '$s' (stages: $ALL_STAGES)";; esac
   say "stage: $s"
-  rc=0
+  rc=0 t0=$SECONDS
   "stage_$s" || rc=$?
+  say "stage $s took $((SECONDS - t0)) s"
   if [ $rc -eq 77 ]; then skipped="$skipped $s"; say "stage $s SKIPPED"
   elif [ $rc -ne 0 ]; then failed="$failed $s"; say "stage $s FAILED"; fi
 done

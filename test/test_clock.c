@@ -82,13 +82,14 @@ static char *only_node(const char *path)
     return one;
 }
 
-/* A host that slept past a session timeout: how long past the lease. */
-static int64_t past_the_lease(zklock_t *l)
+/* How long a host sleeps to wake a session timeout (timeout_ms) past l's
+ * lease. */
+static int64_t past_the_lease(zklock_t *l, int timeout_ms)
 {
     struct timespec until;
 
     TU_REQUIRE_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
-    return ms_until(&until) + TIMEOUT_MS;
+    return ms_until(&until) + timeout_ms;
 }
 
 /* A session of its own holding a lock at tu_path(name), whose node is
@@ -141,7 +142,7 @@ static void test_sleep_past_the_lease(void)
 
     hold(&h, "slept");
     id = zklock_session_id(h.s);
-    host_sleeps(past_the_lease(h.l));
+    host_sleeps(past_the_lease(h.l, TIMEOUT_MS));
     TU_ASSERT_INT(zklock_hold_count(h.l), ==, 0);
     TU_ASSERT_RC(zklock_fence(h.l, &token), ZKLOCK_ELOST);
     TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_ENOTHELD);
@@ -167,7 +168,7 @@ static void test_sleep_noticed_unasked(void)
     struct holder h;
 
     hold(&h, "slept-unasked");
-    host_sleeps(past_the_lease(h.l));
+    host_sleeps(past_the_lease(h.l, TIMEOUT_MS));
     CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
     TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
     TU_ASSERT_INT(zklock_hold_count(h.l), ==, 0);
@@ -185,11 +186,20 @@ static bool no_nodes(void *path)
  * meanwhile (here: at once, closed through a twin handle). The hold ends at
  * the wake-up; on_lost says EXPIRED (the local expiry, a session timeout
  * after the connection went, is due by then too), and a new session
- * follows once the network is back. */
+ * follows once the network is back.
+ *
+ * The twin connects only once the client is cut off: a second connection
+ * of a session takes it from the first, and the client, reconnecting,
+ * would take it back, each knocking the other off and the lease left
+ * unrenewed (the lease ran out before the sleep, on a loaded machine or
+ * under valgrind). And all of it must fit in the lease that is left after
+ * the cut (at least 0.78 T): T is long enough for that. */
+#define EXPIRED_TIMEOUT_MS 8000
+
 static void test_sleep_session_expired(void)
 {
     zkproxy_t *proxy = zkproxy_start(tu_server(1));
-    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS, .on_state = tu_on_state};
+    zklock_session_opts_t so = {.timeout_ms = EXPIRED_TIMEOUT_MS, .on_state = tu_on_state};
     struct tu_events ev = TU_EVENTS_INIT, lost = TU_EVENTS_INIT;
     zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
     const char *path = tu_path("slept-expired");
@@ -203,13 +213,13 @@ static void test_sleep_session_expired(void)
     TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
     l = tu_mutex(s, path, &lo);
     TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
-    twin = tu_connect_as(zoo_client_id(zklock_session_zhandle(s)));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
     zkproxy_cut(proxy);
     CU_ASSERT_FATAL(tu_wait_state(&ev, ZKLOCK_SUSPENDED));
+    twin = tu_connect_as(zoo_client_id(zklock_session_zhandle(s)));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
     zookeeper_close(twin); /* the session ends on the ensemble */
     CU_ASSERT(tu_wait_until(no_nodes, (void *)path, TU_WAIT_MS));
-    host_sleeps(past_the_lease(l));
+    host_sleeps(past_the_lease(l, EXPIRED_TIMEOUT_MS));
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST);
     CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));

@@ -1,6 +1,7 @@
 /* test_election.c: leader election against a real ZooKeeper. */
 #include "testutil.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -265,6 +266,253 @@ static void test_bad_input(void)
     tu_assert_clean(path);
 }
 
+/* ---- on_lost names the term it reports ---------------------------------------------------------- */
+
+/* What an election's application knows: the token of the term it acts on
+ * (set by the campaigning thread), and what its on_lost saw. */
+struct terms {
+    pthread_mutex_t mu;
+    int64_t current;
+    zklock_t *other; /* another handle: zklock_lost_token answers EINVAL for it */
+    int lost, reason, token_rc, fence_rc, other_rc;
+    int old_terms; /* losses of a term other than `current` */
+    int64_t lost_token, fence;
+};
+#define TERMS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0}
+
+static void on_term_lost(zklock_t *l, int reason, void *ctx)
+{
+    struct terms *t = ctx;
+    int64_t token = 0, ignored;
+    int rc = zklock_lost_token(l, &token);
+
+    pthread_mutex_lock(&t->mu);
+    t->reason = reason;
+    t->token_rc = rc;
+    t->lost_token = token;
+    t->old_terms += rc == ZKLOCK_OK && token != t->current;
+    t->fence_rc = zklock_fence(l, &t->fence);
+    t->other_rc = zklock_lost_token(t->other, &ignored);
+    t->lost++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static int terms_lost(struct terms *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = t->lost;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+/* Leads (a new term) and makes its token the one the application acts on. */
+static int64_t lead(zklock_t *e, struct terms *t)
+{
+    int64_t token = 0;
+
+    TU_REQUIRE_RC(zklock_acquire(e, 10000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(e, &token), ZKLOCK_OK);
+    pthread_mutex_lock(&t->mu);
+    t->current = token;
+    pthread_mutex_unlock(&t->mu);
+    return token;
+}
+
+/* Some watch is set on the node (its own watch: the engine sets it once the
+ * node is 50 ms old, from the session thread). */
+static bool node_watched(void *node)
+{
+    char buf[8192];
+    return tu_fourlw(1, "wchp", buf, sizeof buf) > 0 && strstr(buf, (const char *)node) != NULL;
+}
+
+/* The leader's node (full path into buf), once its own watch is set. */
+static void watched_leader_node(const char *path, char *buf, size_t len)
+{
+    int n;
+    char **kids = tu_children(path, &n);
+
+    CU_ASSERT_FATAL(kids && n == 1);
+    snprintf(buf, len, "%s/%s", path, kids[0]);
+    tu_free_strings(kids);
+    CU_ASSERT_FATAL(tu_wait_until(node_watched, buf, TU_WAIT_MS));
+}
+
+static bool leads_not(void *e)
+{
+    return zklock_hold_count(e) == 0; /* on the owner's thread: tu_wait_until's */
+}
+
+/* An operator deletes the leader's node: its term is over. */
+static void depose(zklock_t *e, const char *node)
+{
+    TU_ASSERT_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(leads_not, e, TU_WAIT_MS));
+}
+
+static bool one_lost(void *t)
+{
+    return terms_lost(t) >= 1;
+}
+
+static bool two_lost(void *t)
+{
+    return terms_lost(t) >= 2;
+}
+
+/* An event loop: polls the session's descriptor and dispatches until
+ * cond(arg) holds, or TU_WAIT_MS pass. */
+static bool dispatch_until(zklock_session_t *s, bool (*cond)(void *), void *arg)
+{
+    int64_t end = tu_now_ms() + TU_WAIT_MS;
+    struct pollfd p = {zklock_session_fd(s), POLLIN, 0};
+
+    while (!cond(arg) && tu_now_ms() < end)
+        if (poll(&p, 1, (int)(end - tu_now_ms())) > 0)
+            zklock_session_dispatch(s);
+    return cond(arg);
+}
+
+/* Issue 21, item 5 (b), ZKLOCK_DISPATCH_POLL: the leader is deposed and
+ * campaigns again before its event loop dispatches; the new term's
+ * zklock_acquire returns first, the old term's on_lost only runs in the next
+ * dispatch. zklock_lost_token tells which term it reports: the old one, not
+ * the one now led (zklock_fence in the callback, on the loop's thread). A
+ * loss of the current term then names the current term. */
+static void test_lost_token_names_the_term_poll(void)
+{
+    zklock_session_opts_t so = {.timeout_ms = 6000, .dispatch = ZKLOCK_DISPATCH_POLL};
+    struct terms t = TERMS_INIT;
+    zklock_opts_t lo = {.on_lost = on_term_lost, .ctx = &t};
+    zklock_session_t *s = tu_session_opts(&so);
+    const char *path = tu_path("elect-term-poll");
+    zklock_t *e = new_election(s, path, &lo);
+    char node[512];
+    int64_t t1, t2, token;
+
+    t.other = tu_mutex(s, tu_path("elect-term-poll-other"), NULL);
+    TU_ASSERT_RC(zklock_lost_token(e, &token), ZKLOCK_EINVAL); /* not inside on_lost */
+    TU_ASSERT_RC(zklock_lost_token(NULL, &token), ZKLOCK_EINVAL);
+    t1 = lead(e, &t);
+    watched_leader_node(path, node, sizeof node);
+    depose(e, node);
+    t2 = lead(e, &t);
+    CU_ASSERT(t2 > t1);
+    TU_ASSERT_INT(terms_lost(&t), ==, 0); /* queued, not dispatched */
+    /* Queued before the new term was granted: the next dispatch runs it. */
+    TU_ASSERT_INT(zklock_session_dispatch(s), >=, 1);
+    TU_ASSERT_INT(t.lost, ==, 1);
+    TU_ASSERT_RC(t.reason, ZKLOCK_LOST_DELETED);
+    TU_ASSERT_RC(t.token_rc, ZKLOCK_OK);
+    TU_ASSERT_INT(t.lost_token, ==, t1);
+    TU_ASSERT_INT(t.old_terms, ==, 1);
+    TU_ASSERT_RC(t.fence_rc, ZKLOCK_OK); /* this thread leads, in the new term */
+    TU_ASSERT_INT(t.fence, ==, t2);
+    TU_ASSERT_RC(t.other_rc, ZKLOCK_EINVAL);
+    TU_ASSERT_INT(zklock_hold_count(e), ==, 1);
+    /* The current term's loss. */
+    watched_leader_node(path, node, sizeof node);
+    depose(e, node);
+    CU_ASSERT(dispatch_until(s, two_lost, &t));
+    TU_ASSERT_INT(t.lost, ==, 2);
+    TU_ASSERT_INT(t.lost_token, ==, t2);
+    TU_ASSERT_INT(t.old_terms, ==, 1);
+    TU_ASSERT_RC(t.fence_rc, ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(e), ZKLOCK_ELOST);
+    zklock_free(t.other);
+    zklock_free(e);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+/* A callback that holds the session's callback thread until opened. */
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int entered, open;
+};
+
+static void gate_done(zklock_t *l, int rc, void *ctx)
+{
+    struct gate *g = ctx;
+
+    (void)l;
+    (void)rc;
+    pthread_mutex_lock(&g->mu);
+    g->entered = 1;
+    while (!g->open)
+        pthread_cond_wait(&g->cond, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static bool gate_entered(void *ctx)
+{
+    struct gate *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    int in = g->entered;
+    pthread_mutex_unlock(&g->mu);
+    return in;
+}
+
+static void gate_open(struct gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The same with ZKLOCK_DISPATCH_THREAD: a slow callback ahead in the queue
+ * (held by a gate) keeps the old term's on_lost waiting while the new term's
+ * blocking zklock_acquire returns, which it does without the callback
+ * thread. The handler, on that thread, holds nothing itself (zklock_fence:
+ * ZKLOCK_ENOTHELD): it compares the token with the term the application
+ * acts on. */
+static void test_lost_token_names_the_term_thread(void)
+{
+    struct terms t = TERMS_INIT;
+    struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    zklock_opts_t lo = {.on_lost = on_term_lost, .ctx = &t};
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("elect-term-thread");
+    zklock_t *e = new_election(s, path, &lo);
+    zklock_t *slow = tu_mutex(s, tu_path("elect-term-slow"), &by_handle);
+    char node[512];
+    int64_t t1, t2;
+
+    t.other = slow;
+    t1 = lead(e, &t);
+    watched_leader_node(path, node, sizeof node); /* before the gate: the session thread sets it */
+    TU_REQUIRE_RC(zklock_acquire_async(slow, -1, gate_done, &g), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(gate_entered, &g, TU_WAIT_MS));
+    depose(e, node);
+    t2 = lead(e, &t);
+    CU_ASSERT(t2 > t1);
+    TU_ASSERT_INT(terms_lost(&t), ==, 0); /* behind the gate */
+    gate_open(&g);
+    CU_ASSERT_FATAL(tu_wait_until(one_lost, &t, TU_WAIT_MS));
+    TU_ASSERT_RC(t.reason, ZKLOCK_LOST_DELETED);
+    TU_ASSERT_RC(t.token_rc, ZKLOCK_OK);
+    TU_ASSERT_INT(t.lost_token, ==, t1);
+    TU_ASSERT_INT(t.old_terms, ==, 1);
+    TU_ASSERT_RC(t.fence_rc, ZKLOCK_ENOTHELD); /* a thread-owned hold is its thread's */
+    TU_ASSERT_RC(t.other_rc, ZKLOCK_EINVAL);
+    TU_ASSERT_INT(zklock_hold_count(e), ==, 1);
+    /* The current term's loss. */
+    watched_leader_node(path, node, sizeof node);
+    depose(e, node);
+    CU_ASSERT_FATAL(tu_wait_until(two_lost, &t, TU_WAIT_MS));
+    TU_ASSERT_INT(t.lost_token, ==, t2);
+    TU_ASSERT_INT(t.old_terms, ==, 1);
+    TU_ASSERT_RC(zklock_release(e), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(slow), ZKLOCK_OK);
+    zklock_free(slow);
+    zklock_free(e);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t election_tests[] = {
     {"wire_names", test_wire_names},
     {"one_leader_at_a_time", test_one_leader_at_a_time},
@@ -272,6 +520,8 @@ static const tu_test_t election_tests[] = {
     {"proclaim_observed", test_proclaim_observed},
     {"nobody_leads", test_nobody_leads},
     {"bad_input", test_bad_input},
+    {"lost_token_names_the_term_poll", test_lost_token_names_the_term_poll},
+    {"lost_token_names_the_term_thread", test_lost_token_names_the_term_thread},
     {NULL, NULL},
 };
 

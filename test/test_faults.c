@@ -1250,6 +1250,54 @@ static void test_acquire_while_release_waits(void)
     tu_assert_clean(path);
 }
 
+/* ---- a multi-lock whose member is dropped as unsure ------------------------------------------ */
+
+/* Issue 21, item 3, as the network does it. P holds B; M1 = {A,B} queues
+ * (it holds A, waits for B behind P), M2 = {A,B} queues behind M1 on both.
+ * M1's client is cut off for most of its session timeout: its lease runs
+ * out, its member on A is dropped as unsure, and when the session comes
+ * back (alive) that node is swept and M2 takes A. M1 used to queue A again
+ * alone, behind M2, while its node on B kept its place ahead of M2's: once
+ * P released, M1 held B and waited for M2, which waited for M1. Now M1
+ * drops B too and queues both again, behind M2: M2 holds, then M1. */
+static void test_multi_member_dropped_unsure(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t po = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *sp = tu_session(), *s2 = tu_session();
+    char pa[256], pb[256], *m1a;
+    struct tu_crossed x;
+    zklock_t *probe;
+
+    snprintf(pa, sizeof pa, "%s", tu_path("multi-unsure-a"));
+    snprintf(pb, sizeof pb, "%s", tu_path("multi-unsure-b"));
+    faulty_open(&f, 10000); /* M1's session */
+    /* A hold of M1's session whose on_lost says when its lease ran out. */
+    probe = tu_mutex(f.s, tu_path("multi-unsure-probe"), &po);
+    TU_REQUIRE_RC(zklock_acquire(probe, -1), ZKLOCK_OK);
+    tu_crossed_start(&x, sp, f.s, s2, pa, pb, 25000);
+    m1a = tu_node_of(pa, f.s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m1a);
+    cut(&f);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS)); /* the lease ran out */
+    zkproxy_restore(f.proxy); /* within the last twentieth of the session timeout */
+    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_RECONNECTED));
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED)); /* the session lives */
+    CU_ASSERT(tu_wait_until(tu_gone, m1a, TU_WAIT_MS)); /* M1's dropped node swept */
+    CU_ASSERT(tu_wait_children(pa, 2)); /* M2's, and M1's again */
+    CU_ASSERT(tu_wait_children(pb, 3));
+    tu_crossed_finish(&x);
+    TU_ASSERT_RC(zklock_release(probe), ZKLOCK_ELOST);
+    free(m1a);
+    zklock_free(probe);
+    faulty_close(&f);
+    zklock_session_close(sp);
+    zklock_session_close(s2);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
 /* ---- what an old handle still owes after a readopt ------------------------------------ */
 
 struct requests_of {
@@ -1469,6 +1517,7 @@ static const tu_test_t fault_tests[] = {
     {"adopted_session_revived", test_adopted_session_revived},
     {"readopt_does_not_wait", test_readopt_does_not_wait},
     {"acquire_while_release_waits", test_acquire_while_release_waits},
+    {"multi_member_dropped_unsure", test_multi_member_dropped_unsure},
     {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
     {"queue_readers_at_close", test_queue_readers_at_close},
     {NULL, NULL},

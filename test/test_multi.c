@@ -327,38 +327,56 @@ static void test_expiry_loses_all(void)
     tu_assert_clean(pb);
 }
 
+/* A lock A and a semaphore S of one lease on session s, M = {S, A}, and
+ * another handle of S on session o (to take the lease elsewhere). */
+struct sem_multi {
+    zklock_session_t *s, *o;
+    char pa[256], ps[256], leases[300];
+    zklock_t *a, *sem, *full, *m;
+};
+
+static void sem_multi_new(struct sem_multi *x, const char *name)
+{
+    x->s = tu_session();
+    x->o = tu_session();
+    snprintf(x->pa, sizeof x->pa, "%s", path_n(name, 1));
+    snprintf(x->ps, sizeof x->ps, "%s", path_n(name, 2));
+    snprintf(x->leases, sizeof x->leases, "%s/leases", x->ps);
+    x->a = tu_mutex(x->s, x->pa, NULL);
+    TU_REQUIRE_RC(zklock_semaphore_new(&x->sem, x->s, x->ps, 1, NULL), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_semaphore_new(&x->full, x->o, x->ps, 1, NULL), ZKLOCK_OK);
+    x->m = new_multi((zklock_t *[]){x->sem, x->a}, 2, NULL);
+}
+
+static void sem_multi_free(struct sem_multi *x)
+{
+    zklock_free(x->m);
+    zklock_free(x->a);
+    zklock_free(x->sem);
+    zklock_free(x->full);
+    zklock_session_close(x->s);
+    zklock_session_close(x->o);
+    tu_assert_clean(x->pa);
+    tu_assert_clean(x->ps);
+}
+
 /* A semaphore member: its lease is taken once the locks are held. */
 static void test_with_semaphore(void)
 {
-    zklock_session_t *s = tu_session(), *o1 = tu_session();
-    char pa[256], ps[256], leases[300];
-    zklock_t *a, *sem, *full, *m;
+    struct sem_multi x;
 
-    snprintf(pa, sizeof pa, "%s", path_n("multi-sem", 1));
-    snprintf(ps, sizeof ps, "%s", path_n("multi-sem", 2));
-    snprintf(leases, sizeof leases, "%s/leases", ps);
-    a = tu_mutex(s, pa, NULL);
-    TU_REQUIRE_RC(zklock_semaphore_new(&sem, s, ps, 1, NULL), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_semaphore_new(&full, o1, ps, 1, NULL), ZKLOCK_OK);
-    m = new_multi((zklock_t *[]){sem, a}, 2, NULL);
-    TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
-    TU_ASSERT_INT(zklock_hold_count(sem), ==, 1);
-    TU_ASSERT_INT(nodes(leases), ==, 1);
-    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    sem_multi_new(&x, "multi-sem");
+    TU_REQUIRE_RC(zklock_acquire(x.m, 10000), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(x.sem), ==, 1);
+    TU_ASSERT_INT(nodes(x.leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(x.m), ZKLOCK_OK);
     /* The lease taken elsewhere: m times out, holding nothing, A included. */
-    TU_REQUIRE_RC(zklock_acquire(full, -1), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_acquire(m, 500), ZKLOCK_ETIMEDOUT);
-    TU_ASSERT_INT(nodes(pa), ==, 0);
-    TU_ASSERT_INT(nodes(leases), ==, 1);
-    TU_ASSERT_RC(zklock_release(full), ZKLOCK_OK);
-    zklock_free(m);
-    zklock_free(a);
-    zklock_free(sem);
-    zklock_free(full);
-    zklock_session_close(s);
-    zklock_session_close(o1);
-    tu_assert_clean(pa);
-    tu_assert_clean(ps);
+    TU_REQUIRE_RC(zklock_acquire(x.full, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(x.m, 500), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(nodes(x.pa), ==, 0);
+    TU_ASSERT_INT(nodes(x.leases), ==, 1);
+    TU_ASSERT_RC(zklock_release(x.full), ZKLOCK_OK);
+    sem_multi_free(&x);
 }
 
 /* How far ahead a zklock_valid_until() time is (it is on ZKLOCK_CLOCK). */
@@ -420,6 +438,214 @@ static void test_lease_from_the_first_hold(void)
     tu_assert_clean(path_n("multi-lease", 1));
 }
 
+/* ---- a member's place goes while the multi-lock waits ------------------------------------------ */
+
+/* The child of path whose name has `part` (full path, caller frees), or NULL. */
+static char *child_with(const char *path, const char *part)
+{
+    int n;
+    char **kids = tu_children(path, &n), *found = NULL, full[512];
+
+    for (int i = 0; kids && i < n && !found; i++) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+        if (strstr(kids[i], part))
+            found = strdup(full);
+    }
+    tu_free_strings(kids);
+    return found;
+}
+
+/* Deletes session s's node in path, as an operator would. */
+static void operator_deletes(const char *path, zklock_session_t *s)
+{
+    char *node = tu_node_of(path, s);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    TU_ASSERT_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    free(node);
+}
+
+/* Issue 21, item 3. P holds B; M1 = {A,B} queues (it holds A, waits for B
+ * behind P), M2 = {A,B} queues behind M1 on both. An operator deletes one
+ * of M1's nodes. M1 used to queue that member alone, at the back, while the
+ * other kept its place: M1 then waited for M2 on one lock and M2 for M1 on
+ * the other, for ever. Now M1 drops both nodes and queues both again in one
+ * transaction, behind M2 on both: once P releases, M2 holds, then M1. */
+static void member_deleted_no_deadlock(const char *name, bool held_one)
+{
+    zklock_session_t *sp = tu_session(), *s1 = tu_session(), *s2 = tu_session();
+    char pa[256], pb[256];
+    const char *victim = held_one ? pa : pb;
+    struct tu_crossed x;
+
+    snprintf(pa, sizeof pa, "%s", path_n(name, 1));
+    snprintf(pb, sizeof pb, "%s", path_n(name, 2));
+    tu_crossed_start(&x, sp, s1, s2, pa, pb, 10000);
+    operator_deletes(victim, s1);
+    /* M1 queues again: its node is back in the path it lost it in (and,
+     * fixed, in the other one too, behind M2's). */
+    CU_ASSERT(tu_wait_children(victim, held_one ? 2 : 3));
+    tu_crossed_finish(&x);
+    zklock_session_close(sp);
+    zklock_session_close(s1);
+    zklock_session_close(s2);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
+static void test_held_member_deleted_no_deadlock(void)
+{
+    member_deleted_no_deadlock("multi-del-held", true);
+}
+
+static void test_waiting_member_deleted_no_deadlock(void)
+{
+    member_deleted_no_deadlock("multi-del-wait", false);
+}
+
+/* The same with a semaphore member, which takes its lease once the locks
+ * are held: while M waits for the lease, its node on A is deleted. M lets
+ * go of the lease it was taking too (waiting for it while A is not held
+ * would be waiting in a cycle's reach), queues A again, then takes the
+ * lease in its turn. */
+static void test_semaphore_member_given_back(void)
+{
+    struct sem_multi x;
+    struct tu_acquirer w;
+    char *lease;
+
+    sem_multi_new(&x, "multi-sem-back");
+    TU_REQUIRE_RC(zklock_acquire(x.full, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, x.m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(x.pa, 1) && tu_wait_children(x.leases, 2)); /* waits for the lease */
+    lease = tu_node_of(x.leases, x.s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lease);
+    operator_deletes(x.pa, x.s);
+    CU_ASSERT(tu_wait_until(tu_gone, lease, TU_WAIT_MS)); /* the lease given back */
+    CU_ASSERT(tu_wait_children(x.pa, 1)); /* A queued again */
+    CU_ASSERT(tu_wait_children(x.leases, 2)); /* ... and the lease taken again in its turn */
+    free(lease);
+    TU_ASSERT_RC(zklock_release(x.full), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    sem_multi_free(&x);
+}
+
+/* And with a downgrade heir as a member: the owner holds the write side, M
+ * = {its read side, B} holds the read side at once (a heir) and waits for
+ * B. Its node on B is deleted: M releases the heir too, makes it again
+ * beside the write hold (which still holds), and queues B again. */
+static void test_heir_member_made_again(void)
+{
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    char pr[256], pb[256];
+    zklock_rwlock_t *rw = NULL;
+    zklock_t *b, *p, *m;
+    struct tu_acquirer w;
+    char *heir;
+
+    snprintf(pr, sizeof pr, "%s", path_n("multi-heir-again", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-heir-again", 2));
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, pr, &by_handle), ZKLOCK_OK);
+    b = tu_mutex(s, pb, &by_handle);
+    p = tu_mutex(sp, pb, NULL);
+    m = new_multi((zklock_t *[]){zklock_rwlock_read(rw), b}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, 10000, false);
+    CU_ASSERT_FATAL(tu_wait_children(pr, 2) && tu_wait_children(pb, 2)); /* writer + heir; P + M */
+    heir = child_with(pr, "__READ__");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(heir);
+    operator_deletes(pb, s);
+    CU_ASSERT(tu_wait_until(tu_gone, heir, TU_WAIT_MS)); /* the heir let go ... */
+    CU_ASSERT(tu_wait_children(pr, 2)); /* ... and made again */
+    CU_ASSERT(tu_wait_children(pb, 2)); /* B queued again */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(zklock_rwlock_read(rw)), ==, 1);
+    TU_ASSERT_INT(tu_children_matching(pr, "__READ__"), ==, 1); /* one heir, beside its writer */
+    free(heir);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_OK);
+    TU_ASSERT_INT(nodes(pr), ==, 0);
+    zklock_free(m);
+    zklock_free(b);
+    zklock_free(p);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    tu_assert_clean(pr);
+    tu_assert_clean(pb);
+}
+
+static void done_flag(zklock_t *l, int rc, void *ctx)
+{
+    (void)l;
+    __atomic_store_n((int *)ctx, rc == ZKLOCK_OK ? 1 : -1, __ATOMIC_SEQ_CST);
+}
+
+static bool flag_set(void *flag)
+{
+    return __atomic_load_n((int *)flag, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Runs a callback through s's queue and waits for it: every callback
+ * queued before has run by then (they run in order). */
+static void callback_barrier(zklock_session_t *s)
+{
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l = tu_mutex(s, tu_path("multi-barrier"), &by_handle);
+    int flag = 0;
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, 1);
+    zklock_free(l);
+}
+
+/* Issue 21, item 5 (a). A member's on_lost is for a lost multi-lock hold
+ * (zklock.h): a member that held while M still waited, and lost that hold,
+ * was reported to the member's on_lost although M's acquisition had not
+ * returned. M queues again and holds; nobody is told of a loss. */
+static void test_member_lost_while_waiting_not_told(void)
+{
+    struct tu_events ev_a = TU_EVENTS_INIT, ev_b = TU_EVENTS_INIT, ev_m = TU_EVENTS_INIT;
+    zklock_opts_t lo_a = {.on_lost = tu_on_lost, .ctx = &ev_a};
+    zklock_opts_t lo_b = {.on_lost = tu_on_lost, .ctx = &ev_b};
+    zklock_opts_t lo_m = {.on_lost = tu_on_lost, .ctx = &ev_m};
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    char pa[256], pb[256];
+    zklock_t *a, *b, *p, *m;
+    struct tu_acquirer w;
+
+    snprintf(pa, sizeof pa, "%s", path_n("multi-lost-waiting", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-lost-waiting", 2));
+    a = tu_mutex(s, pa, &lo_a);
+    b = tu_mutex(s, pb, &lo_b);
+    p = tu_mutex(sp, pb, NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &lo_m);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
+    operator_deletes(pa, s); /* the hold of M's member on A, while M waits for B */
+    CU_ASSERT(tu_wait_children(pa, 1)); /* M queued again */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK); /* held both, released both */
+    callback_barrier(s); /* an on_lost queued before has run by now */
+    TU_ASSERT_INT(ev_a.lost, ==, 0);
+    TU_ASSERT_INT(ev_b.lost, ==, 0);
+    TU_ASSERT_INT(ev_m.lost, ==, 0);
+    TU_ASSERT_INT(TU_STAT(s, lost), ==, 0);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(p);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
 static const tu_test_t multi_tests[] = {
     {"all_held_one_token", test_all_held_one_token},
     {"overlapping_sets_no_deadlock", test_overlapping_sets_no_deadlock},
@@ -429,6 +655,11 @@ static const tu_test_t multi_tests[] = {
     {"expiry_loses_all", test_expiry_loses_all},
     {"with_semaphore", test_with_semaphore},
     {"lease_from_the_first_hold", test_lease_from_the_first_hold},
+    {"held_member_deleted_no_deadlock", test_held_member_deleted_no_deadlock},
+    {"waiting_member_deleted_no_deadlock", test_waiting_member_deleted_no_deadlock},
+    {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
+    {"semaphore_member_given_back", test_semaphore_member_given_back},
+    {"heir_member_made_again", test_heir_member_made_again},
     {NULL, NULL},
 };
 

@@ -257,6 +257,24 @@ struct detector;
 struct detector *tu_new_detector(char *file, size_t len);
 void tu_free_detector(struct detector *d, const char *file);
 
+/* The child of path that session s owns (full path, caller frees), or NULL. */
+char *tu_node_of(const char *path, zklock_session_t *s);
+
+/* Issue 21's crossing: a plain mutex P on lock path b (session sp), and two
+ * multi-locks on a and b, M1 (session s1) and M2 (session s2). */
+struct tu_crossed {
+    zklock_t *p, *a1, *b1, *a2, *b2, *m1, *m2;
+    struct tu_acquirer w1, w2;
+};
+/* Makes them: P holds b; M1 queues (it holds a, waits for b behind P), then
+ * M2, behind M1 on both. Each multi-lock's acquirer (timeout_ms) releases
+ * once it holds. */
+void tu_crossed_start(struct tu_crossed *x, zklock_session_t *sp, zklock_session_t *s1,
+                      zklock_session_t *s2, const char *pa, const char *pb, int timeout_ms);
+/* P releases: both multi-locks must hold (M2, then M1) and release; frees
+ * the handles (not the sessions). */
+void tu_crossed_finish(struct tu_crossed *x);
+
 /* One counter of zklock_session_stats, e.g. TU_STAT(s, wakeups). */
 uint64_t tu_stat(zklock_session_t *s, size_t offset);
 #define TU_STAT(s, field) tu_stat((s), offsetof(zklock_stats_t, field))

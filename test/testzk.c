@@ -776,3 +776,56 @@ int tu_scaled(int n)
     const char *vg = getenv("ZKLOCK_TEST_VALGRIND");
     return vg && *vg ? n / 10 : n;
 }
+
+char *tu_node_of(const char *path, zklock_session_t *s)
+{
+    int n;
+    char **kids = tu_children(path, &n), *mine = NULL, full[512];
+    struct Stat st;
+
+    for (int i = 0; kids && i < n && !mine; i++) {
+        snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+        if (zoo_exists(tu_zk(), full, 0, &st) == ZOK && st.ephemeralOwner == zklock_session_id(s))
+            mine = strdup(full);
+    }
+    tu_free_strings(kids);
+    return mine;
+}
+
+static zklock_t *multi_of(zklock_t *a, zklock_t *b)
+{
+    zklock_t *m = NULL;
+    TU_REQUIRE_RC(zklock_multi_new(&m, (zklock_t *[]){a, b}, 2, NULL), ZKLOCK_OK);
+    return m;
+}
+
+void tu_crossed_start(struct tu_crossed *x, zklock_session_t *sp, zklock_session_t *s1,
+                      zklock_session_t *s2, const char *pa, const char *pb, int timeout_ms)
+{
+    x->p = tu_mutex(sp, pb, NULL);
+    x->a1 = tu_mutex(s1, pa, NULL);
+    x->b1 = tu_mutex(s1, pb, NULL);
+    x->a2 = tu_mutex(s2, pa, NULL);
+    x->b2 = tu_mutex(s2, pb, NULL);
+    x->m1 = multi_of(x->a1, x->b1);
+    x->m2 = multi_of(x->b2, x->a2); /* any order: one transaction */
+    TU_REQUIRE_RC(zklock_acquire(x->p, -1), ZKLOCK_OK);
+    tu_start_acquirer(&x->w1, x->m1, timeout_ms, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
+    tu_start_acquirer(&x->w2, x->m2, timeout_ms, true);
+    CU_ASSERT_FATAL(tu_wait_children(pa, 2) && tu_wait_children(pb, 3));
+}
+
+void tu_crossed_finish(struct tu_crossed *x)
+{
+    TU_ASSERT_RC(zklock_release(x->p), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&x->w2), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&x->w1), ZKLOCK_OK);
+    zklock_free(x->m1);
+    zklock_free(x->m2);
+    zklock_free(x->a1);
+    zklock_free(x->b1);
+    zklock_free(x->a2);
+    zklock_free(x->b2);
+    zklock_free(x->p);
+}
