@@ -88,17 +88,21 @@ static bool loss_owed(const zkl_contender_t *c)
  * never saw the hold: it queues again instead of being told. */
 void zklock__lose(zkl_contender_t *c, int reason)
 {
+    bool owed = loss_owed(c);
+
     if (c->waiting) {
         start_over(c, false);
         return;
     }
     c->lost_why = reason;
-    zklock__set_phase(c, ZKL_LOST, reason ? "lost" : "lost, why to be asked");
+    zklock__set_phase(c, ZKL_LOST, reason && owed        ? "lost"
+                                   : c->loss_unconfirmed ? "lost, why to be asked"
+                                                         : "lost, not told: its multi-lock waits");
     zklock__set_node(c, NULL);
     c->holds = 0;
     if (c->l->recipe->ending)
         c->l->recipe->ending(c); /* (a writer's heirs are lost with it: rwlock.c) */
-    if (reason && loss_owed(c))
+    if (reason && owed)
         zklock__tell_lost(c, reason);
 }
 
