@@ -28,7 +28,9 @@
 #
 # Not a stage: the model's large bounds (make check-model), about 35 minutes
 # and 3 GB for the verifiers, more than CI's budget (its whole run, about
-# 30 minutes, must stay well under 90) and than a shared runner's memory.
+# 40 minutes on two cores, each stage saying how long it took, must stay
+# well under 90) and than a shared runner's memory. A suite that hangs is
+# stopped after $ZKLOCK_TEST_TIMEOUT seconds (test/run-test.sh, 900).
 # make check runs the small bounds (model/check.sh), every broken variant
 # included; run make check-model when the engine's protocol or the model
 # changes.

@@ -393,9 +393,10 @@ running() { [ -n "$(state_of "$1")" ] && [ "$(state_of "$1")" != T ]; }
 rm -f "$T/ready"
 # The window between the notice (2/3 of the timeout after the last reply)
 # and the end of the lease (0.95 of it after the last heartbeat answered,
-# one every sixth) is about a ninth of the timeout: 20 s leaves the test
-# ~2 s to see the stop and resume the server, on a loaded machine too.
-"$ZKLOCK" --session-timeout 20000 --on-suspend stop $P/susp \
+# one every sixth) is about a ninth of the timeout: 30 s leaves the test
+# ~3.5 s to see the stop and resume the server, on a loaded machine too
+# (20 s, ~2 s, was once too short under load).
+"$ZKLOCK" --session-timeout 30000 --on-suspend stop $P/susp \
   sh -c "echo \$\$ > $T/ready; while :; do sleep 0.05; done" 2>"$T/susp-err" & zs=$!
 check "--on-suspend: command running" wait_for 20 started "$T/ready"
 cmd=$(cat "$T/ready")

@@ -134,19 +134,36 @@ wait_serving() { # dir i
   return 1
 }
 
-cmd_start() { # dir [n [seed]]
-  local dir=$1 n=${2:-1} seed=${3:-} base hosts="" i
-  need_java
-  mkdir -p "$dir" || die "cannot create $dir"
-  echo "$n" >"$dir/n"
-  base=$(pick_port)
+# Starts the n servers under dir on ports from base; fails if one does not serve.
+start_on() { # dir n seed base
+  local dir=$1 n=$2 seed=$3 base=$4 i status
+  rm -rf "$dir"/s[0-9]*
   # every data dir is seeded before any server starts: a failure leaves none running
   for i in $(seq "$n"); do server_cfg "$dir" "$i" "$n" "$base"; seed_data "$dir" "$i" "$seed"; done
   for i in $(seq "$n"); do launch "$dir" "$i"; done
   for i in $(seq "$n"); do
-    wait_serving "$dir" "$i" || { cmd_stop "$dir" keep; return 1; }
-    hosts="$hosts${hosts:+,}$(addr "$dir" "$i")"
+    wait_serving "$dir" "$i" && continue
+    # exit status 2: the server exited (a port it could not bind, say)
+    kill -0 "$(cat "$dir/s$i/pid")" 2>/dev/null && status=1 || status=2
+    cmd_stop "$dir" keep; return "$status"
   done
+}
+
+cmd_start() { # dir [n [seed]]
+  local dir=$1 n=${2:-1} seed=${3:-} hosts="" i attempt rc
+  need_java
+  mkdir -p "$dir" || die "cannot create $dir"
+  echo "$n" >"$dir/n"
+  # A port seen free may be taken before the server binds it (by another
+  # suite's harness starting at the same moment; the server exits, and its
+  # log says nothing: no logger is configured): then try other ports.
+  for attempt in 1 2 3; do
+    rc=0; start_on "$dir" "$n" "$seed" "$(pick_port)" 2>"$dir/start.err" || rc=$?
+    [ $rc -eq 0 ] && break
+    [ $rc -eq 2 ] && [ "$attempt" -lt 3 ] && continue
+    cat "$dir/start.err" >&2; return 1
+  done
+  for i in $(seq "$n"); do hosts="$hosts${hosts:+,}$(addr "$dir" "$i")"; done
   echo "$hosts" >"$dir/hosts"
   echo "$hosts"
 }
