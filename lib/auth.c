@@ -18,7 +18,7 @@
  * answer on its I/O thread inside a lock that every request takes, where
  * taking s->mu would deadlock against a thread sending under it.
  */
-#include "internal.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * slept through ends late by that sleep. Whoever must notice a sleep at
  * once (the session thread, for the lease) wakes up at least every so often
  * to read the clock again (zklock__cond_wait_until's cap_ms). */
-#include "internal.h"
+#include "timer.h"
 
 #include <errno.h>
 

@@ -1,91 +1,74 @@
 /*
- * contender.c: a contender's lifetime and the outcomes of its queuing.
- *
- * A contender is one owner's place in one lock's queue. It goes
- *
- *   QUEUING --(lowest / nothing conflicting ahead)--> HELD --release--> LEAVING --> GONE
- *      |  create + list (pipelined: one round trip)     |                  ^
- *      |  watch the nearest conflicting predecessor     +--lost--> LOST    |
- *      +--timeout / cancel / try-once busy / error------------------------+
- *
- * and is freed only when nobody can reach it any more (zklock__reap).
+ * contender.c: a contender, one owner's place in one lock's queue: its
+ * struct and lifetime, the marks that make the driver step it, the one
+ * function that changes its phase (checked against phase.c's table,
+ * traced), and the wishes and verbs below its step (contender.h says which
+ * way each one ends it). It is freed only by the driver's last phase, once
+ * nobody can reach it any more.
  */
-#include "engine.h"
+#include "contender.h"
+#include "recipe.h"
 
-/* ---- on_lost -------------------------------------------------------------- */
+#include <assert.h>
+#include <inttypes.h>
 
-struct lost_callback {
-    struct zkl_callback cb;
-    zklock_t *l;
-    int reason;
-    int64_t token; /* of the hold it reports (zklock_lost_token) */
-    bool ran;
-};
+/* ---- marks: the contenders the driver is to step ------------------------------ */
 
-/* The on_lost the calling thread is running, if any. */
-static __thread const struct lost_callback *reporting;
-
-static bool lost_begin(struct zkl_callback *cb)
+void zklock__mark(zkl_contender_t *c)
 {
-    struct lost_callback *lc = (struct lost_callback *)cb;
+    zklock_session_t *s = session_of(c);
 
-    lc->ran = !lc->l->freeing;
-    if (lc->ran)
-        lc->l->in_callback++;
-    return lc->ran;
+    if (c->marked)
+        return;
+    c->marked = true;
+    c->mark_next = NULL;
+    if (s->marked_tail)
+        s->marked_tail->mark_next = c;
+    else
+        s->marked_head = c;
+    s->marked_tail = c;
 }
 
-static void lost_run(struct zkl_callback *cb)
+void zklock__mark_event(zkl_contender_t *c)
 {
-    struct lost_callback *lc = (struct lost_callback *)cb;
-    const struct lost_callback *outer = reporting; /* a callback may run others (zklock_free) */
-
-    reporting = lc;
-    lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
-    reporting = outer;
+    zklock__mark(c);
+    if (c->parent)
+        zklock__mark(c->parent);
 }
 
-static void lost_end(struct zkl_callback *cb)
-{
-    struct lost_callback *lc = (struct lost_callback *)cb;
-    zklock_t *l = lc->l;
+/* ---- phases ------------------------------------------------------------------ */
 
-    if (lc->ran) {
-        l->in_callback--;
-        pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
-    }
-    zklock__lock_unref(l);
-    free(lc);
+/* One line per transition (ZKLOCK_TRACE): the session, the contender (and
+ * its parent, for a sub: c8<c7), its queue, the transition, why (and the
+ * outcome it ends with), and its node. */
+static void trace(const zkl_contender_t *c, enum zkl_phase to, const char *why)
+{
+    zklock_session_t *s = session_of(c);
+    char parent[24] = "";
+    int code = to == ZKL_LOST ? c->lost_why : to == ZKL_LEAVING || to == ZKL_GONE ? c->result : 0;
+
+    if (c->parent)
+        snprintf(parent, sizeof parent, "<c%u", c->parent->id);
+    fprintf(s->trace, "zklock: session 0x%" PRIx64 " c%u%s %s %s -> %s: %s%s%s node %s\n",
+            (uint64_t)s->session_id, c->id, parent, c->l->queue, zklock__phase_name(c->phase),
+            zklock__phase_name(to), why, code ? " " : "", code ? zklock_err_name(code) : "",
+            c->node ? basename_of(c->node) : "-");
+    fflush(s->trace);
 }
 
-static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
-
-static void queue_lost(zklock_t *l, int reason, int64_t token)
+void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 {
-    struct lost_callback *lc;
+    zklock_session_t *s = session_of(c);
 
-    if (!l->opts.on_lost || !(lc = calloc(1, sizeof *lc)))
-        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
-    lc->cb.ops = &lost_ops;
-    lc->cb.owner = l;
-    lc->l = l;
-    lc->reason = reason;
-    lc->token = token;
-    l->refs++;
-    zklock__dispatch_push(l->s, &lc->cb);
-}
-
-/* A blocking acquisition's outcome goes straight to its thread, on_lost
- * through the callback queue: a new hold of l can be granted (and
- * zklock_acquire return) before the on_lost of an older one has run. The
- * token tells the two apart. Reads only what the running callback owns:
- * no lock needed. */
-int zklock_lost_token(const zklock_t *l, int64_t *token)
-{
-    if (!l || !token || !reporting || reporting->l != l)
-        return ZKLOCK_EINVAL;
-    *token = reporting->token;
-    return ZKLOCK_OK;
+    assert(s->driving && "a phase changes only in a step");
+    zklock__phase_check(c->phase, to);
+    if (s->trace)
+        trace(c, to, why);
+    c->phase = to;
+    if (to == ZKL_GONE)
+        pthread_cond_broadcast(&s->cond); /* zklock_free and close wait for it */
+    if (c->parent)
+        zklock__mark(c->parent); /* its step reads its subs' phases */
 }
 
 /* ---- list membership and lifetime ---------------------------------------- */
@@ -104,6 +87,18 @@ void zklock__set_node(zkl_contender_t *c, char *node)
 }
 
 
+/* The session thread's timer: our node has lived ZKL_OWN_WATCH_DELAY_MS,
+ * its watch is due (its step sets it now, or on the next resume if the
+ * connection is down). */
+static void own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+{
+    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
+
+    c->own_due = true;
+    zklock__mark(c);
+    zklock__entry_done(s);
+}
+
 zkl_contender_t *zklock__contender_new(zklock_t *l)
 {
     zklock_session_t *s = l->s;
@@ -120,16 +115,15 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
         free(c);
         return NULL;
     }
-    c->own_timer.fire = zklock__own_watch_due;
+    c->own_timer.fire = own_watch_due;
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
+    c->id = ++s->contenders_made;
     c->owner = pthread_self();
     c->by_handle = l->opts.owner == ZKLOCK_OWNER_HANDLE;
     c->attached = true;
-    c->phase = ZKL_QUEUING;
+    c->phase = ZKL_QUEUING; /* its first phase: no transition */
     c->gen = s->gen;
-    for (int k = 0; k < ZKL_TICKETS; k++)
-        c->tickets[k] = (struct zkl_ticket){s->gen, 0, (unsigned char)k};
     c->lock_next = l->contenders;
     if (l->contenders)
         l->contenders->lock_prev = c;
@@ -138,8 +132,11 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     if (s->contenders)
         s->contenders->sess_prev = c;
     s->contenders = c;
+    for (int t = 0; t < ZKL_TICKETS; t++)
+        c->tickets[t].gen = s->gen;
+    for (int k = 0; k < ZKL_TICKETS * ZKL_SLOTS; k++)
+        c->slots[k] = (unsigned char)k;
     l->refs++;
-    zklock__lease_keep(s);
     return c;
 }
 
@@ -162,28 +159,16 @@ static void unlink_contender(zkl_contender_t *c)
         c->sess_next->sess_prev = c->sess_prev;
 }
 
-/* Frees c once nobody can reach it: no owner, no request in flight, no
- * watch that could still fire, and nothing left on the server. */
-void zklock__reap(zkl_contender_t *c)
+/* Frees c (the driver, once nobody can reach it: zklock__drive). */
+void zklock__contender_free(zkl_contender_t *c)
 {
     zklock_t *l = c->l;
 
-    if (c->attached || c->inside > 0 || c->ops > 0 || c->pred_watches > 0 || c->own_watches > 0 ||
-        c->queue_watches > 0)
-        return;
-    if (c->loss_unconfirmed || c->waiting || c->releasing)
-        return; /* on_lost, or a call's outcome, is still owed */
-    if (c->phase != ZKL_GONE && c->phase != ZKL_LOST)
-        return;
-    if (zklock__sub_pending(c))
-        return; /* its sub's end frees it */
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
     zklock__timer_cancel(l->s, &c->deadline_timer);
     zklock__timers_unreserve(l->s, 2);
     free(c->check_path);
-    free(c->heir_of);
-    free(c->heir_multi);
     free(c->recipe_data);
     free(c->node);
     free(c->watched);
@@ -192,288 +177,42 @@ void zklock__reap(zkl_contender_t *c)
     zklock__lock_unref(l);
 }
 
-/* ---- sub-acquisitions ----------------------------------------------------- */
-
-void zklock__adopt(zkl_contender_t *c, zkl_contender_t *m, void (*internal)(zkl_contender_t *, int))
+bool zklock__inherits(const zkl_contender_t *c)
 {
-    m->parent = c;
-    m->internal = internal;
-    m->next_sub = c->subs;
-    c->subs = m;
+    return c->l->recipe->inherits && c->l->recipe->inherits(c);
 }
 
-void zklock__disown(zkl_contender_t *c, zkl_contender_t *m)
+bool zklock__place_stands(const zkl_contender_t *c)
 {
-    zkl_contender_t **p = &c->subs;
-
-    while (*p && *p != m)
-        p = &(*p)->next_sub;
-    if (*p)
-        *p = m->next_sub;
-    m->next_sub = NULL;
-    m->parent = NULL;
-    m->internal = NULL;
-    m->attached = false;
+    return zklock__inherits(c) && c->l->recipe->place_stands(c);
 }
 
-void zklock__let_go(zkl_contender_t *c, zkl_contender_t *m)
+void zklock__leave(zkl_contender_t *c, int rc)
 {
-    if (m->let_go)
-        return;
-    m->let_go = true;
-    m->by_parent = false; /* a node made for it is its own to delete */
-    if (m->phase == ZKL_HELD) {
-        m->holds = 0;
-        zklock__release_start(m, NULL, NULL);
-    } else if (m->waiting) {
-        m->canceled = true;
-        zklock__call_check(m);
-    } else if (m->phase == ZKL_QUEUING) {
-        zklock__give_up(m, ZKLOCK_ECANCELED); /* never started */
-    }
-    if (m->parent != c)
-        zklock__reap(m); /* decided at once, and disowned */
-    /* else: one with nothing left (lost) is let go by zklock__sub_pending(),
-     * not here: m may be in use up the stack (its own loss ends c's hold) */
+    c->leave_wanted = true;
+    c->leave_rc = rc;
+    zklock__mark(c);
 }
 
-bool zklock__sub_pending(zkl_contender_t *c)
-{
-    zkl_contender_t *m = c->subs, *next;
-    bool pending = false;
-
-    for (; m; m = next) {
-        next = m->next_sub;
-        if (m->phase != ZKL_LOST && m->phase != ZKL_GONE) {
-            pending = true;
-            continue;
-        }
-        zklock__disown(c, m);
-        zklock__reap(m);
-    }
-    return pending;
-}
-
-void zklock__detach(zkl_contender_t *c)
+void zklock__abandon(zkl_contender_t *c)
 {
     c->attached = false;
-    zklock__reap(c);
+    zklock__mark(c);
 }
 
-/* ---- outcomes ------------------------------------------------------------- */
+/* ---- the ways a contender ends (contender.h) --------------------------------- */
 
-void zklock__finish(zkl_contender_t *c)
-{
-    c->phase = ZKL_GONE;
-    pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free, close */
-    wake(c);
-}
-
-static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
-
-/* Starts over with a new node name (the old one is gone or was never ours);
- * a downgrade heir stays one if `keep_heir`, else queues as a reader. */
-static void start_over(zkl_contender_t *c, bool keep_heir)
-{
-    zklock__set_node(c, NULL);
-    zklock__forget_blocker(c);
-    c->create_unknown = false;
-    c->fast = false;
-    c->lease_wait = false;
-    if (c->phase == ZKL_LEAVING)
-        return; /* a contender that gave up never queues again: nothing to delete */
-    c->phase = ZKL_QUEUING;
-    c->need_list = false;
-    if (!keep_heir) {
-        c->heir = false;
-        free(c->heir_of);
-        c->heir_of = NULL;
-    }
-    zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
-}
-
-void zklock__requeue(zkl_contender_t *c)
-{
-    start_over(c, false); /* its writer's place is gone too: queue as a reader */
-}
-
-/* The downgrade heir c's writer (same owner, the other view) still holds
- * by the node c was made beside. */
-bool zklock__writer_still_holds(const zkl_contender_t *c)
-{
-    const zklock_t *writers = c->l->sibling;
-
-    for (const zkl_contender_t *w = writers ? writers->contenders : NULL; w; w = w->lock_next)
-        if (same_owner(w, c) && w->phase == ZKL_HELD && w->node && c->heir_of &&
-            strcmp(w->node, c->heir_of) == 0)
-            return true;
-    return false;
-}
-
-/* Only our own node went (deleted by hand, or not ours after all). A heir
- * whose writer still holds is made again as a heir, its multi's check
- * deciding as the first time: queued as a reader, it would wait behind its
- * own owner's write node for ever (found by the model, model/zklock.pml). */
-void zklock__requeue_own(zkl_contender_t *c)
-{
-    start_over(c, c->heir && zklock__writer_still_holds(c));
-}
-
-bool zklock__become_holder(zkl_contender_t *c)
-{
-    zklock_session_t *s = session_of(c);
-
-    if (zklock__lease_over(s)) {
-        /* The lease ran out while c waited (its process did not run, or a
-         * watch event came late): the session may have expired, and
-         * another client may hold. Granted once a heartbeat proves the
-         * session lives (zklock__lease_regrant): then it never expired,
-         * our node never went, and this turn still stands. */
-        c->lease_wait = true;
-        zklock__lease_renew(s);
-        return false;
-    }
-    c->lease_wait = false;
-    zklock__forget_blocker(c);
-    if (c->heir) {
-        /* A downgrade heir holds by its writer's place, and so by its token:
-         * its own node is newer than a writer queued behind, whose token
-         * storage must still accept. */
-        c->czxid = c->heir_token;
-    }
-    c->phase = ZKL_HELD;
-    c->result = ZKLOCK_OK;
-    s->stats.acquired++;
-    zklock__lease_keep(s);
-    zklock__arm_own_watch(c); /* if its delay is over */
-    if (c->l->recipe->granted)
-        c->l->recipe->granted(c);
-    wake(c);
-    return true;
-}
-
-/* Tells the owner, through on_lost, that a hold it had is over. */
-static void report_lost(zkl_contender_t *c, int reason)
-{
-    if (c->l->internal)
-        return; /* a recipe's own hold: its recipe deals with the loss */
-    c->lost_reason = reason;
-    session_of(c)->stats.lost++;
-    queue_lost(c->l, reason, c->czxid);
-}
-
-/* Is the loss of c's hold to be told? A multi-lock's member holds as part
- * of its multi-lock's hold (zklock.h): its loss is told only if the
- * multi-lock held (holds, lost it, is being released). While the
- * multi-lock still waits, or gave up, its owner never had the member's
- * hold: the multi-lock queues again, or is over (recipes/multi.c). */
-static bool loss_owed(const zkl_contender_t *c)
-{
-    const zkl_contender_t *p = c->parent;
-
-    return !p || p->phase == ZKL_HELD || p->phase == ZKL_LOST || p->releasing;
-}
-
-static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed);
-
-/* A sub's hold is part of its parent's (a multi-lock's member): when it is
- * lost, so is the parent's. */
-static void lose_parent(zkl_contender_t *c, int reason, bool unconfirmed)
-{
-    zkl_contender_t *p = c->parent;
-
-    if (!p || p->phase != ZKL_HELD)
-        return;
-    if (unconfirmed)
-        zklock__lose_unconfirmed(p, c->loss_fallback);
-    else
-        zklock__lose(p, reason);
-}
-
-/* A held lock is gone. If the owner is still inside zklock_acquire() it
- * never saw the hold: it queues again instead of being told. */
-void zklock__lose(zkl_contender_t *c, int reason)
-{
-    bool unconfirmed = c->loss_unconfirmed;
-
-    if (c->waiting) {
-        zklock__requeue(c);
-        return;
-    }
-    zklock__set_node(c, NULL);
-    c->phase = ZKL_LOST;
-    c->holds = 0;
-    if (c->l->recipe->ending)
-        c->l->recipe->ending(c);
-    if (reason && loss_owed(c))
-        report_lost(c, reason);
-    wake(c);
-    lose_heirs_of(c, reason, unconfirmed);
-    lose_parent(c, reason, unconfirmed);
-}
-
-static bool same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
+bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b)
 {
     return a->by_handle ? b->by_handle : pthread_equal(a->owner, b->owner);
-}
-
-/* A downgrade heir holds by its writer's place, and by its token: when the
- * writer's hold is lost, so is the heir's. */
-static void lose_heirs_of(zkl_contender_t *w, int reason, bool unconfirmed)
-{
-    zklock_t *readers = w->l->sibling;
-    zkl_contender_t *c, *next;
-
-    if (!readers || w->l->shared)
-        return;
-    for (c = readers->contenders; c; c = next) {
-        next = c->lock_next;
-        if (!c->heir || c->phase != ZKL_HELD || !same_owner(c, w))
-            continue;
-        zklock__stale_add(c); /* its node goes: it holds by nothing now */
-        if (unconfirmed)
-            zklock__lose_unconfirmed(c, w->loss_fallback);
-        else
-            zklock__lose(c, reason);
-        zklock__stale_sweep(session_of(c));
-    }
-}
-
-/* A hold is over, and we do not know why yet: the session may have ended
- * (a process paused past its session timeout sees its node's deletion, or
- * its lease run out, before it hears of the expiry). The engine asks the
- * server before on_lost says which (zklock__confirm_loss): `fallback` if the
- * session lives. The hold is over for the owner at once either way. */
-void zklock__lose_unconfirmed(zkl_contender_t *c, int fallback)
-{
-    c->loss_unconfirmed = !c->waiting && loss_owed(c); /* decided now: the parent moves on */
-    c->loss_fallback = fallback;
-    zklock__lose(c, 0);
-}
-
-void zklock__confirm_loss(zkl_contender_t *c, int reason)
-{
-    if (!c->loss_unconfirmed)
-        return;
-    c->loss_unconfirmed = false;
-    report_lost(c, reason);
-}
-
-/* A release found its hold already gone: zklock_release() answers
- * ZKLOCK_ELOST, and on_lost is still told, once, like for any lost hold. */
-void zklock__release_found_lost(zkl_contender_t *c, int reason)
-{
-    c->result = ZKLOCK_ELOST;
-    if (loss_owed(c))
-        report_lost(c, reason);
 }
 
 void zklock__give_up(zkl_contender_t *c, int rc)
 {
     c->result = rc;
-    c->phase = ZKL_LEAVING;
+    zklock__set_phase(c, ZKL_LEAVING, rc == ZKLOCK_OK ? "released" : "gives up");
     if (c->l->recipe->ending)
         c->l->recipe->ending(c);
-    zklock__step(c);
+    zklock__mark(c);
 }
 

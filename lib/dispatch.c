@@ -12,7 +12,8 @@
  * long as it likes without holding up a timer (the lease's heartbeats and
  * end, deadlines, the local expiry) or a renewal; only the callbacks queued
  * behind it wait. */
-#include "internal.h"
+#include "session.h"
+#include "timer.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* error.c: version, error codes and state names. */
-#include "internal.h"
+#include "common.h"
 
 const char *zklock_version(void)
 {

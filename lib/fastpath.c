@@ -19,28 +19,11 @@
  * them) plus one transaction per ZKL_FAST_OPS_PER_TXN creations of the path:
  * S + 2 operations in so few transactions take a multi-op of more than 64.
  * On an idle ensemble the gap is exactly 2 and nothing else can have
- * happened. design.md, "Acquiring without a listing", has the argument.
+ * happened. design.md, "Acquiring without a listing", has the argument;
+ * the arithmetic is in rules.c (zklock__fast_alone, zklock__fast_holds),
+ * what the handle knows between two acquisitions here.
  */
-#include "engine.h"
-
-#define ZKL_FAST_OPS_PER_TXN 64
-
-/* The listing's count of child creations: ZooKeeper reports cversion as
- * creations + deletions = 2 * creations - children. -1 if that does not add
- * up (a server that counts otherwise never gets the fast path). */
-static int64_t creations_of(const struct Stat *parent)
-{
-    int64_t sum = (int64_t)parent->cversion + parent->numChildren;
-    return sum >= 0 && sum % 2 == 0 ? sum / 2 : -1;
-}
-
-/* A listing made us the holder: was our node the only one (so every older
- * node is gone), with nothing created after it? The second half also checks
- * that the server numbers nodes the way the fast path assumes. */
-bool zklock__fast_alone_in(const zkl_contender_t *c, int nodes, const struct Stat *parent)
-{
-    return nodes == 1 && creations_of(parent) == (int64_t)c->seq + 1;
-}
+#include "contender.h"
 
 /* Our alone node is deleted: the handle's next create may skip the listing. */
 void zklock__fast_remember(zkl_contender_t *c)
@@ -66,14 +49,3 @@ bool zklock__fast_take(zkl_contender_t *c)
     }
     return known;
 }
-
-/* The rule above, for our new node (c->seq, created at czxid). */
-bool zklock__fast_holds(const zkl_contender_t *c, int64_t czxid)
-{
-    int64_t gap = czxid - c->fast_prev_zxid;
-
-    return (uint32_t)c->seq == (uint32_t)c->fast_prev_seq + 1 && c->seq > 0 &&
-           czxid >> 32 == c->fast_prev_zxid >> 32 && gap > 0 &&
-           gap <= 2 + c->seq / ZKL_FAST_OPS_PER_TXN;
-}
-

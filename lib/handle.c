@@ -1,6 +1,8 @@
 /* handle.c: the lock handle every recipe shares: its creation, and its
  * references (the user's, one per contender, one per queued callback). */
-#include "internal.h"
+#include "handle.h"
+#include "recipe.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,8 @@
  * skipped, the port follows the host's last ':' (so an IPv6 address is
  * written bare: ::1:2181). Stricter here: a port is 1-65535 in decimal, a
  * host has no blank, bracket or slash, and the chroot is a valid path. */
-#include "internal.h"
+#include "names.h"
+#include "session.h"
 
 #include <ctype.h>
 #include <netdb.h>

@@ -1,8 +1,8 @@
 /*
  * inspect.h: the watches of those who look at a queue from outside, shared
  * by inspect.c (zklock_queue_wait, which waits for them on s->cond) and
- * follow.c (zklock_leader_follow, which is told of them). Private to those
- * two; everything here runs with s->mu held.
+ * follow.c (zklock_leader_follow, which is told of them), and what else
+ * those two define. Everything here runs with s->mu held.
  *
  * A record is one request (a listing of the queue, an exists of the lock
  * path, a get of a node's data), usually with a watch, and the watch that
@@ -14,7 +14,9 @@
 #ifndef ZKLOCK_INSPECT_H
 #define ZKLOCK_INSPECT_H
 
-#include "internal.h"
+#include "names.h"
+#include "session.h"
+#include "timer.h"
 
 enum zkl_qrequest {
     ZKL_Q_CHILDREN, /* zoo_a(w)get_children2 of the lock path */
@@ -61,5 +63,11 @@ int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool wa
 void zklock__qwatch_retire(struct zkl_qwatch *w);
 /* The watcher every record registers (ctx: the record). */
 void zklock__qwatch_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+/* A semaphore's leases: the first max (in queue order) hold, the rest wait. */
+void zklock__queue_cap_holders(zklock_queue_t *q, int max);
+
+/* The queue inspector and the followers, as layers above the session
+ * (layers.c's table). */
+extern const struct zkl_layer zklock__inspect_layer, zklock__follow_layer;
 
 #endif

@@ -27,7 +27,8 @@
  * check did the same, but ZooKeeper's C client leaks a multi still pending
  * when its session ends.) A reconnection sends one at once.
  */
-#include "engine.h"
+#include "lease.h"
+#include "request.h"
 
 /* The margin (ZKL_LEASE_MARGIN_DIVISOR): a twentieth of the session
  * timeout, far more than clocks that run at nearly the same rate drift
@@ -48,7 +49,7 @@ struct zkl_heartbeat {
 static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
 {
     for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_HELD || (!held_only && c->phase == ZKL_QUEUING))
+        if (c->phase == ZKL_HELD || (!held_only && ZKL_WANTS(c)))
             return true;
     return false;
 }
@@ -103,66 +104,46 @@ static bool holds_past_lease(const zklock_session_t *s)
     return anyone_in_queue(s, true) && zklock__lease_over(s);
 }
 
-void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
+static void regrant(zklock_session_t *s);
+
+/* The lease ran out (at `until`): every hold of the session ends (each
+ * holder's step: reported, and its node deleted as soon as the session is
+ * heard from again, for it may live). Late by more than the margin, this
+ * process did not run (stopped, swapped out) or the host slept while its
+ * lease ran out: nothing could be told in time anyway, and a probe then
+ * finds the real reason (the session most likely expired meanwhile). */
+static void lease_ran_out(zklock_session_t *s, const struct timespec *until)
 {
     struct timespec now;
+    bool late;
+
+    zklock__now(&now);
+    late = zklock__ms_between(until, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
+        if (c->phase != ZKL_HELD)
+            continue;
+        c->lease_run_out = late ? ZKL_LEASE_RAN_OUT_LATE : ZKL_LEASE_RAN_OUT;
+        zklock__mark_event(c);
+    }
+}
+
+void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
+{
+    struct timespec until;
 
     if (s->heard_known && zklock__earlier(sent, &s->heard_at))
         return;
-    if (holds_past_lease(s)) {
+    if (holds_past_lease(s) && zklock__lease_valid_until(s, &until)) {
         /* The lease ran out before this answer came, and nobody noticed
-         * yet (the host slept, say): its holds end on it, a later answer
-         * does not revive them. That cannot be done here, in the middle of
-         * a contender's event: the session thread does it at once, then
-         * counts the answer (lease_ran_out). */
-        if (!s->heard_later_known || zklock__earlier(&s->heard_later, sent))
-            s->heard_later = *sent;
-        s->heard_later_known = true;
-        zklock__now(&now);
-        zklock__timer_arm(s, &s->belief_timer, &now);
-        return;
+         * yet (the host slept, say): its holds end on it (their steps, in
+         * this drive), a later answer does not revive them; the waiters
+         * whose turn came meanwhile hold on the new one. */
+        lease_ran_out(s, &until);
+        regrant(s);
     }
     s->heard_at = *sent;
     s->heard_known = true;
     arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
-}
-
-static void regrant(zklock_session_t *s);
-
-/* The lease ran out (at `until`): every hold of the session ends, reported,
- * and its node is deleted as soon as the session is heard from again (it
- * may live). Then an answer that came meanwhile counts (a new lease, for
- * the waiters). Never in the middle of a contender's event. */
-static void lease_ran_out(zklock_session_t *s, const struct timespec *until)
-{
-    struct timespec now;
-    zkl_contender_t *c, *next, *up;
-    bool late;
-
-    /* Late by more than the margin: this process did not run (stopped,
-     * swapped out) or the host slept while its lease ran out. Nothing could
-     * be told in time anyway; a probe then finds the real reason (the
-     * session most likely expired meanwhile). */
-    zklock__now(&now);
-    late = zklock__ms_between(until, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
-    for (c = s->contenders; c; c = next) {
-        next = c->sess_next;
-        if (c->phase != ZKL_HELD)
-            continue;
-        up = c->parent; /* queuing: not freed here, nor by this loop */
-        zklock__stale_add(c);
-        if (late)
-            zklock__lose_unconfirmed(c, ZKLOCK_LOST_UNSURE);
-        else
-            zklock__lose(c, ZKLOCK_LOST_UNSURE);
-        zklock__event_end(c, up);
-    }
-    zklock__stale_sweep(s); /* sent now if the connection is up after all */
-    if (s->heard_later_known) {
-        s->heard_later_known = false;
-        zklock__lease_heard(s, &s->heard_later);
-        regrant(s);
-    }
 }
 
 /* The belief timer: the lease's end, unless heard from meanwhile. */
@@ -177,6 +158,7 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         return;
     }
     lease_ran_out(s, &until);
+    zklock__entry_done(s);
 }
 
 void zklock__lease_check(zklock_session_t *s)
@@ -190,25 +172,13 @@ void zklock__lease_check(zklock_session_t *s)
 /* ---- the heartbeat -------------------------------------------------------------- */
 
 /* The session is heard from again: the contenders whose turn came while
- * their lease had run out (zklock__become_holder) hold now, a heir only if
- * its writer still does; a multi-lock's step decides again. */
+ * their lease had run out hold now (their step decides: a heir only if its
+ * writer still does; a multi-lock looks at its members again). */
 static void regrant(zklock_session_t *s)
 {
-    zkl_contender_t *c, *next, *up;
-
-    for (c = s->contenders; c; c = next) {
-        next = c->sess_next;
-        if (!c->lease_wait || c->phase != ZKL_QUEUING)
-            continue;
-        up = c->parent;
-        if (c->l->recipe->nodeless)
-            ; /* its step looks at its members again */
-        else if (c->heir && !zklock__writer_still_holds(c))
-            zklock__requeue(c);
-        else
-            zklock__become_holder(c);
-        zklock__event_end(c, up);
-    }
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->phase == ZKL_GRANTING)
+            zklock__mark_event(c);
 }
 
 static void heartbeat_done(int rc, const struct Stat *st, const void *data)
@@ -228,8 +198,8 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         s->heartbeat = NULL;
     if (proved)
         regrant(s);
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__detached_done(s);
+    zklock__entry_done(s);
     pthread_mutex_unlock(&s->mu);
     free(hb);
 }
@@ -245,13 +215,12 @@ void zklock__lease_renew(zklock_session_t *s)
     hb->s = s;
     hb->gen = s->gen;
     zklock__now(&hb->sent);
-    if (zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done, hb) != ZOK) {
+    if (!zklock__detached_sent(s, zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done,
+                                           hb))) {
         free(hb);
         return;
     }
     s->heartbeat = hb;
-    s->ops++;
-    s->stats.requests++;
 }
 
 static int heartbeat_ms(const zklock_session_t *s)

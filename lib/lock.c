@@ -15,7 +15,11 @@
  * started tells its outcome through done, even one known at once (a
  * reentrant hold, a try-once while disconnected, a lost hold's release).
  */
-#include "internal.h"
+#include "contender.h"
+#include "driver.h"
+#include "lease.h"
+#include "owner.h"
+#include "recipe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,12 @@ static bool handle_owned(const zklock_t *l)
 static bool may_wait(const zklock_session_t *s)
 {
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
+}
+
+void zklock__lease_checked(zklock_session_t *s)
+{
+    zklock__lease_check(s);
+    zklock__drive(s);
 }
 
 /* Counts a caller inside a blocking call, so that zklock_free() and
@@ -109,7 +119,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     struct zkl_waiter me = {false, 0};
     int rc;
 
-    zklock__lease_check(s); /* no reentrant hold on a lease that ran out */
+    zklock__lease_checked(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
@@ -118,7 +128,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     if (c && c->waiting)
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
-        zklock__detach(c); /* a lost hold nobody released: start afresh */
+        zklock__abandon(c); /* a lost hold nobody released: start afresh */
     if (!zklock__connected(s) && timeout_ms == 0)
         return answer(done, s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED
                                                                     : ZCONNECTIONLOSS);
@@ -129,20 +139,20 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         /* The caller's own state refuses it (an upgrade, another
          * acquisition in progress, a held member): nothing started, and
          * an asynchronous call returns it as the blocking one does. */
-        c->phase = ZKL_GONE;
-        zklock__detach(c);
+        zklock__leave(c, rc); /* never started: nothing to delete */
+        zklock__abandon(c);
         return rc;
     }
     if (done) {
         zklock__acquire_start(c, timeout_ms, done, NULL);
-        zklock__reap(c); /* decided at once, and failed: nothing refers to it */
         return ZKLOCK_OK;
     }
     zklock__acquire_start(c, timeout_ms, NULL, &me);
+    zklock__drive(s);
     rc = wait_for(c, &me);
     if (rc != ZKLOCK_OK)
         c->attached = false; /* a failed acquisition is over for its owner */
-    zklock__reap(c);
+    zklock__mark(c);
     return rc;
 }
 
@@ -156,6 +166,7 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -177,6 +188,7 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
         if (rc != ZKLOCK_OK)
             zklock__done_discard(done);
     }
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -192,17 +204,17 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     struct zkl_waiter me = {false, 0};
     int rc;
 
-    zklock__lease_check(l->s); /* a hold whose lease ran out was lost */
+    zklock__lease_checked(l->s); /* a hold whose lease ran out was lost */
     c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
-            zklock__detach(c);
+            zklock__abandon(c);
         return ZKLOCK_ECLOSED;
     }
     if (!c)
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
-        zklock__detach(c);
+        zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
     }
     if (c->phase != ZKL_HELD)
@@ -218,12 +230,12 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     c->holds = 0;
     c->attached = false;
     zklock__release_start(c, done, wait ? &me : NULL);
-    if (!wait) {
-        zklock__reap(c);
+    zklock__mark(c);
+    if (!wait)
         return ZKLOCK_OK;
-    }
+    zklock__drive(l->s);
     rc = wait_for(c, &me);
-    zklock__reap(c);
+    zklock__mark(c);
     return rc;
 }
 
@@ -237,6 +249,7 @@ int zklock_release(zklock_t *l)
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
     rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -257,6 +270,7 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
         rc = release_locked(l, done, false);
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }
@@ -271,7 +285,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_check(l->s);
+    zklock__lease_checked(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -286,7 +300,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_check(l->s);
+    zklock__lease_checked(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -306,7 +320,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_check(l->s);
+    zklock__lease_checked(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__lease_valid_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -322,7 +336,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_check(l->s);
+    zklock__lease_checked(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -352,10 +366,10 @@ static void cancel_locked(zklock_t *l)
         next = c->lock_next;
         if (c->waiting) {
             c->canceled = true;
-            zklock__call_check(c);
-            zklock__reap(c);
+            zklock__mark(c); /* its step gives up */
         }
     }
+    zklock__drive(l->s);
 }
 
 int zklock_cancel(zklock_t *l)
@@ -442,9 +456,10 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
         next = c->lock_next;
         if (c->phase == ZKL_HELD && c->attached && !c->parent) {
             c->holds = 0;
-            zklock__give_up(c, ZKLOCK_OK); /* in the background if disconnected */
+            zklock__leave(c, ZKLOCK_OK); /* in the background if disconnected */
         }
     }
+    zklock__drive(s);
     while (wait && (any_leaving(l) || any_call_owed(l)) && zklock__connected(s))
         pthread_cond_wait(&s->cond, &s->mu);
     cancel_calls_owed(l);
@@ -452,8 +467,9 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (!c->parent) /* a multi-lock's member is its multi-lock's to let go */
-            zklock__detach(c); /* one a blocked caller is in is freed when it leaves */
+            zklock__abandon(c); /* one a blocked caller is in is freed when it leaves */
     }
+    zklock__drive(s);
     zklock__lock_unref(l);
     return owed;
 }

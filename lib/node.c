@@ -10,7 +10,7 @@
  * "%010d": a signed 32-bit number, spent once it reaches 2^31 - 1 (it
  * repeats there, or goes negative: zklock__seq_spent).
  * Pure functions only: this file is what the fuzz target exercises. */
-#include "internal.h"
+#include "names.h"
 
 #include <errno.h>
 #include <fcntl.h>

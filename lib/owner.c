@@ -4,8 +4,8 @@
  * A contender belongs to an owner: the thread that acquired it
  * (ZKLOCK_OWNER_THREAD) or the handle (ZKLOCK_OWNER_HANDLE). The owner makes
  * one call at a time on it: an acquisition, or a release. A call is decided
- * here, in one place, whoever waits for it: the engine tells
- * zklock__call_check() of every change (engine.h's wake), and once the call
+ * here, in one place, whoever waits for it: the driver asks
+ * zklock__call_decide() about every contender it stepped, and once the call
  * is decided its outcome goes either to a thread blocked in it (c->cond) or
  * to a done callback (dispatch.c). A blocking call is an asynchronous one
  * that waits: there is no second implementation.
@@ -16,7 +16,8 @@
  * background). A release is decided when the server confirmed the delete
  * or the session ended.
  */
-#include "engine.h"
+#include "lease.h"
+#include "owner.h"
 
 #include <errno.h>
 
@@ -106,14 +107,99 @@ void zklock__done_queue(struct zkl_done *d, int rc)
     zklock__dispatch_push(d->l->s, &d->cb);
 }
 
+/* ---- on_lost ------------------------------------------------------------------------- */
+
+struct lost_callback {
+    struct zkl_callback cb;
+    zklock_t *l;
+    int reason;
+    int64_t token; /* of the hold it reports (zklock_lost_token) */
+    bool ran;
+};
+
+/* The on_lost the calling thread is running, if any. */
+static __thread const struct lost_callback *reporting;
+
+static bool lost_begin(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+
+    lc->ran = !lc->l->freeing;
+    if (lc->ran)
+        lc->l->in_callback++;
+    return lc->ran;
+}
+
+static void lost_run(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    const struct lost_callback *outer = reporting; /* a callback may run others (zklock_free) */
+
+    reporting = lc;
+    lc->l->opts.on_lost(lc->l, lc->reason, lc->l->opts.ctx);
+    reporting = outer;
+}
+
+static void lost_end(struct zkl_callback *cb)
+{
+    struct lost_callback *lc = (struct lost_callback *)cb;
+    zklock_t *l = lc->l;
+
+    if (lc->ran) {
+        l->in_callback--;
+        pthread_cond_broadcast(&l->s->cond); /* zklock_free waits for it */
+    }
+    zklock__lock_unref(l);
+    free(lc);
+}
+
+static const struct zkl_callback_ops lost_ops = {lost_begin, lost_run, lost_end};
+
+static void queue_lost(zklock_t *l, int reason, int64_t token)
+{
+    struct lost_callback *lc;
+
+    if (!l->opts.on_lost || !(lc = calloc(1, sizeof *lc)))
+        return; /* the hold count and ZKLOCK_ELOST still tell the truth */
+    lc->cb.ops = &lost_ops;
+    lc->cb.owner = l;
+    lc->l = l;
+    lc->reason = reason;
+    lc->token = token;
+    l->refs++;
+    zklock__dispatch_push(l->s, &lc->cb);
+}
+
+void zklock__tell_lost(zkl_contender_t *c, int reason)
+{
+    if (c->l->internal)
+        return; /* a recipe's own hold: its recipe deals with the loss */
+    c->lost_reason = reason;
+    session_of(c)->stats.lost++;
+    queue_lost(c->l, reason, c->czxid);
+}
+
+/* A blocking acquisition's outcome goes straight to its thread, on_lost
+ * through the callback queue: a new hold of l can be granted (and
+ * zklock_acquire return) before the on_lost of an older one has run. The
+ * token tells the two apart. Reads only what the running callback owns:
+ * no lock needed. */
+int zklock_lost_token(const zklock_t *l, int64_t *token)
+{
+    if (!l || !token || !reporting || reporting->l != l)
+        return ZKLOCK_EINVAL;
+    *token = reporting->token;
+    return ZKLOCK_OK;
+}
+
 /* ---- starting calls ------------------------------------------------------------------ */
 
 static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
-    zklock__call_check(c);
-    zklock__reap(c);
+    zklock__mark(c); /* its step gives up (the timer is no longer armed) */
+    zklock__entry_done(s);
 }
 
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
@@ -131,8 +217,8 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
         c->deadline_timer.fire = deadline_passed;
         zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
     }
-    zklock__step(c);
-    zklock__call_check(c); /* a try-once cut off, say */
+    zklock__lease_keep(s); /* someone queues: the lease is kept fresh */
+    zklock__mark(c);
 }
 
 void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter)
@@ -141,8 +227,7 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
     c->done = done;
     c->rel_waiter = waiter;
     c->inside += waiter != NULL;
-    zklock__give_up(c, ZKLOCK_OK);
-    zklock__call_check(c);
+    zklock__mark(c); /* its step lets the node go */
 }
 
 /* ---- deciding ------------------------------------------------------------------------- */
@@ -156,12 +241,7 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
 
-    if (c->internal) {
-        void (*internal)(zkl_contender_t *, int) = c->internal;
-        if (!holds)
-            c->internal = NULL; /* nothing more to tell its owner */
-        internal(c, rc);
-    } else if (c->done) {
+    if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;
         if (!holds)
@@ -180,18 +260,29 @@ static bool deadline_over(const zkl_contender_t *c)
     return c->has_deadline && !zklock__timer_armed(&c->deadline_timer);
 }
 
-static void check_once(zkl_contender_t *c)
+/* Why the owner's acquisition gives up now (0: it does not): canceled, a
+ * try-once cut off, a deadline passed. Read by the contender's step. */
+int zklock__call_gives_up(const zkl_contender_t *c)
+{
+    if (!c->waiting || !ZKL_WANTS(c))
+        return 0;
+    if (c->canceled)
+        return ZKLOCK_ECANCELED;
+    if (c->try_once && !zklock__connected(session_of(c)))
+        return ZCONNECTIONLOSS;
+    if (deadline_over(c))
+        return ZKLOCK_ETIMEDOUT;
+    return 0;
+}
+
+/* The driver, once the marked contenders are stepped: decides c's call in
+ * progress if its outcome is known. Never frees c, never steps it. */
+void zklock__call_decide(zkl_contender_t *c)
 {
     bool connected = zklock__connected(session_of(c));
 
-    if (c->waiting && c->phase == ZKL_QUEUING) {
-        if (c->canceled)
-            zklock__give_up(c, ZKLOCK_ECANCELED);
-        else if (c->try_once && !connected)
-            zklock__give_up(c, ZCONNECTIONLOSS);
-        else if (deadline_over(c))
-            zklock__give_up(c, ZKLOCK_ETIMEDOUT);
-    }
+    if (c->parent)
+        return; /* a sub: its parent's step reads it (zklock__subs_read) */
     if (c->waiting && c->phase == ZKL_HELD) {
         c->waiting = false;
         c->holds = 1;
@@ -208,21 +299,6 @@ static void check_once(zkl_contender_t *c)
     }
 }
 
-/* Never frees c: the engine's next zklock__reap() does, once it may. */
-void zklock__call_check(zkl_contender_t *c)
-{
-    if (c->checking) {
-        c->recheck = true; /* a give-up just above led back here */
-        return;
-    }
-    c->checking = true;
-    do {
-        c->recheck = false;
-        check_once(c);
-    } while (c->recheck);
-    c->checking = false;
-}
-
 int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
 {
     zklock_session_t *s = session_of(c);
@@ -235,7 +311,8 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
                          ETIMEDOUT) {
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
-            zklock__call_check(c);
+            zklock__mark(c); /* its step gives up */
+            zklock__entry_done(s);
         } else if (!timed) {
             pthread_cond_wait(&c->cond, &s->mu);
         }

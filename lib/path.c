@@ -3,8 +3,9 @@
  * ZooKeeper's server rejects a bad path only after a round trip, and
  * a relative or "." path would be turned into something else by a chroot;
  * checking here gives a clear ZKLOCK_EINVAL before anything is sent. */
-#include "internal.h"
+#include "names.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Decodes one UTF-8 sequence at s; returns its length, 0 if malformed
@@ -90,4 +91,17 @@ int zklock__path_check(const char *path)
 int zklock_path_check(const char *path)
 {
     return zklock__path_check(path);
+}
+
+char *zklock__child_path(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *p = malloc(dl + 1 + nl + 1);
+
+    if (p) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, name, nl + 1);
+    }
+    return p;
 }

@@ -15,7 +15,8 @@
  * engine, the queue inspector) hear of connection changes through the table
  * zklock__layers (layers.c).
  */
-#include "internal.h"
+#include "names.h"
+#include "session.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -254,7 +255,7 @@ static void connected(zklock_session_t *s)
      * new start (CONNECTED); the layers remove what was left on the server. */
     zklock__timer_cancel(s, &s->suspend_timer);
     if (!resumed) /* a new session: its first write will tell */
-        s->heard_known = s->heard_later_known = false;
+        s->heard_known = false;
     s->session_id = id->client_id;
     s->negotiated_ms = zoo_recv_timeout(s->zh);
     s->timers.slice_ms = s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
@@ -469,6 +470,29 @@ static char *default_identity(void)
     return strdup(buf);
 }
 
+/* ZKLOCK_TRACE, read once per session: "1" (or "stderr") traces every
+ * contender's transitions to stderr, a path appends them to that file. */
+static void trace_open(zklock_session_t *s)
+{
+    const char *to = getenv("ZKLOCK_TRACE");
+
+    if (!to || !*to || strcmp(to, "0") == 0)
+        return;
+    if (strcmp(to, "1") == 0 || strcmp(to, "stderr") == 0) {
+        s->trace = stderr;
+        return;
+    }
+    s->trace = fopen(to, "ae");
+    s->trace_owned = s->trace != NULL;
+}
+
+static void trace_close(zklock_session_t *s)
+{
+    if (s->trace_owned)
+        fclose(s->trace);
+    s->trace = NULL;
+}
+
 void zklock__session_free(zklock_session_t *s)
 {
     handle_closed(s); /* nothing is left by now; be sure */
@@ -484,6 +508,7 @@ void zklock__session_free(zklock_session_t *s)
     free(s->tls);
     free(s->hosts);
     free(s->identity);
+    trace_close(s);
     free(s);
 }
 
@@ -568,6 +593,7 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
     if (rc == 0 && zklock__rng_seed(s->rng) != 0)
         rc = ZKLOCK_ESYSTEM;
+    trace_open(s);
     if (rc) {
         zklock__session_free(s);
         return rc;

@@ -8,9 +8,12 @@
  * acquisition until the server expires the session. So the engine remembers
  * them here, and the next session removes them: a delete for a node whose
  * name we know, a listing for one a lost create reply left unknown (found by
- * its name prefix). Until then judge.c never lets them block us.
+ * its name prefix). Until then the listing's rules (rules.c) never let them
+ * block us.
  */
-#include "engine.h"
+#include "recipe.h"
+#include "request.h"
+#include "stale.h"
 
 #include <stdio.h>
 
@@ -96,12 +99,10 @@ bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char 
 
 static bool sent(struct zkl_stale *e, int rc)
 {
-    if (rc != ZOK)
+    if (!zklock__detached_sent(e->s, rc))
         return false; /* the next resume tries again */
     e->ops++;
     e->gen = e->s->gen;
-    e->s->ops++;
-    e->s->stats.requests++;
     return true;
 }
 
@@ -124,8 +125,7 @@ static bool answered(struct zkl_stale *e)
     zklock_session_t *s = e->s;
 
     e->ops--;
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__detached_done(s);
     return e->gen == s->gen;
 }
 

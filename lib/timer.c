@@ -9,7 +9,8 @@
  * Arming never fails: whoever owns timers reserves their heap slots first
  * (zklock__timers_reserve), so that no error path has to cope with a timer that
  * could not be armed. */
-#include "internal.h"
+#include "session.h"
+#include "timer.h"
 
 #include <stdlib.h>
 

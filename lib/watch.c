@@ -1,17 +1,21 @@
 /*
- * watch.c: the two watches of a contender.
+ * watch.c: the watches of a contender.
  *
  * A waiter watches the node that blocks it (the nearest conflicting
  * predecessor), with getData and a watch, so a watch never outlives a node
  * that is already gone. Every contender also watches its own node once the
  * node has lived ZKL_OWN_WATCH_DELAY_MS: that tells a waiter its place is
- * gone and a holder its lock is. Watches are taken back locally
- * (zoo_remove_watches, no round trip) when we stop caring.
+ * gone and a holder its lock is. A semaphore's head watches the leases.
+ * Watches are taken back locally (zoo_remove_watches, no round trip) when
+ * we stop caring.
+ *
+ * The watchers are entry points: they count the registration off, record
+ * the event in the contender and mark it; its step reads what it means
+ * (step.c).
  */
-#include "engine.h"
+#include "request.h"
+#include "watch.h"
 
-static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
-static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count);
@@ -27,29 +31,31 @@ void zklock__watch_over(zkl_contender_t *c)
 
 static void send_watch(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    c->busy++;
     c->watch_pending = true;
     c->watch_wanted = true;
-    zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->watched, pred_watcher, c, watch_done, zklock__req(c));
-    if (rc != ZOK) {
+    if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_WATCH, .call = ZKL_CALL_GET,
+                                               .path = c->watched, .watcher = pred_watcher})) {
         c->watch_pending = false;
         zklock__watch_over(c);
-        zklock__op_refused(c, rc);
     }
 }
 
-/* Watches q[w], the node that blocks us. When it is the only node ahead of
- * us that blocks us, its deletion means we hold: nodes created later have
- * higher sequence numbers. The exceptions: a write holder's downgrade heir
- * (a shared node with the writer's sequence number), which may appear later
- * and blocks exclusive contenders: behind a writer they list again; and the
- * counter's upper half, where a later node may have a spent number, which
- * peers sort first (judge.c): there we list again. */
-void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, int blockers)
+/* The node we watch changed: watch it again. */
+void zklock__watch_again(zkl_contender_t *c)
+{
+    send_watch(c);
+}
+
+/* The watch's request answered: it is registered. */
+void zklock__watch_set(zkl_contender_t *c)
+{
+    c->pred_watches++;
+    session_of(c)->watches++;
+}
+
+/* Watches the node that blocks us; `sole`: its deletion means we hold
+ * (rules.c says when). */
+void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, bool sole)
 {
     char *watched = zklock__child_path(c->l->queue, blocker->name);
 
@@ -66,11 +72,7 @@ void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, 
         }
     }
     c->watched = watched;
-    /* A writer's node (Curator's __WRIT__ or kazoo's __lock__) may leave a
-     * downgrade heir behind it: after its deletion we must look again. */
-    c->sole_blocker = blockers == 1 && c->seq < ZKL_SEQ_LATE &&
-                      !(exclusive(c) && (blocker->tag == ZKL_TAG_WRIT ||
-                                         blocker->tag == ZKL_TAG_KLOCK));
+    c->sole_blocker = sole;
     send_watch(c);
 }
 
@@ -83,44 +85,6 @@ void zklock__forget_blocker(zkl_contender_t *c)
     take_back(c, c->watched, pred_watcher, &c->pred_watches);
     if (c->pred_watches == 0)
         zklock__watch_over(c);
-}
-
-/* The node we waited for went (the watch is over). Had our own node gone
- * while its watch was set, the server would have told us first; a node
- * younger than ZKL_OWN_WATCH_DELAY_MS has no such watch yet (design.md,
- * "Operator deletes a node"). */
-static void predecessor_gone(zkl_contender_t *c)
-{
-    session_of(c)->stats.wakeups++;
-    if (c->sole_blocker)
-        zklock__become_holder(c);
-    else
-        c->need_list = true;
-}
-
-static void watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
-{
-    ZKL_COMPLETION_BEGIN(c);
-    c->busy--;
-    c->watch_pending = false;
-    if (rc == ZOK) {
-        c->pred_watches++;
-        s->watches++;
-        if (!c->watch_wanted)
-            zklock__forget_blocker(c); /* we moved on while it was being set */
-        ZKL_COMPLETION_END(c);
-        return;
-    }
-    if (c->watch_wanted && c->phase == ZKL_QUEUING) {
-        if (rc == ZNONODE)
-            predecessor_gone(c); /* went before the watch was set */
-        else if (transient(rc))
-            c->need_list = true;
-        else
-            zklock__failed(c, rc);
-    }
-    zklock__watch_over(c);
-    ZKL_COMPLETION_END(c);
 }
 
 /* Every watcher also receives the session's state changes (type
@@ -140,95 +104,66 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }
 
-static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+/* Every watcher: what it saw is recorded for the contender's step (by
+ * `record`, with s->mu held); the contender is marked; the event ends. */
+static void watched(zhandle_t *zh, int type, const char *path, void *ctx,
+                    void (*record)(zkl_contender_t *c, zhandle_t *zh, int type, const char *path))
 {
-    zkl_contender_t *c = ctx, *up;
+    zkl_contender_t *c = ctx;
     zklock_session_t *s;
 
     if (type == ZOO_SESSION_EVENT)
         return;
     s = session_of(c);
     pthread_mutex_lock(&s->mu);
-    up = c->parent;
-    if (watch_event(c, zh, &c->pred_watches, path, c->watched) && c->watch_wanted &&
-        c->phase == ZKL_QUEUING && !c->busy) {
-        if (type == ZOO_CHANGED_EVENT) {
-            send_watch(c); /* only its data changed: watch it again */
-        } else {
-            zklock__watch_over(c);
-            predecessor_gone(c);
-        }
-    } else if (c->pred_watches == 0 && !c->watch_pending) {
-        bool wanted = c->watch_wanted && c->phase == ZKL_QUEUING;
-        zklock__watch_over(c);
-        if (wanted)
-            c->need_list = true; /* look again once the chain in flight is done */
-    }
-    zklock__event_end(c, up);
+    record(c, zh, type, path);
+    zklock__mark_event(c);
+    zklock__entry_done(s);
     pthread_mutex_unlock(&s->mu);
+}
+
+static void pred_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+{
+    c->pred_relevant = watch_event(c, zh, &c->pred_watches, path, c->watched);
+    c->pred_type = type;
+    c->pred_fired = true;
+}
+
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    watched(zh, type, path, ctx, pred_event);
 }
 
 /* ---- our own node ----------------------------------------------------------- */
 
-/* The session thread's timer: the own-node watch's delay is over. */
-void zklock__own_watch_due(struct zkl_timer *t, zklock_session_t *s)
-{
-    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
-
-    c->own_due = true;
-    zklock__settle(c); /* arms it now, or on the next resume if disconnected */
-}
-
 void zklock__arm_own_watch(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node || !zklock__connected(s))
+    if (!c->own_due || c->own_watches > 0 || c->own_pending || !c->node ||
+        !zklock__connected(session_of(c)))
         return;
     c->own_pending = true;
-    zklock__op_begin(c);
-    rc = zoo_awget(s->zh, c->node, own_watcher, c, own_done, zklock__req(c));
-    if (rc != ZOK) {
-        zklock__op_unsent(c);
-        c->own_pending = false;
-    }
+    if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_OWN_WATCH, .call = ZKL_CALL_GET,
+                                               .path = c->node, .watcher = own_watcher}))
+        c->own_pending = false; /* the next step tries again */
 }
 
-static void own_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+/* The own watch's request answered: it is registered. */
+void zklock__own_watch_set(zkl_contender_t *c)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    c->own_pending = false;
-    if (rc == ZOK) {
-        c->own_watches++;
-        s->watches++;
-    } else if (rc == ZNONODE && c->phase == ZKL_HELD) {
-        zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-    } else if (rc == ZNONODE && c->phase == ZKL_QUEUING && c->node) {
-        zklock__requeue_own(c); /* our place was deleted before we could watch it */
-    }
-    ZKL_COMPLETION_END(c);
+    c->own_watches++;
+    session_of(c)->watches++;
+}
+
+/* Its deletion; a data change: the step arms the watch again. */
+static void own_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+{
+    if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT)
+        c->own_deleted = true;
 }
 
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx, *up;
-    zklock_session_t *s;
-
-    if (type == ZOO_SESSION_EVENT)
-        return;
-    s = session_of(c);
-    pthread_mutex_lock(&s->mu);
-    up = c->parent;
-    if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT) {
-        if (c->phase == ZKL_HELD)
-            zklock__lose_unconfirmed(c, ZKLOCK_LOST_DELETED);
-        else if (c->phase == ZKL_QUEUING)
-            zklock__requeue_own(c); /* someone deleted our place in the queue */
-    }
-    /* a data change: step() arms the watch again */
-    zklock__event_end(c, up);
-    pthread_mutex_unlock(&s->mu);
+    watched(zh, type, path, ctx, own_event);
 }
 
 /* ---- taking watches back ---------------------------------------------------- */
@@ -290,27 +225,15 @@ void zklock__queue_listed(zkl_contender_t *c, int rc)
         zklock__unwatch_queue(c);
 }
 
+static void queue_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+{
+    if (watch_event(c, zh, &c->queue_watches, path, c->l->queue))
+        c->queue_changed = true;
+}
+
 void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    zkl_contender_t *c = ctx, *up;
-    zklock_session_t *s;
-
-    if (type == ZOO_SESSION_EVENT)
-        return;
-    s = session_of(c);
-    pthread_mutex_lock(&s->mu);
-    up = c->parent;
-    s->stats.watch_events++;
-    if (c->queue_watches > 0) {
-        c->queue_watches--;
-        zklock__watch_gone(s);
-    }
-    if (c->gen == s->gen && zh == s->zh && c->phase == ZKL_QUEUING) {
-        s->stats.wakeups++;
-        c->need_list = true; /* the queue changed: look again (the recipe, if c has no node) */
-    }
-    zklock__event_end(c, up);
-    pthread_mutex_unlock(&s->mu);
+    watched(zh, type, path, ctx, queue_event);
 }
 
 void zklock__unwatch_queue(zkl_contender_t *c)

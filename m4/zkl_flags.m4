@@ -34,3 +34,20 @@ AC_DEFUN([ZKL_WARNINGS], [
   fi
   AC_SUBST([WARN_CFLAGS])
 ])
+
+# ZKL_ARG_DEBUG (after ZKL_ARG_SANITIZERS): --enable-debug keeps the
+# library's assertions (a contender's transitions checked against phase.c's
+# table, the driver never entered twice); the sanitizer builds keep them too.
+# Other builds define NDEBUG (DEBUG_CPPFLAGS).
+AC_DEFUN([ZKL_ARG_DEBUG], [
+  AC_ARG_ENABLE([debug],
+    [AS_HELP_STRING([--enable-debug], [keep the library's assertions (also with --enable-asan/--enable-tsan)])],
+    [], [enable_debug=no])
+  DEBUG_CPPFLAGS="-DNDEBUG"
+  zkl_assertions=no
+  if test "x$enable_debug" = xyes || test -n "$SANITIZE_FLAGS"; then
+    DEBUG_CPPFLAGS=""
+    zkl_assertions=yes
+  fi
+  AC_SUBST([DEBUG_CPPFLAGS])
+])

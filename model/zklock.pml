@@ -1,7 +1,7 @@
 /*
- * model/zklock.pml: a Promela model of zklock's queue engine (lib/engine.c,
- * contender.c, judge.c, fastpath.c, watch.c, stale.c, the lease's "told
- * first"), checked with spin. docs/design.md, "A model of the protocol",
+ * model/zklock.pml: a Promela model of zklock's queue engine (lib/step.c,
+ * rules.c, contender.c, fastpath.c, watch.c, stale.c, the lease's "told
+ * first"; engine.c and judge.c when it was written), checked with spin. docs/design.md, "A model of the protocol",
  * says what is modelled, what is abstracted away and how to run it
  * (model/check.sh).
  *
@@ -709,7 +709,7 @@ inline give_up(c) {
     C[c].ph = LEAVING /* the step that ends every client step sends its delete */
 }
 
-/* ---- the engine: what a listing means (judge.c) ---------------------------------------- */
+/* ---- the engine: what a listing means (rules.c) ---------------------------------------- */
 
 /* read_queue's `mine`: a stray of ours (our prefix, not our node), or a
  * node of a session we gave up. */
@@ -1170,7 +1170,7 @@ inline lease_out(k) {
 }
 
 /* The contender may be reused for the owner's next call once nothing of it
- * is in flight (zklock__reap). */
+ * is in flight (the driver frees it: zklock__drive). */
 inline reset_gone(k) {
     for (tk : 0 .. NC - 1) {
         if
@@ -1259,8 +1259,9 @@ inline let_go(m) {
 #define FRESH(m) (C[m].ph == QUEUING && !C[m].node && !C[m].cu && C[m].busy == 0)
 #define SETTLED(m) ((C[m].ph == QUEUING || C[m].ph == HELD) && !C[m].cu && C[m].busy == 0)
 
-/* multi_step, as engine.c steps M at the end of every event of its
- * client (connected, no transaction in flight). */
+/* multi_step, as step.c steps M whenever the driver finds it marked (a
+ * member's change marks it), here at the end of every event of its client
+ * (connected, no transaction in flight). */
 inline mstep(k) {
     /* A member's hold went while M holds: M's is lost (its owner's release
      * answers at once), the other member is released. */
@@ -1617,7 +1618,7 @@ proctype client(byte k) {
             fi;
             resume(k)
         fi;
-        /* zklock__settle: every contender takes its next step */
+        /* the driver: every contender takes its next step */
         for (tx : FIRST(k) .. FIRST(k) + NCK(k) - 1) {
             step(tx)
         }

@@ -15,7 +15,7 @@
  * (the leadership ends with it) or by zklock_free(); whoever waits hears of
  * the decision, a done callback or a blocked caller.
  */
-#include "../lib/internal.h"
+#include "../lib/recipe.h"
 
 #include <stdlib.h>
 
@@ -140,7 +140,7 @@ static int proclaim_locked(zklock_t *l, const void *value, size_t len, struct zk
     *started = false;
     if (s->closing || s->state == ZKL_S_CLOSED || l->freeing)
         return ZKLOCK_ECLOSED;
-    zklock__lease_check(s); /* no proclaiming on a lease that ran out */
+    zklock__lease_checked(s); /* no proclaiming on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_LOST)
         return tell(done, ZKLOCK_ELOST);

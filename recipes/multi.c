@@ -3,7 +3,7 @@
  * deadlock-free).
  *
  * A multi-lock's contender M makes no node of its own: it owns one contender
- * per member (its subs, see engine.h), each an ordinary contender of the
+ * per member (its subs, see lib/subs.c), each an ordinary contender of the
  * member's handle, owned by M's owner, so that while M holds, each member is
  * held by that thread too (zklock_fence(member) works).
  *
@@ -32,9 +32,10 @@
  * in one new transaction, once the old nodes are gone: a member queued
  * again alone, at the back, while the others kept their places, made M wait
  * for a later multi-lock on one lock while that one waited for M on
- * another (issue 21).
+ * another (issue 21). M's step decides it from its members' phases (they
+ * never call M); the members let go are its subs until they are gone.
  */
-#include "../lib/engine.h"
+#include "../lib/recipe.h"
 
 #include <stdio.h>
 
@@ -44,9 +45,14 @@ struct zklock_multi {
     zklock_t *members[ZKLOCK_MULTI_MAX]; /* then the semaphores, by path */
 };
 
-/* One enqueue in flight: the transaction, who it is for, the paths made. */
+/* M's round (its c->recipe_data, from the first transaction on): the
+ * transaction that makes the lock members' nodes, who it is for, the paths
+ * made, and the node whose creation zxid is read for the token. */
 #define NAME_MAX_LEN (ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32)
 struct enqueue {
+    bool sent; /* the transaction went out (its outcome maybe unknown): a
+                  lock member without a node since has lost its place */
+    char read[NAME_MAX_LEN];
     int n;
     zkl_contender_t *who[ZKLOCK_MULTI_MAX];
     zoo_op_t ops[ZKLOCK_MULTI_MAX];
@@ -64,78 +70,21 @@ static bool in_turn(const zklock_t *member)
     return member->recipe->in_turn;
 }
 
-/* ---- members ------------------------------------------------------------------------------ */
-
-static void member_decided(zkl_contender_t *m, int rc);
-
-/* A contender of member for M, owned by M's owner. */
-static zkl_contender_t *new_member(zkl_contender_t *c, zklock_t *member)
-{
-    zkl_contender_t *m = zklock__contender_new(member);
-
-    if (!m)
-        return NULL;
-    m->owner = c->owner;
-    m->by_parent = true; /* M makes its node (a heir its own), or starts it in its turn */
-    zklock__adopt(c, m, member_decided);
-    return m;
-}
-
-/* A new contender in the place of member `old`: a downgrade heir is one
- * again while its writer holds by the node it was made beside (as
- * zklock__requeue_own keeps it), else a plain reader that M's next
- * transaction queues with the others. */
-static zkl_contender_t *new_member_like(zkl_contender_t *c, const zkl_contender_t *old)
-{
-    zkl_contender_t *m = new_member(c, old->l);
-
-    if (!m || !old->heir || !zklock__writer_still_holds(old))
-        return m;
-    if (!(m->heir_of = strdup(old->heir_of)))
-        return NULL; /* M gives up: its ending lets m go with the others */
-    m->heir = true;
-    m->heir_seq = old->heir_seq;
-    m->heir_token = old->heir_token;
-    return m;
-}
-
-static zkl_contender_t *member_of(zkl_contender_t *c, const zklock_t *member)
-{
-    for (zkl_contender_t *m = c->subs; m; m = m->next_sub)
-        if (m->l == member && !m->let_go)
-            return m;
-    return NULL;
-}
-
-/* A call on member m of M is decided. Runs in m's events: M is stepped
- * when the event ends, or here only once m is disowned (engine.h). */
-static void member_decided(zkl_contender_t *m, int rc)
-{
-    zkl_contender_t *c = m->parent;
-
-    if (rc == ZKLOCK_OK && !m->let_go)
-        return; /* held: M looks at the others when the event ends */
-    zklock__disown(c, m);
-    if (m->let_go) {
-        if (c->releasing && rc != ZKLOCK_OK && rc != ZKLOCK_ECANCELED && c->result == ZKLOCK_OK)
-            c->result = rc; /* a member's hold was gone: the release says so */
-    } else if (c->phase == ZKL_QUEUING) {
-        zklock__give_up(c, rc); /* busy (try-once), refused, closed, ... */
-    }
-}
-
 /* ---- enqueuing: one transaction for every lock member ------------------------------------ */
 
-static void enqueued(int rc, const void *data);
-static void token_read(int rc, const struct Stat *st, const void *data);
-
-/* M's round (c->recipe_state): its members' nodes are still to be made, or
- * the transaction that makes them went out (its outcome maybe unknown). */
-enum { ROUND_FRESH, ROUND_SENT };
+/* M's own requests (its answer hook reads them). */
+enum { MULTI_ENQUEUE = ZKL_REQ_RECIPE, MULTI_TOKEN };
 
 static bool enqueued_by_m(const zkl_contender_t *m)
 {
-    return m->by_parent && !in_turn(m->l) && !m->let_go && !m->heir;
+    return m->by_parent && !in_turn(m->l) && !m->let_go && !zklock__inherits(m);
+}
+
+static bool round_sent(const zkl_contender_t *c)
+{
+    const struct enqueue *e = c->recipe_data;
+
+    return e && e->sent;
 }
 
 /* How many lock members wait for M to make their node; *busy if one of
@@ -159,7 +108,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
     zklock_session_t *s = session_of(c);
     struct enqueue *e = calloc(1, sizeof *e + (size_t)n * NAME_MAX_LEN);
     char *paths[ZKLOCK_MULTI_MAX];
-    int rc;
+    bool sent;
 
     if (!e) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
@@ -183,19 +132,19 @@ static void send_enqueue(zkl_contender_t *c, int n)
                            m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
         e->who[e->n++] = m;
     }
+    free(c->recipe_data); /* the round before (its transaction answered, or dropped) */
     c->recipe_data = e;
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_amulti(s->zh, e->n, e->ops, e->results, enqueued, zklock__req(c));
+    sent = zklock__send(c, &(struct zkl_request){.kind = MULTI_ENQUEUE, .call = ZKL_CALL_MULTI,
+                                                 .nops = e->n, .ops = e->ops,
+                                                 .results = e->results});
     for (int i = 0; i < e->n; i++)
         free(paths[i]); /* serialised by zoo_amulti */
-    if (rc != ZOK) {
-        c->recipe_data = NULL;
+    if (!sent) {
+        c->recipe_data = NULL; /* refused: M's next step says why */
         free(e);
-        zklock__op_refused(c, rc);
         return;
     }
-    c->recipe_state = ROUND_SENT;
+    e->sent = true;
     for (int i = 0; i < e->n; i++) {
         e->who[i]->busy++; /* its node is being made: nothing else for it meanwhile */
         zklock__send_list(e->who[i]); /* answered after the transaction: it is in */
@@ -224,9 +173,9 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     if (transient(rc)) {
         for (int i = 0; i < e->n; i++)
             e->who[i]->create_unknown = true; /* each looks for its node by its prefix */
-        return;
+        return; /* the round stands: made all of them, or none */
     }
-    c->recipe_state = ROUND_FRESH; /* refused: it made nothing */
+    e->sent = false; /* refused: it made nothing */
     if (m && why == ZNONODE && m->parent_rc == 0) {
         /* Its lock path is missing (maybe others' too: only the first
          * failure is told): all of them are made first next time. */
@@ -237,76 +186,98 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     }
 }
 
-static void enqueued(int rc, const void *data)
+/* The creation zxid of one node of the transaction (the transaction's) is
+ * every member's fencing token: read with one exists. */
+static void send_token_read(zkl_contender_t *c, struct enqueue *e, const char *node)
 {
-    ZKL_COMPLETION_BEGIN(c);
+    snprintf(e->read, sizeof e->read, "%s", node);
+    zklock__send(c, &(struct zkl_request){.kind = MULTI_TOKEN, .call = ZKL_CALL_EXISTS,
+                                          .path = e->read});
+}
+
+static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
+{
     struct enqueue *e = c->recipe_data;
 
-    zklock__heard(c, rc);
-    c->busy--;
+    zklock__heard(c, a->rc);
     for (int i = 0; i < e->n; i++)
         e->who[i]->busy--;
-    if (rc != ZOK) {
-        enqueue_failed(c, e, rc);
-        c->recipe_data = NULL;
-        free(e);
-    } else {
-        for (int i = 0; i < e->n; i++) {
-            struct zkl_entry entry;
-            zkl_contender_t *m = e->who[i];
-            zklock__set_node(m, strdup(e->names[i]));
-            m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
-            m->czxid = 0; /* read next: a transaction's create gives no Stat */
-            if (!m->node)
-                zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
-            zklock__step(m); /* let go of meanwhile: its node goes now */
+    if (a->rc != ZOK) {
+        enqueue_failed(c, e, a->rc);
+        if (!e->sent) {
+            c->recipe_data = NULL;
+            free(e);
         }
-        c->busy++;
-        zklock__op_begin(c);
-        rc = zoo_aexists(s->zh, e->names[0], 0, token_read, zklock__req(c));
-        if (rc != ZOK)
-            zklock__op_refused(c, rc);
+        return;
     }
-    ZKL_COMPLETION_END(c);
+    for (int i = 0; i < e->n; i++) {
+        struct zkl_entry entry;
+        zkl_contender_t *m = e->who[i];
+        zklock__set_node(m, strdup(e->names[i]));
+        m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
+        m->czxid = 0; /* read next: a transaction's create gives no Stat */
+        if (!m->node)
+            zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
+        zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
+    }
+    send_token_read(c, e, e->names[0]);
 }
 
-/* The creation zxid of one node of the transaction: the transaction's, so
- * every member's fencing token. */
-static void token_read(int rc, const struct Stat *st, const void *data)
+static bool made_by(const struct enqueue *e, const char *node)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    struct enqueue *e = c->recipe_data;
+    for (int i = 0; i < e->n; i++)
+        if (strcmp(node, e->names[i]) == 0)
+            return true;
+    return false;
+}
 
-    c->busy--;
-    for (int i = 0; rc == ZOK && i < e->n; i++)
-        if (e->who[i]->node && strcmp(e->who[i]->node, e->names[i]) == 0)
-            e->who[i]->czxid = st->czxid;
+/* The member whose node was read gets its token; so do those whose nodes
+ * the same transaction made, if it was one of the round's (by name, for a
+ * member may have gone meanwhile). */
+static void on_token(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    const struct enqueue *e = c->recipe_data;
+    bool of_round = e && made_by(e, e->read);
+
+    for (zkl_contender_t *m = c->subs; e && a->rc == ZOK && m; m = m->next_sub)
+        if (m->node && (strcmp(m->node, e->read) == 0 || (of_round && made_by(e, m->node))))
+            m->czxid = a->stat->czxid;
     /* else: that node went (its member queues again), or no answer came:
      * the next step asks again */
-    c->recipe_data = NULL;
-    free(e);
-    ZKL_COMPLETION_END(c);
 }
 
-/* A held member's token still unknown (the read was lost): ask again. */
+static void multi_answer(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    if (a->kind == MULTI_ENQUEUE)
+        on_enqueued(c, a);
+    else if (a->kind == MULTI_TOKEN)
+        on_token(c, a);
+}
+
+/* A held member's token still unknown (the read was lost, or its node was
+ * found again after a lost reply): ask again. */
 static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 {
-    struct enqueue *e = calloc(1, sizeof *e + NAME_MAX_LEN);
-    int rc;
-
-    if (!e) {
+    if (!c->recipe_data && !(c->recipe_data = calloc(1, sizeof(struct enqueue)))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    e->n = 1;
-    e->who[0] = m;
-    snprintf(e->names[0], NAME_MAX_LEN, "%s", m->node);
-    c->recipe_data = e;
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_aexists(session_of(c)->zh, m->node, 0, token_read, zklock__req(c));
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
+    send_token_read(c, c->recipe_data, m->node);
+}
+
+/* ---- members ------------------------------------------------------------------------------ */
+
+/* A new member of M on handle `member` (M makes its node, a heir its own,
+ * or starts it in its turn), with the member's own rules: a read/write view
+ * refuses an upgrade or makes a downgrade heir (again, in a new round,
+ * while its writer holds), a semaphore its lease's state. 0, or why not. */
+static int new_member(zkl_contender_t *c, zklock_t *member)
+{
+    zkl_contender_t *m = zklock__sub_new(c, member, true);
+
+    if (!m)
+        return ZKLOCK_ENOMEM;
+    return member->recipe->prepare ? member->recipe->prepare(member, m) : 0;
 }
 
 /* ---- a member's place goes while M waits: all queue again ------------------------------- */
@@ -314,15 +285,15 @@ static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 /* Has member m lost the place M's round gave it? Its hold went (its node
  * deleted, the session's end, the lease), or its node did while it waited,
  * once the round's transaction was sent. A heir holds by its writer's
- * place (the engine makes it again while the writer holds); a semaphore's
+ * place (its own step makes it again while the writer holds); a semaphore's
  * lease is taken in its own turn. */
 static bool lost_place(const zkl_contender_t *c, const zkl_contender_t *m)
 {
     if (m->phase == ZKL_LOST || m->phase == ZKL_GONE)
         return true;
-    if (in_turn(m->l) || m->heir)
+    if (in_turn(m->l) || zklock__inherits(m))
         return false;
-    return c->recipe_state == ROUND_SENT && !m->node;
+    return round_sent(c) && !m->node;
 }
 
 /* Has a member lost its place? Not known while one still looks for its
@@ -348,41 +319,39 @@ static bool has_place(const zkl_contender_t *m)
     return m->phase == ZKL_HELD || m->node || m->create_unknown || (in_turn(m->l) && m->waiting);
 }
 
-/* Every member with a place lets go of it (a hold is released, a place
- * given up: its node deleted in the background) and a new contender takes
- * over; so does one whose hold or place is gone. Those with nothing on the
- * server stay. The next transaction queues them all (multi_step: once the
- * old nodes are gone). A member that keeps vanishing costs one round per
- * loss: the new round is fresh until its transaction goes out. */
+/* Every member with a place is let go (its own step releases a hold or
+ * gives up a place: its node deleted in the background) and a new member
+ * takes over; so does one whose hold or place is gone. Those with nothing
+ * on the server stay. The next transaction queues them all (multi_step:
+ * once the old members are gone). A member that keeps vanishing costs one
+ * round per loss: the new round is fresh until its transaction goes out. */
 static bool requeue_all(zkl_contender_t *c)
 {
+    struct enqueue *e = c->recipe_data;
+    int rc;
+
     for (zkl_contender_t *m = c->subs, *next; m; m = next) {
         bool gone = m->phase == ZKL_LOST || m->phase == ZKL_GONE;
-        next = m->next_sub;
+        next = m->next_sub; /* (new members go in front) */
         if (m->let_go || (!gone && !has_place(m)))
             continue;
-        if (!new_member_like(c, m)) {
-            zklock__give_up(c, ZKLOCK_ENOMEM);
+        if ((rc = new_member(c, m->l)) != 0) {
+            zklock__give_up(c, rc); /* its ending lets every member go */
             return false;
         }
-        if (gone) {
-            zklock__disown(c, m);
-            zklock__reap(m);
-        } else {
-            zklock__let_go(c, m); /* may free m */
-        }
+        if (gone)
+            zklock__disown(c, m); /* the driver frees it */
+        else
+            zklock__let_go(c, m);
     }
-    c->recipe_state = ROUND_FRESH;
+    if (e)
+        e->sent = false;
     return true;
 }
 
-/* Members let go by requeue_all whose calls are not decided yet: the new
- * round's nodes must not queue behind their old ones. Each is disowned when
- * decided: once its node is deleted or its session over, or, given up while
- * disconnected, at once; its delete then goes out on the reconnection
- * before M's transaction (engine_resumed steps newer contenders first, and
- * a session's requests are applied in order). Even behind one, a new node
- * only waits for a delete that waits for nothing. */
+/* Members let go by requeue_all that are not gone yet (a sub let go is
+ * disowned in M's step once gone: zklock__subs_read): the new round's
+ * nodes must not queue behind their old ones. M is marked as each goes. */
 static bool old_round_pending(const zkl_contender_t *c)
 {
     for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
@@ -401,19 +370,15 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
     bool before_held = true;
 
     for (size_t i = 0; i < mu->n && c->phase == ZKL_QUEUING; i++) {
-        zkl_contender_t *m = member_of(c, mu->members[i]);
+        zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
         if (!m) {
             before_held = false;
             continue;
         }
-        if (!m->waiting && m->phase == ZKL_QUEUING && (i < mu->nlocks || before_held)) {
+        if (!zklock__sub_started(m) && (i < mu->nlocks || before_held)) {
             if (i >= mu->nlocks)
                 m->by_parent = false; /* its turn: it takes its own steps */
-            zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-            if (m->parent != c) {
-                zklock__reap(m); /* decided at once: M has given up */
-                return;
-            }
+            zklock__sub_start(c, m);
         }
         before_held &= m->phase == ZKL_HELD && m->czxid != 0;
     }
@@ -424,7 +389,7 @@ static bool all_held(zkl_contender_t *c, const struct zklock_multi *mu, int64_t 
 {
     *token = 0;
     for (size_t i = 0; i < mu->n; i++) {
-        zkl_contender_t *m = member_of(c, mu->members[i]);
+        zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
         if (!m || m->phase != ZKL_HELD || m->czxid == 0)
             return false;
         *token = m->czxid > *token ? m->czxid : *token;
@@ -440,10 +405,10 @@ static bool multi_step(zkl_contender_t *c)
     int n;
     int64_t token;
 
-    if (place_lost(c) && !requeue_all(c))
+    if (place_lost(c) && !requeue_all(c)) /* a member's place gone: all queue again */
         return false;
     if (old_round_pending(c))
-        return false; /* stepped again as each goes (zklock__event_end) */
+        return false;
     start_members(c, mu);
     if (c->phase != ZKL_QUEUING)
         return false;
@@ -468,10 +433,7 @@ static bool multi_step(zkl_contender_t *c)
 /* M gives up, is released or lost: so is every member. */
 static void multi_ending(zkl_contender_t *c)
 {
-    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
-        next = m->next_sub;
-        zklock__let_go(c, m);
-    }
+    zklock__subs_let_go(c);
 }
 
 /* Before M queues (on the caller's thread): a contender per member, with
@@ -486,9 +448,8 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
     for (size_t i = 0; i < mu->n && rc == 0; i++) {
         zklock_t *member = mu->members[i];
         const zkl_contender_t *own = zklock__owner_contender(member);
-        zkl_contender_t *m;
         if (own && own->phase == ZKL_LOST && !own->parent) {
-            zklock__detach((zkl_contender_t *)own); /* a lost hold nobody released */
+            zklock__abandon((zkl_contender_t *)own); /* a lost hold nobody released */
             own = NULL;
         }
         if (member->freeing)
@@ -497,10 +458,8 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
             rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
         else if (own && (own->phase == ZKL_HELD || own->phase == ZKL_LEAVING))
             rc = ZKLOCK_EDEADLK;
-        else if (!(m = new_member(c, member)))
-            rc = ZKLOCK_ENOMEM;
-        else if (member->recipe->prepare)
-            rc = member->recipe->prepare(member, m); /* a heir makes its own node */
+        else
+            rc = new_member(c, member);
     }
     if (rc)
         multi_ending(c); /* nothing started: the members go at once */
@@ -519,6 +478,7 @@ static void multi_gone(zklock_t *l)
 
 static const struct zkl_recipe multi_recipe = {
     .prepare = multi_prepare,
+    .answer = multi_answer,
     .may_create = multi_step,
     .ending = multi_ending,
     .destroy = multi_gone,

@@ -4,7 +4,7 @@
  * exclusive contender blocks it, and it watches the one just ahead. */
 #include <stdlib.h>
 
-#include "../lib/internal.h"
+#include "../lib/recipe.h"
 
 int zklock__exclusive_new(zklock_t **out, zklock_session_t *s, const char *path,
                           const zklock_opts_t *opts, enum zkl_tag curator_tag,

@@ -12,9 +12,10 @@
  *    once as a downgrade heir: a non-sequential read node carrying the
  *    writer's sequence number, so it keeps the writer's place in the queue
  *    when the write side is released (as Curator 5.5 does). */
-#include "../lib/internal.h"
+#include "../lib/recipe.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,23 +31,211 @@ static zklock_rwlock_t *rw_of(zklock_t *view)
                         : (zklock_rwlock_t *)((char *)view - offsetof(zklock_rwlock_t, write));
 }
 
+/* ---- the downgrade heir ------------------------------------------------------------ */
+
+/* A heir's own state (its c->recipe_data, made by rw_prepare; a read-view
+ * contender that is no heir has none). It holds by its writer's place: its
+ * node carries the writer's number and it keeps the writer's token. */
+struct heir {
+    int32_t seq;                /* its writer's sequence number, its node's */
+    int64_t token;              /* its writer's fencing token, its own */
+    struct {                    /* the check of its writer's node and its create, */
+        zoo_op_t ops[2];        /* in one multi, in flight */
+        zoo_op_result_t results[2];
+        char created[ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32];
+    } multi;
+    bool writer_lost, writer_loss_unconfirmed; /* its writer's hold was lost, */
+    int writer_lost_why;                       /* ... and why: so is its own */
+    char writer[];              /* its writer's node, checked as it is made */
+};
+
+/* The heir's own request (its answer hook reads it). */
+enum { RW_HEIR = ZKL_REQ_RECIPE };
+
+static struct heir *heir_of(const zkl_contender_t *c)
+{
+    return c->l->shared ? c->recipe_data : NULL;
+}
+
+static bool inherits(const zkl_contender_t *c)
+{
+    return heir_of(c) != NULL;
+}
+
+/* The heir's writer (same owner, the write view) still holds by the node
+ * the heir was made beside: its place stands. */
+static bool place_stands(const zkl_contender_t *c)
+{
+    const struct heir *h = heir_of(c);
+
+    for (const zkl_contender_t *w = h ? c->l->sibling->contenders : NULL; w; w = w->lock_next)
+        if (zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node &&
+            strcmp(w->node, h->writer) == 0)
+            return true;
+    return false;
+}
+
+/* The name of the heir's writer's held node, for a recovery's listing
+ * (NULL: none). */
+static const char *place_node(const zkl_contender_t *c)
+{
+    for (const zkl_contender_t *w = c->l->sibling->contenders; w; w = w->lock_next)
+        if (w->attached && zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node)
+            return strrchr(w->node, '/') + 1;
+    return NULL;
+}
+
+/* Queues as a plain reader from now on. */
+static void forget_place(zkl_contender_t *c)
+{
+    free(c->recipe_data);
+    c->recipe_data = NULL;
+}
+
+/* The heir's node: non-sequential, with its writer's number (malloc'ed). */
+static char *heir_name(zkl_contender_t *c)
+{
+    const char *dir = c->l->queue, *tag = c->l->tag_text;
+    size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
+    char *name = malloc(len);
+
+    if (name)
+        snprintf(name, len, "%s/%s%s%010d", dir, c->prefix, tag, heir_of(c)->seq);
+    return name;
+}
+
+/* A heir is made only beside its writer's live node: the check and the
+ * create in one transaction. Had an operator deleted the writer's node (the
+ * writer not told yet: its own-node watch waits its delay), a writer
+ * elsewhere may hold: the heir must not. True if c is a heir (its create
+ * is this one). */
+static bool heir_create(zkl_contender_t *c)
+{
+    zklock_session_t *s = c->l->s;
+    struct heir *h = heir_of(c);
+    char *name;
+
+    if (!h)
+        return false;
+    if (!(name = heir_name(c))) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return true;
+    }
+    memset(&h->multi, 0, sizeof h->multi);
+    zoo_check_op_init(&h->multi.ops[0], h->writer, -1);
+    zoo_create_op_init(&h->multi.ops[1], name, s->identity, (int)strlen(s->identity), c->l->acl,
+                       ZOO_EPHEMERAL, h->multi.created, (int)sizeof h->multi.created);
+    zklock__send(c, &(struct zkl_request){.kind = RW_HEIR, .call = ZKL_CALL_MULTI, .nops = 2,
+                                          .ops = h->multi.ops, .results = h->multi.results});
+    free(name); /* serialised by zoo_amulti */
+    return true;
+}
+
+static void on_heir_made(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    struct heir *h = heir_of(c);
+    int check = h->multi.results[0].err, create = h->multi.results[1].err;
+
+    zklock__heard(c, a->rc);
+    if (a->rc == ZOK) {
+        zklock__set_node(c, strdup(h->multi.created));
+        if (!c->node) {
+            zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
+            return;
+        }
+        c->seq = h->seq;
+        if (c->phase == ZKL_QUEUING)
+            zklock__become_holder(c); /* by its writer's place: no listing */
+    } else if (check == ZNONODE) {
+        /* Its writer's node is gone (the writer learns it from its own
+         * watch): no place to inherit. Queue as a plain reader, wherever
+         * the lock path now is. */
+        zklock__requeue(c);
+    } else if (create == ZNODEEXISTS) {
+        /* An earlier create of ours whose reply was lost: ours only if our
+         * session owns it. */
+        zklock__set_node(c, heir_name(c));
+        if (c->node)
+            zklock__send_owner_check(c);
+        else
+            zklock__give_up(c, ZKLOCK_ENOMEM);
+    } else {
+        c->create_unknown |= transient(a->rc);
+        zklock__failed(c, a->rc);
+    }
+}
+
+static void rw_answer(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    if (a->kind == RW_HEIR && heir_of(c))
+        on_heir_made(c, a);
+}
+
+/* A heir holds by its writer's token: its own node is newer than a writer
+ * queued behind, whose token storage must still accept. */
+static void rw_granted(zkl_contender_t *c)
+{
+    if (heir_of(c))
+        c->czxid = heir_of(c)->token;
+}
+
+/* A writer's hold is lost: so are its heirs' (their steps lose them). */
+static void rw_ending(zkl_contender_t *w)
+{
+    if (w->l->shared || w->phase != ZKL_LOST)
+        return;
+    for (zkl_contender_t *c = w->l->sibling->contenders; c; c = c->lock_next) {
+        struct heir *h = heir_of(c);
+        if (!h || c->phase != ZKL_HELD || !zklock__same_owner(c, w))
+            continue;
+        h->writer_lost = true;
+        h->writer_loss_unconfirmed = w->loss_unconfirmed;
+        h->writer_lost_why = w->loss_unconfirmed ? w->loss_fallback : w->lost_why;
+        zklock__mark(c);
+    }
+}
+
+/* A heir's step: its writer's hold was lost, so is its own, and its node
+ * goes (it holds by nothing now). */
+static void rw_step(zkl_contender_t *c)
+{
+    struct heir *h = heir_of(c);
+
+    if (!h || !h->writer_lost)
+        return;
+    h->writer_lost = false;
+    if (c->phase != ZKL_HELD)
+        return;
+    zklock__stale_add(c);
+    if (h->writer_loss_unconfirmed)
+        zklock__lose_unconfirmed(c, h->writer_lost_why);
+    else
+        zklock__lose(c, h->writer_lost_why);
+    zklock__stale_sweep(c->l->s);
+}
+
+/* ---- before queuing ------------------------------------------------------------------ */
+
+/* A thread holding only the read side that asks for the write side would
+ * wait for itself: ZKLOCK_EDEADLK. One holding the write side that asks
+ * for the read side gets a heir. */
 static int rw_prepare(zklock_t *l, zkl_contender_t *c)
 {
     const zkl_contender_t *other = zklock__owner_contender(l->sibling);
-    bool holds_other = other && other->phase == ZKL_HELD;
+    struct heir *h;
 
     if (other && other->waiting)
         return ZKLOCK_EBUSY; /* handle-owned: the pair's other acquisition is in progress */
-    if (!holds_other)
+    if (!other || other->phase != ZKL_HELD)
         return 0;
     if (!l->shared)
         return ZKLOCK_EDEADLK; /* read held, write asked: an upgrade */
-    c->heir_of = other->node ? strdup(other->node) : NULL;
-    if (!c->heir_of)
+    if (!other->node || !(h = calloc(1, sizeof *h + strlen(other->node) + 1)))
         return ZKLOCK_ENOMEM;
-    c->heir = true;
-    c->heir_seq = other->seq;
-    c->heir_token = other->czxid;
+    strcpy(h->writer, other->node);
+    h->seq = other->seq;
+    h->token = other->czxid;
+    c->recipe_data = h;
     return 0;
 }
 
@@ -60,7 +249,16 @@ static void rw_view_gone(zklock_t *view)
 
 static const struct zkl_recipe rw_recipe = {
     .prepare = rw_prepare,
+    .step = rw_step,
+    .answer = rw_answer,
+    .granted = rw_granted,
+    .ending = rw_ending,
     .destroy = rw_view_gone,
+    .inherits = inherits,
+    .place_stands = place_stands,
+    .place_node = place_node,
+    .forget_place = forget_place,
+    .create = heir_create,
 };
 
 static void init_view(zklock_t *view, zklock_t *sibling)

@@ -11,7 +11,7 @@
  *
  * A lease contender first takes the acquisition mutex: an ordinary engine
  * contender of the semaphore's internal mutex handle, owned by the lease
- * contender (its only sub, see engine.h). Under the mutex it makes its lease
+ * contender (its only sub, see lib/subs.c). Under the mutex it makes its lease
  * node and lists the leases in one round trip, and holds when they number at
  * most max_leases, its own included; otherwise it waits, node and mutex kept,
  * for the leases to change (Curator's rule), told by a watch on them. kazoo looks
@@ -40,7 +40,7 @@
  * and the guesser's place: those queued behind it while it guessed go
  * first, once (the order documented in zklock(3)).
  */
-#include "../lib/engine.h"
+#include "../lib/recipe.h"
 
 #include <stdio.h>
 
@@ -56,6 +56,18 @@ struct zklock_semaphore {
 /* What a contender's last look at the leases said (kazoo's order only). */
 enum { ROOM_UNKNOWN, ROOM_NONE, ROOM_FREE };
 
+/* A lease contender's own state (its c->recipe_data, made by prepare). */
+struct lease {
+    int room;      /* its last look at the leases: ROOM_* */
+    bool guessed;  /* it let the acquisition lock go early once: never twice */
+    bool guessing; /* ... just now: its create follows the lock's delete */
+};
+
+static struct lease *lease_of(const zkl_contender_t *c)
+{
+    return c->recipe_data;
+}
+
 static struct zklock_semaphore *sem_of(const zklock_t *l)
 {
     return l->internal ? (struct zklock_semaphore *)((char *)l - offsetof(struct zklock_semaphore, mutex))
@@ -65,64 +77,31 @@ static struct zklock_semaphore *sem_of(const zklock_t *l)
 /* ---- the acquisition mutex ------------------------------------------------------------- */
 
 /* c no longer wants its mutex: a hold is released, a queuing acquisition
- * canceled, in the background. c finishes only once the mutex's node is
- * gone (engine.h), so a failed acquisition leaves nothing behind. */
+ * canceled, in the background (subs.c). c finishes only once the mutex's
+ * node is gone, so a failed acquisition leaves nothing behind. */
 static void let_go_of_mutex(zkl_contender_t *c)
 {
-    if (!c->subs)
-        return;
-    zklock__let_go(c, c->subs);
-    zklock__sub_pending(c); /* lets it go now if nothing of it is left */
+    zklock__subs_let_go(c);
 }
 
-/* A call on m, the mutex of lease contender m->parent, is decided. Runs in
- * m's events: it may not step or free the parent (engine.h). */
-static void mutex_decided(zkl_contender_t *m, int rc)
-{
-    zkl_contender_t *c = m->parent;
-
-    if (rc == ZKLOCK_OK && !m->let_go)
-        return; /* held: the event's end steps c, which makes its lease now */
-    zklock__disown(c, m);
-    if (!m->let_go && c->phase == ZKL_QUEUING)
-        zklock__give_up(c, rc); /* busy (try-once), closed, refused, ... */
-}
-
-static bool take_mutex(zkl_contender_t *c)
-{
-    zkl_contender_t *m = zklock__contender_new(&sem_of(c->l)->mutex);
-
-    if (!m) {
-        zklock__give_up(c, ZKLOCK_ENOMEM);
-        return false;
-    }
-    zklock__adopt(c, m, mutex_decided);
-    /* Under a new mutex (the last one lost with its session, say), look at
-     * the leases afresh: a watch set before may have gone with the session. */
-    c->recipe_state = ROOM_UNKNOWN;
-    zklock__acquire_start(m, c->try_once ? 0 : -1, NULL, NULL);
-    if (c->subs != m)
-        zklock__reap(m); /* decided at once */
-    return true;
-}
-
-/* The mutex's hold ended under its owner (its node deleted by hand, or its
- * lease ran out while the connection was down: its node is deleted when the
- * session is heard from again): a lease node made under it no longer waits
- * its turn, and blocks others. It goes (now, or as the session reconnects);
- * its contender starts over. (Ended with the session: the engine requeues
- * the contender anyway, and remembers its node if it must.) */
+/* The lease's step, first: its mutex's hold ended under it (its node
+ * deleted by hand, or its lease ran out while the connection was down: its
+ * node is deleted when the session is heard from again): a lease node made
+ * under it no longer waits its turn, and blocks others. It goes (now, or as
+ * the session reconnects); its contender starts over. (Ended with the
+ * session: the engine requeued the contender anyway, and remembered its
+ * node if it must.) */
 static void start_over(zkl_contender_t *c);
 
-static void mutex_ending(zkl_contender_t *m)
+static void lease_step(zkl_contender_t *c)
 {
-    zkl_contender_t *c = m->parent;
-    zklock_session_t *s = session_of(m);
+    zkl_contender_t *m = c->subs;
+    zklock_session_t *s = session_of(c);
 
-    if (!c || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
+    if (!m || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
         s->state == ZKL_S_CLOSED)
         return;
-    if (c->phase == ZKL_QUEUING && c->node)
+    if (ZKL_WANTS(c) && c->node)
         start_over(c);
 }
 
@@ -133,7 +112,7 @@ static void start_over(zkl_contender_t *c)
     zklock__stale_add(c);
     zklock__unwatch_queue(c);
     zklock__requeue(c);
-    c->recipe_state = ROOM_UNKNOWN;
+    lease_of(c)->room = ROOM_UNKNOWN;
     zklock__stale_sweep(session_of(c));
 }
 
@@ -148,7 +127,7 @@ static bool under_mutex(const zkl_contender_t *c)
  * for nothing), so the first time it looks again, watching. */
 static void wait_for_leases(zkl_contender_t *c)
 {
-    c->recipe_state = ROOM_NONE;
+    lease_of(c)->room = ROOM_NONE;
     if (!c->queue_watch) {
         c->queue_watch = true;
         c->need_list = true;
@@ -157,28 +136,20 @@ static void wait_for_leases(zkl_contender_t *c)
 
 /* ---- kazoo's checks -------------------------------------------------------------------- */
 
-static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data);
-static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
-                      const void *data);
+/* The lease contender's own requests (its answer hook reads them). */
+enum { SEM_MAX = ZKL_REQ_RECIPE, SEM_ROOM };
 
 /* kazoo stores max_leases in <path>'s data and refuses a peer that asks for
  * another number: so do we, at every acquisition (a peer may have made the
  * path again, with another number, since the last one). */
 static bool send_max_check(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
-    c->busy++;
-    zklock__op_begin(c);
-    rc = zoo_aget(s->zh, c->l->path, 0, max_done, zklock__req(c));
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
-    return rc == ZOK;
+    return zklock__send(c, &(struct zkl_request){.kind = SEM_MAX, .call = ZKL_CALL_GET,
+                                                 .path = c->l->path});
 }
 
 /* No <path>: make it as kazoo does, persistent with our number in it (the
- * levels above as containers: engine.c), unless the last try was refused. */
+ * levels above as containers), unless the last try was refused. */
 static void make_path(zkl_contender_t *c)
 {
     if (c->parent_rc != 0) {
@@ -188,36 +159,18 @@ static void make_path(zkl_contender_t *c)
     zklock__send_parents(c); /* its answers keep a refusal in c->parent_rc */
 }
 
-/* kazoo reads the data as a number, and ignores anything else. */
-static bool max_differs(const char *value, int len, int max)
+static void on_max(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    char text[16], *end;
-    long v;
-
-    if (!value || len <= 0 || len >= (int)sizeof text)
-        return false;
-    memcpy(text, value, (size_t)len);
-    text[len] = '\0';
-    v = strtol(text, &end, 10);
-    return end != text && *end == '\0' && v != max;
-}
-
-static void max_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
-{
-    ZKL_COMPLETION_BEGIN(c);
-    (void)st;
-    c->busy--;
-    if (c->phase == ZKL_QUEUING) {
-        if (rc == ZOK && max_differs(value, len, sem_of(c->l)->max))
-            zklock__give_up(c, ZKLOCK_EMISMATCH);
-        else if (rc == ZOK)
-            c->parent_rc = 0; /* the path is there */
-        else if (rc == ZNONODE)
-            make_path(c); /* the listing that follows finds none either: look again */
-        else
-            zklock__failed(c, rc);
-    }
-    ZKL_COMPLETION_END(c);
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (a->rc == ZOK && zklock__max_differs(a->value, a->len, sem_of(c->l)->max))
+        zklock__give_up(c, ZKLOCK_EMISMATCH);
+    else if (a->rc == ZOK)
+        c->parent_rc = 0; /* the path is there */
+    else if (a->rc == ZNONODE)
+        make_path(c); /* the listing that follows finds none either: look again */
+    else
+        zklock__failed(c, a->rc);
 }
 
 /* kazoo's order: read the number and look at the leases, back to back (one
@@ -225,45 +178,38 @@ static void max_done(int rc, const char *value, int len, const struct Stat *st, 
  * (watching the leases once there was none). */
 static void look_for_room(zkl_contender_t *c)
 {
-    zklock_session_t *s = session_of(c);
-    int rc;
-
     c->need_list = false;
     if (!send_max_check(c))
         return;
-    c->busy++;
-    zklock__op_begin(c);
-    if (c->queue_watch)
-        rc = zoo_awget_children2(s->zh, c->l->queue, zklock__queue_watcher, c, room_done,
-                                  zklock__req(c));
-    else
-        rc = zoo_aget_children2(s->zh, c->l->queue, 0, room_done, zklock__req(c));
-    if (rc != ZOK)
-        zklock__op_refused(c, rc);
-    else
+    if (zklock__send(c, &(struct zkl_request){
+                            .kind = SEM_ROOM, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
+                            .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
         zklock__queue_listing_sent(c);
 }
 
-static void room_done(int rc, const struct String_vector *names, const struct Stat *st,
-                      const void *data)
+static void on_room(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    ZKL_COMPLETION_BEGIN(c);
-    (void)st;
-    c->busy--;
-    zklock__queue_listed(c, rc);
-    if (c->phase == ZKL_QUEUING) {
-        if (rc == ZOK && names->count < sem_of(c->l)->max)
-            c->recipe_state = ROOM_FREE;
-        else if (rc == ZOK && c->try_once)
-            zklock__give_up(c, ZKLOCK_EBUSY);
-        else if (rc == ZOK)
-            wait_for_leases(c);
-        else if (rc != ZNONODE) /* no path: its number's answer makes it */
-            zklock__failed(c, rc);
-        if (rc != ZOK)
-            c->recipe_state = ROOM_UNKNOWN; /* no watch was set: look again */
-    }
-    ZKL_COMPLETION_END(c);
+    zklock__queue_listed(c, a->rc);
+    if (c->phase != ZKL_QUEUING)
+        return;
+    if (a->rc == ZOK && a->names->count < sem_of(c->l)->max)
+        lease_of(c)->room = ROOM_FREE;
+    else if (a->rc == ZOK && c->try_once)
+        zklock__give_up(c, ZKLOCK_EBUSY);
+    else if (a->rc == ZOK)
+        wait_for_leases(c);
+    else if (a->rc != ZNONODE) /* no path: its number's answer makes it */
+        zklock__failed(c, a->rc);
+    if (a->rc != ZOK)
+        lease_of(c)->room = ROOM_UNKNOWN; /* no watch was set: look again */
+}
+
+static void lease_answer(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    if (a->kind == SEM_MAX)
+        on_max(c, a);
+    else if (a->kind == SEM_ROOM)
+        on_room(c, a);
 }
 
 /* ---- the engine's hooks ---------------------------------------------------------------- */
@@ -273,30 +219,46 @@ static void room_done(int rc, const struct String_vector *names, const struct St
 static bool may_create(zkl_contender_t *c)
 {
     struct zklock_semaphore *sem = sem_of(c->l);
-    zkl_contender_t *m = c->subs;
+    zkl_contender_t *m;
 
-    if (m && (m->phase == ZKL_LOST || m->phase == ZKL_GONE)) {
-        let_go_of_mutex(c); /* lost with a session, or deleted: take it again */
-        m = c->subs;
+    if (lease_of(c)->guessing) {
+        lease_of(c)->guessing = false;
+        return true; /* the lock's delete went out first: its next holder's turn comes sooner */
     }
-    if (!m) {
-        take_mutex(c);
+    if (!zklock__subs_replace_lost(c)) /* lost with a session, or deleted: take it again */
+        return false;
+    if (c->subs && c->subs->let_go)
+        return false; /* let go early: taken again once it is gone (subs.c) */
+    if (!(m = zklock__sub_of(c, &sem->mutex)) &&
+        !(m = zklock__sub_new(c, &sem->mutex, false))) {
+        zklock__give_up(c, ZKLOCK_ENOMEM);
+        return false;
+    }
+    if (!zklock__sub_started(m)) {
+        /* Under a new mutex (the last one lost with its session, say), look
+         * at the leases afresh: a watch set before may have gone with the
+         * session. */
+        lease_of(c)->room = ROOM_UNKNOWN;
+        zklock__sub_start(c, m);
         return false;
     }
     if (m->phase != ZKL_HELD || m->let_go)
         return false;
     if (!sem->kazoo) {
-        if (sem->room_seen && !c->try_once && !c->guessed) {
-            c->guessed = true;
-            let_go_of_mutex(c); /* early: see the top of the file */
-        }
+        if (!sem->room_seen || c->try_once || lease_of(c)->guessed)
+            return true;
+        /* Early (the top of the file): the lock's delete goes out ahead of
+         * our create, so c steps again after the lock's step sent it. */
+        lease_of(c)->guessed = lease_of(c)->guessing = true;
+        let_go_of_mutex(c);
+        zklock__mark(c);
+        return false;
+    }
+    if (lease_of(c)->room == ROOM_FREE) {
+        lease_of(c)->room = ROOM_UNKNOWN;
         return true;
     }
-    if (c->recipe_state == ROOM_FREE) {
-        c->recipe_state = ROOM_UNKNOWN;
-        return true;
-    }
-    if (c->recipe_state == ROOM_UNKNOWN || c->need_list)
+    if (lease_of(c)->room == ROOM_UNKNOWN || c->need_list)
         look_for_room(c);
     return false;
 }
@@ -305,53 +267,67 @@ static bool may_create(zkl_contender_t *c)
  * they number at most max. */
 static void judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir)
 {
-    const char *own = c->node ? basename_of(c->node) : NULL;
-    size_t plen = strlen(c->prefix);
-    bool listed = false;
+    struct zklock_semaphore *sem = sem_of(c->l);
+    enum zkl_lease_verdict verdict;
+    const char *found;
+    bool room;
 
     (void)dir;
     if (c->create_unknown) {
         /* A create whose reply was lost: ours if a lease has our name's
-         * prefix (and, the owner check says, our session). */
+         * prefix (and, the owner check says, our session); if none has,
+         * it was never made, and the next step makes it. */
         c->create_unknown = false;
-        for (int i = 0; i < names->count; i++) {
-            if (strncmp(names->data[i], c->prefix, plen) != 0)
-                continue;
-            zklock__set_node(c, zklock__child_path(c->l->queue, names->data[i]));
-            if (c->node)
-                zklock__send_owner_check(c);
-            else
-                zklock__give_up(c, ZKLOCK_ENOMEM);
+        if (!(found = zklock__leases_find(names, c->prefix)))
             return;
-        }
-        return; /* never made: the next step makes it */
+        zklock__set_node(c, zklock__child_path(c->l->queue, found));
+        if (c->node)
+            zklock__send_owner_check(c);
+        else
+            zklock__give_up(c, ZKLOCK_ENOMEM);
+        return;
     }
     if (c->phase != ZKL_QUEUING)
         return;
-    for (int i = 0; i < names->count && own; i++)
-        listed |= strcmp(names->data[i], own) == 0;
-    if (listed)
-        sem_of(c->l)->room_seen = names->count < sem_of(c->l)->max;
-    if (!listed) {
+    verdict = zklock__leases_judge(names, c->node ? basename_of(c->node) : NULL, sem->max,
+                                   c->try_once, under_mutex(c), &room);
+    if (verdict != ZKL_LEASE_GONE)
+        sem->room_seen = room; /* the next acquisition's guess (the top of the file) */
+    switch (verdict) {
+    case ZKL_LEASE_GONE:
         zklock__unwatch_queue(c);
         zklock__requeue(c); /* our node went (deleted by hand) */
-    } else if (names->count <= sem_of(c->l)->max) {
+        break;
+    case ZKL_LEASE_HOLDS:
         zklock__unwatch_queue(c);
         zklock__become_holder(c); /* and lets go of the mutex (granted) */
-    } else if (c->try_once) {
+        break;
+    case ZKL_LEASE_BUSY:
         zklock__give_up(c, ZKLOCK_EBUSY);
-    } else if (!under_mutex(c)) {
+        break;
+    case ZKL_LEASE_START_OVER:
         start_over(c); /* let go early, or lost while its create was in flight */
-    } else {
+        break;
+    case ZKL_LEASE_WAIT:
         wait_for_leases(c);
+        break;
     }
+}
+
+/* Before a lease contender queues: its own state. */
+static int lease_prepare(zklock_t *l, zkl_contender_t *c)
+{
+    (void)l;
+    c->recipe_data = calloc(1, sizeof(struct lease));
+    return c->recipe_data ? 0 : ZKLOCK_ENOMEM;
 }
 
 /* c gives up, or its hold ends. */
 static void ending(zkl_contender_t *c)
 {
     zklock__unwatch_queue(c);
-    c->recipe_state = ROOM_UNKNOWN;
+    if (lease_of(c)) /* (none if its prepare failed) */
+        lease_of(c)->room = ROOM_UNKNOWN;
     let_go_of_mutex(c);
 }
 
@@ -369,6 +345,9 @@ static void mutex_handle_gone(zklock_t *l)
 }
 
 static const struct zkl_recipe lease_recipe = {
+    .prepare = lease_prepare,
+    .step = lease_step,
+    .answer = lease_answer,
     .may_create = may_create,
     .judge = judge,
     .granted = let_go_of_mutex,
@@ -378,7 +357,6 @@ static const struct zkl_recipe lease_recipe = {
 };
 
 static const struct zkl_recipe mutex_recipe = {
-    .ending = mutex_ending,
     .destroy = mutex_handle_gone,
 };
 

@@ -18,7 +18,7 @@
  * Built with libFuzzer (scripts/test.sh fuzz) or, without it, as a program
  * that replays the files named on its command line (make check replays the
  * seed corpus in test/fuzz-corpus). */
-#include "../lib/internal.h"
+#include "../lib/names.h"
 #include "../tools/escape.h"
 
 #include <stdio.h>

@@ -556,6 +556,93 @@ static void test_fence_increases(void)
     tu_assert_clean(path);
 }
 
+/* ---- the trace ------------------------------------------------------------------------------------------ */
+
+/* The index of the first line of lines[from..n) that has both a and b, or -1. */
+static int line_with(char **lines, int n, int from, const char *a, const char *b)
+{
+    for (int i = from < 0 ? 0 : from; i < n; i++)
+        if (strstr(lines[i], a) && strstr(lines[i], b))
+            return i;
+    return -1;
+}
+
+/* Every line of a file (at most 64, caller frees each and the array). */
+static char **read_lines(const char *file, int *n)
+{
+    char **lines = calloc(64, sizeof *lines), buf[1024];
+    FILE *f = fopen(file, "r");
+
+    *n = 0;
+    while (f && lines && *n < 64 && fgets(buf, sizeof buf, f))
+        lines[(*n)++] = strdup(buf);
+    if (f)
+        fclose(f);
+    return lines;
+}
+
+/* ZKLOCK_TRACE, read as a session opens, writes each of its contenders'
+ * transitions: here a contended acquisition and a hold lost with its
+ * session, in the order they happened; a session opened without it writes
+ * nothing. */
+static void test_trace(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .owner = ZKLOCK_OWNER_HANDLE};
+    char file[] = "/tmp/zklock-trace-XXXXXX", hs[40], ws[40];
+    int fd = mkstemp(file), n = 0, granted, released, handed, lost;
+    const char *path = tu_path("trace"), *quiet = tu_path("trace-quiet");
+    zklock_session_t *h, *w, *other;
+    zklock_t *lh, *lw, *lq;
+    struct tu_acquirer a;
+    char **lines;
+
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    setenv("ZKLOCK_TRACE", file, 1);
+    h = tu_session();
+    w = tu_session();
+    unsetenv("ZKLOCK_TRACE");
+    other = tu_session();
+    snprintf(hs, sizeof hs, "session 0x%llx ", (unsigned long long)zklock_session_id(h));
+    snprintf(ws, sizeof ws, "session 0x%llx ", (unsigned long long)zklock_session_id(w));
+    lh = tu_mutex(h, path, NULL);
+    lw = tu_mutex(w, path, &lo);
+    lq = tu_mutex(other, quiet, NULL);
+    TU_REQUIRE_RC(zklock_acquire(lq, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    tu_start_acquirer(&a, lw, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    tu_expire(w);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(lq), ZKLOCK_OK);
+    lines = read_lines(file, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lines);
+    granted = line_with(lines, n, 0, hs, "QUEUING -> HELD: its turn");
+    released = line_with(lines, n, granted, hs, "HELD -> LEAVING: released");
+    handed = line_with(lines, n, released, ws, "QUEUING -> HELD: its turn");
+    lost = line_with(lines, n, handed, ws, "HELD -> LOST: lost");
+    CU_ASSERT(granted >= 0 && released > granted && handed > released && lost > handed);
+    CU_ASSERT(line_with(lines, n, released, hs, "LEAVING -> GONE: its node is gone") > released);
+    CU_ASSERT(line_with(lines, n, 0, path, "") >= 0);
+    TU_ASSERT_INT(line_with(lines, n, 0, quiet, ""), ==, -1); /* not traced */
+    for (int i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    unlink(file);
+    zklock_free(lq);
+    zklock_free(lw);
+    zklock_free(lh);
+    zklock_session_close(other);
+    zklock_session_close(w);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(quiet);
+}
+
 /* ---- session expiry ------------------------------------------------------------------------------------ */
 
 static void test_expiry_while_holding(void)
@@ -1562,6 +1649,7 @@ static const tu_test_t mutex_tests[] = {
     {"identity_size", test_identity_size},
     {"free_on_completion_thread", test_free_on_completion_thread},
     {"delete_refused", test_delete_refused},
+    {"trace", test_trace},
     {NULL, NULL},
 };
 

@@ -1,9 +1,15 @@
 /* test_unit.c: the pure parts, no ZooKeeper needed: path checks, node
  * names, queue order, the blocking rule, error names. */
-#include "../lib/internal.h"
+#include "../lib/contender.h"
+#include "../lib/rules.h"
+#include "../lib/session.h"
 #include "testutil.h"
 
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- paths ------------------------------------------------------------------ */
 
@@ -461,6 +467,251 @@ static void test_timer_heap(void)
     zklock__timers_free(&s);
 }
 
+/* ---- the rules (rules.c) ----------------------------------------------------------- */
+
+#define A "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-" /* us */
+#define B "_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-"
+#define C "_c_cccccccc-cccc-4ccc-8ccc-cccccccccccc-"
+#define OLD "_c_dddddddd-dddd-4ddd-8ddd-dddddddddddd-" /* a session we gave up */
+
+static bool stale_old(const void *ctx, const char *name)
+{
+    (void)ctx;
+    return strncmp(name, OLD, strlen(OLD)) == 0;
+}
+
+/* A listing and what it means for us: a table. */
+static void test_queue_rules(void)
+{
+    static const struct {
+        const char *what;
+        const char *names[6];  /* the listing, NULL-terminated */
+        const char *own;       /* our node (NULL: none) */
+        bool shared, recovering, try_once, heir, late;
+        const char *writer;    /* a heir's writer's node */
+        enum zkl_verdict_kind kind;
+        const char *node;      /* the verdict's node (WATCH, FOUND) */
+        bool sole, alone;
+        int strays;
+    } t[] = {
+        {"free", {A "lock-0000000003"}, A "lock-0000000003", .kind = ZKL_V_HOLDS, .alone = true},
+        {"first of two", {B "lock-0000000004", A "lock-0000000003"}, A "lock-0000000003",
+         .kind = ZKL_V_HOLDS},
+        {"behind one", {B "lock-0000000002", A "lock-0000000003"}, A "lock-0000000003",
+         .kind = ZKL_V_WATCH, .node = B "lock-0000000002", .sole = true},
+        {"behind two: the nearest", {C "lock-0000000001", B "lock-0000000002", A "lock-0000000003"},
+         A "lock-0000000003", .kind = ZKL_V_WATCH, .node = B "lock-0000000002"},
+        {"try-once, blocked", {B "lock-0000000002", A "lock-0000000003"}, A "lock-0000000003",
+         .try_once = true, .kind = ZKL_V_BUSY},
+        {"a writer behind a writer lists again", {B "__WRIT__0000000002", A "__WRIT__0000000003"},
+         A "__WRIT__0000000003", .kind = ZKL_V_WATCH, .node = B "__WRIT__0000000002"},
+        {"a reader behind a writer does not", {B "__WRIT__0000000002", A "__READ__0000000003"},
+         A "__READ__0000000003", .shared = true, .kind = ZKL_V_WATCH,
+         .node = B "__WRIT__0000000002", .sole = true},
+        {"readers do not block a reader",
+         {C "__READ__0000000001", B "__WRIT__0000000002", A "__READ__0000000004",
+          C "__READ__0000000003"},
+         A "__READ__0000000004", .shared = true, .kind = ZKL_V_WATCH,
+         .node = B "__WRIT__0000000002", .sole = true},
+        {"two writers ahead of a reader", {C "__WRIT__0000000001", B "__WRIT__0000000002",
+         A "__READ__0000000003"}, A "__READ__0000000003", .shared = true, .kind = ZKL_V_WATCH,
+         .node = B "__WRIT__0000000002"},
+        {"readers only", {C "__READ__0000000001", A "__READ__0000000002"}, A "__READ__0000000002",
+         .shared = true, .kind = ZKL_V_HOLDS},
+        {"a kazoo writer", {"0123456789abcdef0123456789abcdef__lock__0000000002", A "__lock__0000000003"},
+         A "__lock__0000000003", .kind = ZKL_V_WATCH,
+         .node = "0123456789abcdef0123456789abcdef__lock__0000000002"},
+        {"the counter's upper half lists again",
+         {B "lock-1073741830", A "lock-1073741831"}, A "lock-1073741831", .late = true,
+         .kind = ZKL_V_WATCH, .node = B "lock-1073741830"},
+        {"our node is gone", {B "lock-0000000002"}, A "lock-0000000003", .kind = ZKL_V_NODE_GONE},
+        {"our number is spent", {A "lock-2147483647"}, A "lock-2147483647", .kind = ZKL_V_SPENT},
+        {"a negative number ahead", {B "lock--2147483646", A "lock-0000000003"},
+         A "lock-0000000003", .kind = ZKL_V_SPENT},
+        {"a stray of ours never blocks", {A "lock-0000000002", A "lock-0000000003"},
+         A "lock-0000000003", .kind = ZKL_V_HOLDS, .strays = 1},
+        {"nor a node of a session we gave up", {OLD "lock-0000000001", A "lock-0000000003"},
+         A "lock-0000000003", .kind = ZKL_V_HOLDS, .strays = 1},
+        {"unrelated children, and a kazoo lease, ignored",
+         {"config", "0123456789abcdef0123456789abcdef", A "lock-0000000003", "lock-"},
+         A "lock-0000000003", .kind = ZKL_V_HOLDS, .alone = true},
+        {"recovering: found", {B "lock-0000000002", A "lock-0000000003"}, NULL, .recovering = true,
+         .kind = ZKL_V_FOUND, .node = A "lock-0000000003", .strays = 1},
+        {"recovering: a stale node is not ours", {OLD "lock-0000000002"}, NULL, .recovering = true,
+         .kind = ZKL_V_NOT_FOUND, .strays = 1},
+        {"recovering: never made", {B "lock-0000000002"}, NULL, .recovering = true,
+         .kind = ZKL_V_NOT_FOUND},
+        {"recovering heir, its writer there", {C "__WRIT__0000000002"}, NULL, .shared = true,
+         .recovering = true, .heir = true, .writer = C "__WRIT__0000000002",
+         .kind = ZKL_V_NOT_FOUND},
+        {"recovering heir, its writer gone", {B "__WRIT__0000000005"}, NULL, .shared = true,
+         .recovering = true, .heir = true, .writer = C "__WRIT__0000000002",
+         .kind = ZKL_V_HEIR_ORPHANED},
+    };
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct String_vector names = {0, (char **)t[i].names};
+        struct zkl_entry q[6];
+        struct zkl_entry own;
+        struct zkl_queue_facts f = {.prefix = A, .own = t[i].own, .recovering = t[i].recovering,
+                                    .exclusive = !t[i].shared, .try_once = t[i].try_once,
+                                    .heir = t[i].heir, .writer = t[i].writer,
+                                    .stale = stale_old};
+        struct zkl_verdict v;
+        int n, self, strays = 0;
+        char msg[160];
+
+        while (names.count < 6 && t[i].names[names.count])
+            names.count++;
+        if (t[i].own && zklock__parse_name(t[i].own, &own) == 0)
+            f.seq = own.seq;
+        n = zklock__queue_read(&f, &names, q, &self);
+        /* creations: one more than our number, as when nothing came after us */
+        zklock__queue_judge(&f, q, n, self, (int64_t)f.seq + 1, &v);
+        for (int k = 0; k < n; k++)
+            strays += q[k].mine;
+        snprintf(msg, sizeof msg, "%s: kind %d (want %d)", t[i].what, v.kind, t[i].kind);
+        CU_assertImplementation(v.kind == t[i].kind, __LINE__, msg, __FILE__, "", CU_FALSE);
+        snprintf(msg, sizeof msg, "%s: node %s", t[i].what, v.node ? v.node->name : "-");
+        CU_assertImplementation((!t[i].node && !v.node) ||
+                                    (t[i].node && v.node && strcmp(v.node->name, t[i].node) == 0),
+                                __LINE__, msg, __FILE__, "", CU_FALSE);
+        snprintf(msg, sizeof msg, "%s: sole %d alone %d strays %d", t[i].what, v.sole, v.alone,
+                 strays);
+        CU_assertImplementation(v.sole == t[i].sole && v.alone == t[i].alone &&
+                                    strays == t[i].strays,
+                                __LINE__, msg, __FILE__, "", CU_FALSE);
+        CU_ASSERT(!t[i].late || f.seq >= ZKL_SEQ_LATE);
+    }
+}
+
+/* The fast path's arithmetic: the listing's count of creations, "alone",
+ * and a node made without a listing. */
+static void test_fast_path_rules(void)
+{
+    /* cversion = creations + deletions = 2 * creations - children */
+    TU_ASSERT_INT(zklock__creations(2 * 10 - 1, 1), ==, 10);
+    TU_ASSERT_INT(zklock__creations(2 * 10 - 3, 2), ==, -1); /* does not add up */
+    TU_ASSERT_INT(zklock__creations(-5, 1), ==, -1);
+    CU_ASSERT(zklock__fast_alone(1, 9, 10));
+    CU_ASSERT(!zklock__fast_alone(1, 9, 11)); /* something was made after us */
+    CU_ASSERT(!zklock__fast_alone(2, 9, 10));
+    /* our next number, our delete between our two creates */
+    CU_ASSERT(zklock__fast_holds(10, 0x500000102, 9, 0x500000100));
+    CU_ASSERT(!zklock__fast_holds(11, 0x500000102, 9, 0x500000100)); /* someone came */
+    CU_ASSERT(!zklock__fast_holds(10, 0x500000103, 9, 0x500000100)); /* one foreign txn */
+    CU_ASSERT(zklock__fast_holds(640, 0x500000100 + 12, 639, 0x500000100)); /* 2 + 640 / 64 */
+    CU_ASSERT(!zklock__fast_holds(640, 0x500000100 + 13, 639, 0x500000100));
+    CU_ASSERT(!zklock__fast_holds(10, 0x600000002, 9, 0x500000100)); /* another epoch */
+    CU_ASSERT(!zklock__fast_holds(0, 0x500000102, -1, 0x500000100)); /* a path made again */
+}
+
+/* The semaphore's leases and kazoo's number. */
+static void test_lease_rules(void)
+{
+    static const struct {
+        const char *names[4];
+        const char *own;
+        int max;
+        bool try_once, under_mutex;
+        enum zkl_lease_verdict want;
+        bool room;
+    } t[] = {
+        {{"a", "b"}, "a", 2, .want = ZKL_LEASE_HOLDS},
+        {{"a"}, "a", 2, .want = ZKL_LEASE_HOLDS, .room = true},
+        {{"a", "b", "c"}, "c", 2, .under_mutex = true, .want = ZKL_LEASE_WAIT},
+        {{"a", "b", "c"}, "c", 2, .want = ZKL_LEASE_START_OVER},
+        {{"a", "b", "c"}, "c", 2, .try_once = true, .under_mutex = true, .want = ZKL_LEASE_BUSY},
+        {{"a", "b"}, "c", 2, .under_mutex = true, .want = ZKL_LEASE_GONE},
+        {{"a"}, NULL, 2, .want = ZKL_LEASE_GONE},
+    };
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct String_vector names = {0, (char **)t[i].names};
+        bool room;
+        while (names.count < 4 && t[i].names[names.count])
+            names.count++;
+        TU_ASSERT_INT(zklock__leases_judge(&names, t[i].own, t[i].max, t[i].try_once,
+                                           t[i].under_mutex, &room), ==, t[i].want);
+        TU_ASSERT_INT(room, ==, t[i].room);
+    }
+    {
+        char *leases[] = {"x", A "lease-0000000001", B "lease-0000000002"};
+        struct String_vector names = {3, leases};
+        CU_ASSERT_STRING_EQUAL(zklock__leases_find(&names, A), A "lease-0000000001");
+        CU_ASSERT_PTR_NULL(zklock__leases_find(&names, C));
+    }
+    CU_ASSERT(!zklock__max_differs("3", 1, 3));
+    CU_ASSERT(zklock__max_differs("4", 1, 3));
+    CU_ASSERT(!zklock__max_differs("three", 5, 3)); /* kazoo ignores what is not a number */
+    CU_ASSERT(!zklock__max_differs("4 ", 2, 3)); /* nor a number with a tail */
+    CU_ASSERT(!zklock__max_differs(NULL, 0, 3));
+    CU_ASSERT(!zklock__max_differs("12345678901234567890", 20, 3));
+}
+
+/* ---- a contender's phases (phase.c) ------------------------------------------------- */
+
+static void test_phase_table(void)
+{
+    /* Every pair, against the diagram in phase.c. */
+    static const struct {
+        enum zkl_phase from;
+        const char *to; /* the phases it may go to, by initial */
+    } table[] = {
+        {ZKL_QUEUING, "QRHVG"}, /* Q(ueuing) R (granting) H(eld) V (leaving) G(one) */
+        {ZKL_GRANTING, "QHVG"},
+        {ZKL_HELD, "QLV"},      /* L(ost) */
+        {ZKL_LOST, ""},
+        {ZKL_LEAVING, "VG"},
+        {ZKL_GONE, ""},
+    };
+    static const char initial[ZKL_PHASE_COUNT] = {
+        [ZKL_QUEUING] = 'Q', [ZKL_GRANTING] = 'R', [ZKL_HELD] = 'H',
+        [ZKL_LOST] = 'L',    [ZKL_LEAVING] = 'V',  [ZKL_GONE] = 'G',
+    };
+
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        for (int to = 0; to < ZKL_PHASE_COUNT; to++) {
+            bool want = strchr(table[i].to, initial[to]) != NULL;
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s -> %s", zklock__phase_name(table[i].from),
+                     zklock__phase_name((enum zkl_phase)to));
+            CU_assertImplementation(zklock__phase_allowed(table[i].from, (enum zkl_phase)to) == want,
+                                    __LINE__, msg, __FILE__, "", CU_FALSE);
+        }
+    }
+    CU_ASSERT(!zklock__phase_allowed(ZKL_PHASE_COUNT, ZKL_QUEUING));
+    CU_ASSERT(!zklock__phase_allowed(ZKL_QUEUING, (enum zkl_phase)-1));
+    CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_GRANTING), "GRANTING");
+    CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_PHASE_COUNT), "?");
+}
+
+/* An invalid transition fails an assertion where asserts are kept
+ * (--enable-debug, the sanitizer builds); elsewhere the check is silent. */
+static void test_phase_assert(void)
+{
+    int status;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        /* the child's abort message is expected: keep it off the log */
+        if (!freopen("/dev/null", "w", stderr))
+            _exit(3);
+        zklock__phase_check(ZKL_QUEUING, ZKL_HELD); /* allowed */
+        zklock__phase_check(ZKL_LOST, ZKL_HELD);    /* not */
+        _exit(0);
+    }
+    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+#ifdef NDEBUG
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#else
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
+}
+
 static const tu_test_t unit_tests[] = {
     {"path_table", test_path_table},
     {"path_length", test_path_length},
@@ -475,6 +726,11 @@ static const tu_test_t unit_tests[] = {
     {"errors", test_errors},
     {"version", test_version},
     {"timer_heap", test_timer_heap},
+    {"queue_rules", test_queue_rules},
+    {"fast_path_rules", test_fast_path_rules},
+    {"lease_rules", test_lease_rules},
+    {"phase_table", test_phase_table},
+    {"phase_assert", test_phase_assert},
     {NULL, NULL},
 };
 

@@ -1,0 +1,32 @@
+/*
+ * lease.h: how long a hold may be believed without a word from the ensemble
+ * (lease.c): the lease, its heartbeat, the holds that end with it.
+ */
+#ifndef ZKLOCK_LEASE_H
+#define ZKLOCK_LEASE_H
+
+#include "contender.h"
+
+/* With s->mu held, outside any event of the engine: if the lease ran out,
+ * its holds end now (before the session thread notices: the host slept);
+ * the caller runs the driver. */
+void zklock__lease_check(zklock_session_t *s);
+/* The leader answered a request of ours sent at *sent. */
+void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
+/* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
+void zklock__lease_keep(zklock_session_t *s);
+/* Connected again: a heartbeat at once, if anyone queues or holds. */
+void zklock__lease_resumed(zklock_session_t *s);
+/* A heartbeat now (unless one is in flight). */
+void zklock__lease_renew(zklock_session_t *s);
+/* rc, the answer to a write of ours, proves the session's lease. */
+bool zklock__lease_proves(int rc);
+/* The lease is known and ran out. */
+bool zklock__lease_over(const zklock_session_t *s);
+/* The handle is closed: forget its heartbeat in flight. */
+void zklock__lease_handle_closed(zklock_session_t *s);
+
+/* The end of the session's lease (lease.c); false if none is known. */
+bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * owner.h: who owns a contender, and the calls it makes on it (owner.c): an
+ * acquisition or a release, decided in one place, told to a blocked thread
+ * or a done callback.
+ */
+#ifndef ZKLOCK_OWNER_H
+#define ZKLOCK_OWNER_H
+
+#include "contender.h"
+
+/* A blocked caller's record of its call's outcome (on its stack). */
+struct zkl_waiter {
+    bool decided;
+    int rc;
+};
+
+struct zkl_done;
+
+/* The contender of l's owner that is the caller (its thread, or the handle). */
+zkl_contender_t *zklock__owner_contender(const zklock_t *l);
+
+/* A done callback, allocated before its call starts so that it can always
+ * be queued. */
+struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx);
+void zklock__done_discard(struct zkl_done *d);
+bool zklock__is_done_callback(const struct zkl_callback *cb);
+/* Queues d with rc (an outcome known at once, or a call's). */
+void zklock__done_queue(struct zkl_done *d, int rc);
+/* Starts an acquisition by c's owner, told to done (asynchronous) or to
+ * waiter (a blocked caller, who then calls zklock__call_wait), or to
+ * nobody (both NULL). */
+void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
+                           struct zkl_waiter *waiter);
+/* Starts the release of c's hold (the node's deletion), told likewise. */
+void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl_waiter *waiter);
+/* Tells c's owner, through on_lost, that a hold it had is over (once). */
+void zklock__tell_lost(zkl_contender_t *c, int reason);
+/* Why c's acquisition gives up now (canceled, a try-once cut off, its
+ * deadline), or 0: a fact its step reads. */
+int zklock__call_gives_up(const zkl_contender_t *c);
+/* The driver: decides c's call in progress if its outcome is known. */
+void zklock__call_decide(zkl_contender_t *c);
+/* Waits, with s->mu, for the outcome of the blocking call that `me` was
+ * started with, and returns it. The caller marks c as it leaves (the
+ * driver frees it once nothing else refers to it). */
+int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me);
+
+#endif
