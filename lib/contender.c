@@ -169,7 +169,10 @@ void zklock__contender_free(zkl_contender_t *c)
     zklock__timer_cancel(l->s, &c->deadline_timer);
     zklock__timers_unreserve(l->s, 2);
     free(c->check_path);
-    free(c->recipe_data);
+    if (l->recipe->free_data)
+        l->recipe->free_data(c);
+    else
+        free(c->recipe_data);
     free(c->node);
     free(c->watched);
     pthread_cond_destroy(&c->cond);

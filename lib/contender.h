@@ -126,7 +126,8 @@ struct zkl_contender {
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
-    void *recipe_data;     /* a recipe's own allocation for c (one free()):
+    void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
+                              or by its recipe's free_data hook):
                               a lease's room and guess, a multi-lock's
                               transaction in flight, a heir's place */
     /* The watch on our own node: tells a waiter its place is gone and a

@@ -293,7 +293,11 @@ void zklock__call_decide(zkl_contender_t *c)
         c->waiting = false;
         zklock__timer_cancel(session_of(c), &c->deadline_timer);
         decide(c, c->result, false, false);
-    } else if (c->releasing && c->phase == ZKL_GONE) {
+    }
+    /* Not chained to the acquisition's: a contender with both in progress
+     * gets both decided (else `releasing` stayed set, and it was never
+     * finished). */
+    if (c->releasing && c->phase == ZKL_GONE) {
         c->releasing = false;
         decide(c, c->result, true, false);
     }

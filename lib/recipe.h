@@ -44,6 +44,8 @@ struct zkl_recipe {
     void (*answer)(zkl_contender_t *c, const struct zkl_answer *a);
     /* Frees the memory of l once nothing refers to it. */
     void (*destroy)(zklock_t *l);
+    /* Frees c->recipe_data as c is freed (NULL: free() it). */
+    void (*free_data)(zkl_contender_t *c);
     /* zklock_free(l): end the recipe's own calls in flight on l (an
      * election's proclaims), their done callbacks ZKLOCK_ECANCELED. */
     void (*retiring)(zklock_t *l);

@@ -587,6 +587,17 @@ static void read_watch_events(zkl_contender_t *c)
     }
 }
 
+/* The session ended for good under c (closed, or no session follows), its
+ * hold or its acquisition with it: what its recipe started for it ends too
+ * (a multi-lock's members, a semaphore's acquisition mutex are let go, and
+ * disowned as they finish). Without it, its subs would keep c, its handle
+ * and the session from ever being freed. */
+static void session_ended_for_good(zkl_contender_t *c)
+{
+    if (c->l->recipe->ending)
+        c->l->recipe->ending(c);
+}
+
 /* What the end of the session means for c, by its phase. reason:
  * ZKLOCK_LOST_EXPIRED, ZKLOCK_ECLOSED (zklock_session_close) or ZAUTHFAILED
  * (no session will follow). */
@@ -603,6 +614,7 @@ static void read_session_end(zkl_contender_t *c)
         if (closing && !c->waiting) {
             zklock__set_phase(c, ZKL_LOST, "the session is closed"); /* not a loss */
             zklock__set_node(c, NULL);
+            session_ended_for_good(c);
         } else {
             zklock__lose(c, ZKLOCK_LOST_EXPIRED);
         }
@@ -631,6 +643,7 @@ static void read_session_end(zkl_contender_t *c)
     if (reason != ZKLOCK_LOST_EXPIRED && c->phase == ZKL_QUEUING) {
         c->result = reason; /* no session follows to queue again on */
         gone(c);
+        session_ended_for_good(c);
     }
 }
 

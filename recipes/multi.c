@@ -47,9 +47,15 @@ struct zklock_multi {
 
 /* M's round (its c->recipe_data, from the first transaction on): the
  * transaction that makes the lock members' nodes, who it is for, the paths
- * made, and the node whose creation zxid is read for the token. */
+ * made, and the node whose creation zxid is read for the token.
+ * The C client writes a multi's results and the names it created into the
+ * buffers it was given when its answer comes, whether zklock still wants it
+ * or not (an adopted session's old handle after a readopt, the fake
+ * failures of an expiry): a round is freed only once no request of M's is
+ * in flight (send_enqueue), or with M (multi_free_data). */
 #define NAME_MAX_LEN (ZKL_PATH_MAX + ZKL_PREFIX_MAX + 32)
 struct enqueue {
+    struct enqueue *older; /* the rounds before, kept while they may be written */
     bool sent; /* the transaction went out (its outcome maybe unknown): a
                   lock member without a node since has lost its place */
     char read[NAME_MAX_LEN];
@@ -103,6 +109,26 @@ static int waiting_for_nodes(const zkl_contender_t *c, bool *busy)
     return n;
 }
 
+static void rounds_free(struct enqueue *e)
+{
+    while (e) {
+        struct enqueue *older = e->older;
+        free(e);
+        e = older;
+    }
+}
+
+/* The rounds before the one about to go out: kept, unless nothing of M's is
+ * in flight any more (then none of them can be written). */
+static struct enqueue *rounds_kept(zkl_contender_t *c)
+{
+    if (c->ops == 0) {
+        rounds_free(c->recipe_data);
+        c->recipe_data = NULL;
+    }
+    return c->recipe_data;
+}
+
 static void send_enqueue(zkl_contender_t *c, int n)
 {
     zklock_session_t *s = session_of(c);
@@ -132,7 +158,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
                            m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
         e->who[e->n++] = m;
     }
-    free(c->recipe_data); /* the round before (its transaction answered, or dropped) */
+    e->older = rounds_kept(c);
     c->recipe_data = e;
     sent = zklock__send(c, &(struct zkl_request){.kind = MULTI_ENQUEUE, .call = ZKL_CALL_MULTI,
                                                  .nops = e->n, .ops = e->ops,
@@ -140,8 +166,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
     for (int i = 0; i < e->n; i++)
         free(paths[i]); /* serialised by zoo_amulti */
     if (!sent) {
-        c->recipe_data = NULL; /* refused: M's next step says why */
-        free(e);
+        e->n = 0; /* refused, made nothing: M's next step says why */
         return;
     }
     e->sent = true;
@@ -204,10 +229,8 @@ static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
         e->who[i]->busy--;
     if (a->rc != ZOK) {
         enqueue_failed(c, e, a->rc);
-        if (!e->sent) {
-            c->recipe_data = NULL;
-            free(e);
-        }
+        if (!e->sent)
+            e->n = 0; /* it made nothing (kept: it holds the rounds before) */
         return;
     }
     for (int i = 0; i < e->n; i++) {
@@ -430,6 +453,13 @@ static bool multi_step(zkl_contender_t *c)
     return false;
 }
 
+/* M is freed: so are its rounds (none can be written any more). */
+static void multi_free_data(zkl_contender_t *c)
+{
+    rounds_free(c->recipe_data);
+    c->recipe_data = NULL;
+}
+
 /* M gives up, is released or lost: so is every member. */
 static void multi_ending(zkl_contender_t *c)
 {
@@ -482,6 +512,7 @@ static const struct zkl_recipe multi_recipe = {
     .may_create = multi_step,
     .ending = multi_ending,
     .destroy = multi_gone,
+    .free_data = multi_free_data,
     .nodeless = true,
 };
 

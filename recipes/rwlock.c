@@ -35,8 +35,14 @@ static zklock_rwlock_t *rw_of(zklock_t *view)
 
 /* A heir's own state (its c->recipe_data, made by rw_prepare; a read-view
  * contender that is no heir has none). It holds by its writer's place: its
- * node carries the writer's number and it keeps the writer's token. */
+ * node carries the writer's number and it keeps the writer's token.
+ * It lives as long as c, even once c queues as a plain reader (`forgotten`):
+ * the C client writes its multi's results and created name when the answer
+ * comes, whether zklock still wants it or not (an adopted session's old
+ * handle after a readopt, the fake failures of an expiry), and c is freed
+ * only once none of its requests is in flight. */
 struct heir {
+    bool forgotten;             /* c queues as a plain reader now */
     int32_t seq;                /* its writer's sequence number, its node's */
     int64_t token;              /* its writer's fencing token, its own */
     struct {                    /* the check of its writer's node and its create, */
@@ -54,7 +60,9 @@ enum { RW_HEIR = ZKL_REQ_RECIPE };
 
 static struct heir *heir_of(const zkl_contender_t *c)
 {
-    return c->l->shared ? c->recipe_data : NULL;
+    struct heir *h = c->l->shared ? c->recipe_data : NULL;
+
+    return h && !h->forgotten ? h : NULL;
 }
 
 static bool inherits(const zkl_contender_t *c)
@@ -85,11 +93,14 @@ static const char *place_node(const zkl_contender_t *c)
     return NULL;
 }
 
-/* Queues as a plain reader from now on. */
+/* Queues as a plain reader from now on (its heir's state stays, freed with
+ * c: its multi may still be answered). */
 static void forget_place(zkl_contender_t *c)
 {
-    free(c->recipe_data);
-    c->recipe_data = NULL;
+    struct heir *h = heir_of(c);
+
+    if (h)
+        h->forgotten = true;
 }
 
 /* The heir's node: non-sequential, with its writer's number (malloc'ed). */

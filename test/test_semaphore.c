@@ -342,6 +342,35 @@ static void test_timeout_cancel_leave_nothing(void)
     tu_assert_clean(path);
 }
 
+/* zklock_session_close while a contender waits with its lease node made,
+ * holding the acquisition mutex: the acquisition answers ZKLOCK_ECLOSED,
+ * the mutex's contender goes with it, and the session is freed once its
+ * handle is (its trace file closed; under ASan and valgrind, nothing
+ * leaked). The mutex was never let go at the close: the lease contender,
+ * its handle and the session were never freed. */
+static void test_close_while_waiting_under_mutex(void)
+{
+    struct tu_traced tb;
+    zklock_session_t *a = tu_session(), *b = tu_session_traced(&tb);
+    const char *path = tu_path("sem-close");
+    zklock_t *h = new_sem(a, path, 1, NULL), *w = new_sem(b, path, 1, NULL);
+    struct tu_acquirer waiter;
+
+    TU_REQUIRE_RC(zklock_acquire(h, -1), ZKLOCK_OK);
+    tu_start_acquirer(&waiter, w, -1, false);
+    CU_ASSERT_FATAL(tu_wait_children(sub(path, "leases"), 2));
+    TU_ASSERT_INT(tu_count(sub(path, "locks")), ==, 1); /* it waits under the mutex */
+    zklock_session_close(b);
+    TU_ASSERT_RC(tu_join_acquirer(&waiter), ZKLOCK_ECLOSED);
+    zklock_free(w);
+    CU_ASSERT(tu_session_freed(&tb));
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 1)); /* its lease went with its session */
+    TU_ASSERT_RC(zklock_release(h), ZKLOCK_OK);
+    zklock_free(h);
+    zklock_session_close(a);
+    tu_assert_clean(path);
+}
+
 /* Someone deletes the acquisition mutex's node of a contender W that waits
  * with its lease made. Were that lease to stay, a newcomer X could take the
  * free mutex and make a third lease node: with one lease, W and X would then
@@ -921,6 +950,7 @@ static const tu_test_t sem_tests[] = {
     {"early_let_go_without_room", test_early_let_go_without_room},
     {"expiry_frees_the_lease", test_expiry_frees_the_lease},
     {"timeout_cancel_leave_nothing", test_timeout_cancel_leave_nothing},
+    {"close_while_waiting_under_mutex", test_close_while_waiting_under_mutex},
     {"mutex_node_deleted", test_mutex_node_deleted},
     {"reentrant_and_fenced", test_reentrant_and_fenced},
     {"read_leases", test_read_leases},

@@ -81,6 +81,17 @@ const char *tu_path(const char *name);
  * cannot be opened. */
 zklock_session_t *tu_session(void);
 zklock_session_t *tu_session_opts(const zklock_session_opts_t *opts);
+/* A session (tu_session's) that writes its trace (ZKLOCK_TRACE, read as
+ * it opens) to a file of its own: zklock keeps that file open exactly as
+ * long as the session lives, and closes it as it frees the session (once
+ * zklock_session_close() has returned and its last lock handle is freed).
+ * tu_session_freed says whether it is closed, and removes it: a contender
+ * never freed keeps its handle, and so the session, alive. */
+struct tu_traced {
+    char file[64];
+};
+zklock_session_t *tu_session_traced(struct tu_traced *t);
+bool tu_session_freed(struct tu_traced *t);
 
 /* A plain ZooKeeper handle for looking at nodes (shared by the test);
  * tu_zk_close() closes it at the end. */

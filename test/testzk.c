@@ -4,6 +4,8 @@
 #include "detector.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <regex.h>
@@ -89,6 +91,49 @@ zklock_session_t *tu_session(void)
 {
     zklock_session_opts_t o = {.timeout_ms = 6000};
     return tu_session_opts(&o);
+}
+
+zklock_session_t *tu_session_traced(struct tu_traced *t)
+{
+    zklock_session_t *s;
+    int fd;
+
+    snprintf(t->file, sizeof t->file, "/tmp/zklock-trace-XXXXXX");
+    fd = mkstemp(t->file);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    setenv("ZKLOCK_TRACE", t->file, 1); /* read once, as the session opens */
+    s = tu_session();
+    unsetenv("ZKLOCK_TRACE");
+    return s;
+}
+
+/* Is `file` open in this process (a descriptor of /proc/self/fd names it)? */
+static bool file_open_here(const char *file)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    char target[PATH_MAX];
+    bool open = false;
+    ssize_t n;
+
+    CU_ASSERT_FATAL(d != NULL);
+    while (!open && (e = readdir(d)) != NULL) {
+        if ((n = readlinkat(dirfd(d), e->d_name, target, sizeof target - 1)) > 0) {
+            target[n] = '\0';
+            open = strcmp(target, file) == 0;
+        }
+    }
+    closedir(d);
+    return open;
+}
+
+bool tu_session_freed(struct tu_traced *t)
+{
+    bool freed = !file_open_here(t->file);
+
+    unlink(t->file);
+    return freed;
 }
 
 static int cmp_str(const void *a, const void *b)
