@@ -359,6 +359,7 @@ static void report_lost(zkl_contender_t *c, int reason)
         return; /* a recipe's own hold: its recipe deals with the loss */
     c->lost_reason = reason;
     session_of(c)->stats.lost++;
+    zklock__stats_hold_over(c, true);
     queue_lost(c->l, reason, c->czxid);
 }
 

@@ -242,6 +242,10 @@ struct zkl_contender {
     bool heir;
     bool lease_wait;       /* its turn came on a lease that ran out: granted
                               once a heartbeat proves the session (lease.c) */
+    /* lockstats.c: when the owner's acquisition was called, then (once
+     * granted: stat_held) when its hold began. */
+    struct timespec stat_since;
+    bool stat_held;
 
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
@@ -366,6 +370,7 @@ struct zklock {
     int refs;              /* 1 for the user + 1 per contender + queued callbacks */
     int in_callback;       /* callbacks running for this handle */
     zkl_contender_t *contenders;
+    zklock_lock_stats_t stats; /* lockstats.c: zklock_lock_stats() */
     /* Acquiring without a listing (engine.c, "the fast path"): this
      * handle's last node was alone in the queue and we deleted it; if our
      * next node gets the very next sequence number, nobody else came. */
@@ -374,6 +379,21 @@ struct zklock {
     int64_t alone_zxid;    /* ... and the zxid of its creation */
     unsigned alone_gen;    /* the session generation it was learnt in */
 };
+
+/* lockstats.c: a lock handle's contention figures (zklock_lock_stats),
+ * recorded where calls begin and where their outcomes are told; s->mu held.
+ * Only the owner's own calls count: a recipe's internal contenders (a
+ * semaphore's acquisition mutex, a multi-lock's members) never do. */
+void zklock__stats_called(zkl_contender_t *c);             /* an acquisition starts */
+void zklock__stats_acquired(zkl_contender_t *c, int rc);   /* ... and is decided */
+void zklock__stats_told(zklock_t *l, int rc);              /* ... decided at once */
+void zklock__stats_reentered(zklock_t *l);
+void zklock__stats_hold_over(zkl_contender_t *c, bool lost); /* released or lost */
+/* The histogram bucket of a duration (zklock.h, ZKLOCK_STATS_BUCKETS). */
+unsigned zklock__stats_bucket(uint64_t us);
+/* Is `size` one a versioned struct of these sizes (oldest first, the last
+ * ours) ever had, or that of a newer one (larger, whole uint64_t)? */
+bool zklock__stats_size_ok(size_t size, const size_t *sizes, size_t n);
 
 /* States of a session (s->state). */
 enum zkl_sstate {

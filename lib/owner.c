@@ -156,6 +156,8 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
 
+    if (!release)
+        zklock__stats_acquired(c, holds ? ZKLOCK_OK : rc);
     if (c->internal) {
         void (*internal)(zkl_contender_t *, int) = c->internal;
         if (!holds)
