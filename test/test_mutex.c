@@ -382,6 +382,38 @@ static void *excl_main(void *p)
     return NULL;
 }
 
+/* zklock_lock_stats read while threads acquire and release the handles:
+ * every copy is one consistent snapshot (a grant counts its acquisition,
+ * its wait and its bucket together) and the counts only grow. */
+struct stats_reader {
+    zklock_t **l;
+    int n;
+    uint64_t want, last[4];
+    int torn;
+};
+
+static bool all_counted(void *p)
+{
+    struct stats_reader *r = p;
+    uint64_t total = 0;
+
+    for (int i = 0; i < r->n; i++) {
+        zklock_lock_stats_t st;
+        uint64_t in_buckets = 0;
+
+        if (zklock_lock_stats(r->l[i], &st, sizeof st) != ZKLOCK_OK)
+            return r->torn++, false;
+        for (int b = 0; b < ZKLOCK_STATS_BUCKETS; b++)
+            in_buckets += st.wait.buckets[b];
+        if (in_buckets != st.wait.count || st.wait.count != st.acquired ||
+            st.hold.count > st.acquired || st.acquired < r->last[i])
+            r->torn++;
+        r->last[i] = st.acquired;
+        total += st.acquired;
+    }
+    return total == r->want;
+}
+
 static void test_threads_exclusion(void)
 {
     enum { SESSIONS = 2, PER_SESSION = 3, ITER = 40 };
@@ -391,6 +423,7 @@ static void test_threads_exclusion(void)
     const char *path = tu_path("threads");
     char file[64];
     struct detector *d = tu_new_detector(file, sizeof file);
+    struct stats_reader reader;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     for (int i = 0; i < SESSIONS; i++) {
@@ -401,8 +434,11 @@ static void test_threads_exclusion(void)
         w[i] = (struct excl_worker){l[i % SESSIONS], d, ITER, 0};
         pthread_create(&w[i].t, NULL, excl_main, &w[i]);
     }
+    reader = (struct stats_reader){l, SESSIONS, SESSIONS * PER_SESSION * ITER, {0}, 0};
+    CU_ASSERT(tu_wait_until(all_counted, &reader, 6 * TU_WAIT_MS));
     for (int i = 0; i < SESSIONS * PER_SESSION; i++)
         pthread_join(w[i].t, NULL);
+    TU_ASSERT_INT(reader.torn, ==, 0);
     TU_ASSERT_INT(d->errors, ==, 0);
     TU_ASSERT_INT(d->overlaps, ==, 0);
     TU_ASSERT_INT(d->stale_tokens, ==, 0);
