@@ -620,6 +620,65 @@ ZKLOCK_API const char *zklock_path(const zklock_t *l);
  * of a read/write lock (free the read/write lock instead; this is ignored). */
 ZKLOCK_API void zklock_free(zklock_t *l);
 
+/* Contention on one lock handle, for operators and benchmarks: how often it
+ * was acquired, gave up or was lost, how long its callers waited and how
+ * long they held. Counted since the handle was made, on ZKLOCK_CLOCK, for
+ * the calls that started (a call its caller's own state refuses, such as
+ * ZKLOCK_EINVAL or ZKLOCK_EDEADLK, counts nowhere). */
+
+/* Log-scale histogram buckets of a duration d, in milliseconds: bucket 0 is
+ * d < 1 ms; bucket i (1 <= i <= 14) is 2^(i-1) ms <= d < 2^i ms; bucket 15
+ * is d >= 2^14 ms (16.384 s). */
+#define ZKLOCK_STATS_BUCKETS 16
+
+typedef struct zklock_time_stats {
+    uint64_t count;  /* durations measured */
+    uint64_t sum_us; /* their sum, microseconds */
+    uint64_t max_us; /* the longest, microseconds (0 if count is 0) */
+    uint64_t buckets[ZKLOCK_STATS_BUCKETS]; /* sum of buckets[] = count */
+} zklock_time_stats_t;
+
+typedef struct zklock_lock_stats {
+    /* A new hold granted: zklock_acquire() returned ZKLOCK_OK, or an
+     * asynchronous acquisition's done was queued with it. An acquisition
+     * of a hold the owner already has (hold count > 1) is not one: it
+     * counts in reentered, and in no time. */
+    uint64_t acquired;
+    uint64_t reentered;
+    uint64_t timeouts; /* gave up: ZKLOCK_ETIMEDOUT, or a try-once that
+                          found the lock held (ZKLOCK_EBUSY) */
+    uint64_t canceled; /* ZKLOCK_ECANCELED (zklock_cancel) */
+    uint64_t failed;   /* ended with any other error (ZCONNECTIONLOSS,
+                          ZKLOCK_ECLOSED, ZNOAUTH, ...) */
+    uint64_t lost;     /* holds lost: each on_lost (also without an on_lost
+                          set), as zklock_stats_t.lost counts them */
+    /* From the call to the grant, for each acquisition. */
+    zklock_time_stats_t wait;
+    /* From the grant to the release that ended the hold (the last one of a
+     * reentrant hold, when it starts) or to the loss, for each hold that
+     * ended so; a hold in progress, or one ended by
+     * zklock_session_close(), is not in it. */
+    zklock_time_stats_t hold;
+} zklock_lock_stats_t;
+
+/* Copies l's statistics into *out. size must be sizeof(zklock_lock_stats_t)
+ * of the caller's header: the struct grows at its end, as zklock_stats_t
+ * does (a caller compiled against an older header gets the fields it knows;
+ * against a newer one, the fields this library lacks read 0).
+ * What counts, per kind of handle: a mutex, an election (a hold is a term
+ * as leader), each view of a read/write lock (its own figures; a downgrade
+ * is an acquisition of the read view), a semaphore (each lease is a hold),
+ * a multi-lock as a whole (one acquisition, wait and hold for all its
+ * members; the member handles count only what is acquired on them
+ * directly). With ZKLOCK_OWNER_THREAD the figures are the sum over the
+ * threads that use l.
+ * Thread-safe: may be called from any thread, also while others acquire
+ * and release l and in a callback; takes l's session mutex briefly. The
+ * figures are one consistent snapshot. l stays the caller's; valid until
+ * zklock_free(l), also after zklock_session_close().
+ * Errors: ZKLOCK_EINVAL (NULL, or a size no version of the struct ever had). */
+ZKLOCK_API int zklock_lock_stats(const zklock_t *l, zklock_lock_stats_t *out, size_t size);
+
 /* ------------------------------------------------------------------------
  * Read/write locks
  *

@@ -15,7 +15,8 @@
  *
  * The private headers go by subject (design.md, "Layout"): names.h, rules.h,
  * timer.h, session.h, handle.h, contender.h, request.h, watch.h, lease.h,
- * stale.h, owner.h, subs.h, step.h, driver.h; recipes include recipe.h.
+ * stale.h, owner.h, subs.h, step.h, driver.h, lockstats.h; recipes include
+ * recipe.h.
  * Each declares what the files of its subject define.
  */
 #ifndef ZKLOCK_COMMON_H

@@ -126,6 +126,10 @@ struct zkl_contender {
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
+    /* lockstats.c: when the owner's acquisition was called, then (once
+     * granted: stat_held) when its hold began. */
+    struct timespec stat_since;
+    bool stat_held;
     void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
                               or by its recipe's free_data hook):
                               a lease's room and guess, a multi-lock's

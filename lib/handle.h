@@ -38,6 +38,7 @@ struct zklock {
     int refs;              /* 1 for the user + 1 per contender + queued callbacks */
     int in_callback;       /* callbacks running for this handle */
     zkl_contender_t *contenders;
+    zklock_lock_stats_t stats; /* lockstats.c: zklock_lock_stats() */
     /* Acquiring without a listing (fastpath.c, "the fast path"): this
      * handle's last node was alone in the queue and we deleted it; if our
      * next node gets the very next sequence number, nobody else came. */

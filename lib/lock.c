@@ -18,6 +18,7 @@
 #include "contender.h"
 #include "driver.h"
 #include "lease.h"
+#include "lockstats.h"
 #include "owner.h"
 #include "recipe.h"
 
@@ -123,15 +124,18 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
+        zklock__stats_reentered(l);
         return answer(done, ZKLOCK_OK);
     }
     if (c && c->waiting)
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
         zklock__abandon(c); /* a lost hold nobody released: start afresh */
-    if (!zklock__connected(s) && timeout_ms == 0)
-        return answer(done, s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED
-                                                                    : ZCONNECTIONLOSS);
+    if (!zklock__connected(s) && timeout_ms == 0) {
+        rc = s->adopted && s->state == ZKL_S_EXPIRED ? ZSESSIONEXPIRED : ZCONNECTIONLOSS;
+        zklock__stats_told(l, rc);
+        return answer(done, rc);
+    }
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
@@ -143,6 +147,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         zklock__abandon(c);
         return rc;
     }
+    zklock__stats_called(c);
     if (done) {
         zklock__acquire_start(c, timeout_ms, done, NULL);
         return ZKLOCK_OK;
@@ -214,6 +219,7 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     if (!c)
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
+        zklock__stats_hold_over(c, false); /* a loss nobody reported */
         zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
     }
@@ -229,6 +235,7 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
     c->attached = false;
+    zklock__stats_hold_over(c, false); /* over for its owner now */
     zklock__release_start(c, done, wait ? &me : NULL);
     zklock__mark(c);
     if (!wait)

@@ -1,6 +1,7 @@
 /*
- * names.h: lock paths (path.c), node names and a queue's order (node.c):
- * pure functions, fuzzed.
+ * names.h: lock paths (path.c), node names and a queue's order (node.c),
+ * server lists (hosts.c): pure functions (but the one that asks the
+ * resolver), fuzzed.
  */
 #ifndef ZKLOCK_NAMES_H
 #define ZKLOCK_NAMES_H
@@ -81,5 +82,15 @@ int zklock__blocker(const struct zkl_entry *q, size_t self, int *blockers);
 #define ZKL_PREFIX_MAX 48
 int zklock__rng_seed(uint64_t state[2]);
 void zklock__make_prefix(char *buf, int wire, uint64_t rng[2]);
+
+/* ---- hosts.c: the server list ------------------------------------------------- */
+
+/* 0 if `hosts` is a server list the ZooKeeper client accepts
+ * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
+int zklock__hosts_check(const char *hosts);
+/* For a well-formed list: 0 if at least one of its names resolves now (the
+ * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
+ * Asks the system's resolver: may take as long as DNS does. */
+int zklock__hosts_resolve(const char *hosts);
 
 #endif

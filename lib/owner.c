@@ -17,6 +17,7 @@
  * or the session ended.
  */
 #include "lease.h"
+#include "lockstats.h"
 #include "owner.h"
 
 #include <errno.h>
@@ -176,6 +177,7 @@ void zklock__tell_lost(zkl_contender_t *c, int reason)
         return; /* a recipe's own hold: its recipe deals with the loss */
     c->lost_reason = reason;
     session_of(c)->stats.lost++;
+    zklock__stats_hold_over(c, true);
     queue_lost(c->l, reason, c->czxid);
 }
 
@@ -241,6 +243,8 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
 
+    if (!release)
+        zklock__stats_acquired(c, holds ? ZKLOCK_OK : rc);
     if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;

@@ -16,6 +16,7 @@
  * zklock__layers (layers.c).
  */
 #include "names.h"
+#include "lockstats.h"
 #include "session.h"
 
 #include <errno.h>
@@ -801,10 +802,7 @@ static const size_t stats_sizes[] = {
  * than filled with a torn counter. */
 static bool stats_size_ok(size_t size)
 {
-    for (size_t i = 0; i < sizeof stats_sizes / sizeof stats_sizes[0]; i++)
-        if (size == stats_sizes[i])
-            return true;
-    return size > sizeof(zklock_stats_t) && size % sizeof(uint64_t) == 0;
+    return zklock__stats_size_ok(size, stats_sizes, sizeof stats_sizes / sizeof stats_sizes[0]);
 }
 
 int zklock_session_stats(zklock_session_t *s, zklock_stats_t *out, size_t size)

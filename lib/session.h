@@ -146,16 +146,6 @@ int zklock__session_refusal(const zklock_session_t *s);
 /* Would waiting for s's answers wait for the calling thread itself? */
 bool zklock__on_completion_thread(const zklock_session_t *s);
 
-/* ---- hosts.c: the server list ------------------------------------------------- */
-
-/* 0 if `hosts` is a server list the ZooKeeper client accepts
- * ("host:port,...[/chroot]"), ZKLOCK_EINVAL if it is malformed. */
-int zklock__hosts_check(const char *hosts);
-/* For a well-formed list: 0 if at least one of its names resolves now (the
- * client needs no more), ZKLOCK_ERESOLVE if none does, ZKLOCK_ENOMEM.
- * Asks the system's resolver: may take as long as DNS does. */
-int zklock__hosts_resolve(const char *hosts);
-
 /* ---- auth.c: credentials and ACLs -------------------------------------------- */
 
 int zklock__auth_copy(zklock_session_t *s, const zklock_auth_t *auth, size_t n);

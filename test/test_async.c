@@ -76,6 +76,7 @@ static void test_acquire_release_async(void)
     zklock_t *l = handle_mutex(s, path, NULL);
     struct outcome a = {0}, r = {0}, again = {0};
     int64_t token;
+    zklock_lock_stats_t st;
 
     TU_ASSERT_INT(zklock_session_fd(s), >=, 0);
     CU_ASSERT(!fd_readable(s));
@@ -99,6 +100,12 @@ static void test_acquire_release_async(void)
     CU_ASSERT(tu_no_children(path)); /* done came after the server confirmed */
     TU_ASSERT_RC(zklock_release_async(l, done, &r), ZKLOCK_ENOTHELD);
     TU_ASSERT_INT(a.calls + again.calls + r.calls, ==, 3);
+    /* zklock_lock_stats: the asynchronous calls count as the blocking ones. */
+    TU_REQUIRE_RC(zklock_lock_stats(l, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.acquired, ==, 1);
+    TU_ASSERT_INT(st.reentered, ==, 1);
+    TU_ASSERT_INT(st.wait.count, ==, 1);
+    TU_ASSERT_INT(st.hold.count, ==, 1);
     zklock_free(l);
     zklock_session_close(s);
     tu_assert_clean(path);
@@ -152,6 +159,7 @@ static void test_async_busy_timeout_cancel(void)
     zklock_t *holder = tu_mutex(h, path, NULL), *l = handle_mutex(s, path, NULL);
     struct outcome busy = {0}, late = {0}, canceled = {0};
     int64_t t0;
+    zklock_lock_stats_t st;
 
     TU_REQUIRE_RC(zklock_acquire(holder, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire_async(l, 0, done, &busy), ZKLOCK_OK);
@@ -170,6 +178,10 @@ static void test_async_busy_timeout_cancel(void)
     TU_ASSERT_RC(canceled.rc, ZKLOCK_ECANCELED);
     CU_ASSERT(tu_wait_children(path, 1)); /* nothing of ours left */
     TU_ASSERT_INT(busy.calls + late.calls + canceled.calls, ==, 3);
+    TU_REQUIRE_RC(zklock_lock_stats(l, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.timeouts, ==, 2); /* the try-once and the deadline */
+    TU_ASSERT_INT(st.canceled, ==, 1);
+    TU_ASSERT_INT(st.acquired + st.failed + st.wait.count, ==, 0);
     TU_ASSERT_RC(zklock_release(holder), ZKLOCK_OK);
     zklock_free(l);
     zklock_free(holder);

@@ -34,6 +34,24 @@ static const char *path_n(const char *base, int i)
 
 /* ---- the basics ------------------------------------------------------------------------------ */
 
+/* zklock_lock_stats: the multi-lock counts its acquisitions (two, one of
+ * them reentered) and holds as a whole; its members, never acquired on
+ * their own, count nothing. */
+static void check_counted_as_whole(const zklock_t *m, zklock_t *const *members, size_t n)
+{
+    zklock_lock_stats_t st;
+
+    TU_REQUIRE_RC(zklock_lock_stats(m, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.acquired, ==, 2);
+    TU_ASSERT_INT(st.reentered, ==, 1);
+    TU_ASSERT_INT(st.wait.count, ==, 2);
+    TU_ASSERT_INT(st.hold.count, ==, 2);
+    for (size_t i = 0; i < n; i++) {
+        TU_REQUIRE_RC(zklock_lock_stats(members[i], &st, sizeof st), ZKLOCK_OK);
+        TU_ASSERT_INT(st.acquired + st.reentered + st.wait.count + st.hold.count, ==, 0);
+    }
+}
+
 static void test_all_held_one_token(void)
 {
     zklock_session_t *s = tu_session();
@@ -72,6 +90,7 @@ static void test_all_held_one_token(void)
     /* Again, now that the lock paths exist (the first time made them). */
     TU_REQUIRE_RC(zklock_acquire(m, 10000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    check_counted_as_whole(m, (zklock_t *[]){a, b, c}, 3);
     zklock_free(m);
     zklock_free(a);
     zklock_free(b);
@@ -364,6 +383,7 @@ static void sem_multi_free(struct sem_multi *x)
 static void test_with_semaphore(void)
 {
     struct sem_multi x;
+    zklock_lock_stats_t st;
 
     sem_multi_new(&x, "multi-sem");
     TU_REQUIRE_RC(zklock_acquire(x.m, 10000), ZKLOCK_OK);
@@ -376,6 +396,17 @@ static void test_with_semaphore(void)
     TU_ASSERT_INT(nodes(x.pa), ==, 0);
     TU_ASSERT_INT(nodes(x.leases), ==, 1);
     TU_ASSERT_RC(zklock_release(x.full), ZKLOCK_OK);
+    /* zklock_lock_stats: a semaphore counts its leases (the acquisition
+     * lock it takes on the way is its own); the multi-lock its tries. */
+    TU_REQUIRE_RC(zklock_lock_stats(x.full, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.acquired, ==, 1);
+    TU_ASSERT_INT(st.hold.count, ==, 1);
+    TU_REQUIRE_RC(zklock_lock_stats(x.m, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.acquired, ==, 1);
+    TU_ASSERT_INT(st.timeouts, ==, 1);
+    TU_ASSERT_INT(st.hold.count, ==, 1);
+    TU_REQUIRE_RC(zklock_lock_stats(x.sem, &st, sizeof st), ZKLOCK_OK);
+    TU_ASSERT_INT(st.acquired + st.timeouts + st.hold.count, ==, 0); /* only through m */
     sem_multi_free(&x);
 }
 

@@ -382,6 +382,38 @@ static void *excl_main(void *p)
     return NULL;
 }
 
+/* zklock_lock_stats read while threads acquire and release the handles:
+ * every copy is one consistent snapshot (a grant counts its acquisition,
+ * its wait and its bucket together) and the counts only grow. */
+struct stats_reader {
+    zklock_t **l;
+    int n;
+    uint64_t want, last[4];
+    int torn;
+};
+
+static bool all_counted(void *p)
+{
+    struct stats_reader *r = p;
+    uint64_t total = 0;
+
+    for (int i = 0; i < r->n; i++) {
+        zklock_lock_stats_t st;
+        uint64_t in_buckets = 0;
+
+        if (zklock_lock_stats(r->l[i], &st, sizeof st) != ZKLOCK_OK)
+            return r->torn++, false;
+        for (int b = 0; b < ZKLOCK_STATS_BUCKETS; b++)
+            in_buckets += st.wait.buckets[b];
+        if (in_buckets != st.wait.count || st.wait.count != st.acquired ||
+            st.hold.count > st.acquired || st.acquired < r->last[i])
+            r->torn++;
+        r->last[i] = st.acquired;
+        total += st.acquired;
+    }
+    return total == r->want;
+}
+
 static void test_threads_exclusion(void)
 {
     enum { SESSIONS = 2, PER_SESSION = 3, ITER = 40 };
@@ -391,6 +423,7 @@ static void test_threads_exclusion(void)
     const char *path = tu_path("threads");
     char file[64];
     struct detector *d = tu_new_detector(file, sizeof file);
+    struct stats_reader reader;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     for (int i = 0; i < SESSIONS; i++) {
@@ -401,8 +434,11 @@ static void test_threads_exclusion(void)
         w[i] = (struct excl_worker){l[i % SESSIONS], d, ITER, 0};
         pthread_create(&w[i].t, NULL, excl_main, &w[i]);
     }
+    reader = (struct stats_reader){l, SESSIONS, SESSIONS * PER_SESSION * ITER, {0}, 0};
+    CU_ASSERT(tu_wait_until(all_counted, &reader, 6 * TU_WAIT_MS));
     for (int i = 0; i < SESSIONS * PER_SESSION; i++)
         pthread_join(w[i].t, NULL);
+    TU_ASSERT_INT(reader.torn, ==, 0);
     TU_ASSERT_INT(d->errors, ==, 0);
     TU_ASSERT_INT(d->overlaps, ==, 0);
     TU_ASSERT_INT(d->stale_tokens, ==, 0);
@@ -741,6 +777,164 @@ static void test_operator_deletes_holder(void)
     zklock_free(l);
     zklock_session_close(s);
     tu_assert_clean(path);
+}
+
+/* ---- contention an operator can see: zklock_lock_stats --------------------------------------- */
+
+static zklock_lock_stats_t lock_stats(const zklock_t *l)
+{
+    zklock_lock_stats_t st;
+
+    memset(&st, 0xab, sizeof st);
+    TU_ASSERT_RC(zklock_lock_stats(l, &st, sizeof st), ZKLOCK_OK);
+    return st;
+}
+
+static uint64_t bucket_total(const zklock_time_stats_t *t, int from)
+{
+    uint64_t n = 0;
+
+    for (int i = from; i < ZKLOCK_STATS_BUCKETS; i++)
+        n += t->buckets[i];
+    return n;
+}
+
+/* The bucket a duration of ms milliseconds falls in (zklock.h's rule). */
+static int bucket_of_ms(int64_t ms)
+{
+    int b = 0;
+
+    for (; ms > 0 && b < ZKLOCK_STATS_BUCKETS - 1; ms >>= 1)
+        b++;
+    return b;
+}
+
+/* Whatever was measured: the buckets hold every sample, the largest is in
+ * its own bucket, and nothing took longer than the scenario (elapsed_ms). */
+static void check_times(const zklock_time_stats_t *t, uint64_t count, int64_t elapsed_ms)
+{
+    TU_ASSERT_INT(t->count, ==, count);
+    TU_ASSERT_INT(bucket_total(t, 0), ==, count);
+    TU_ASSERT_INT(t->buckets[bucket_of_ms((int64_t)(t->max_us / 1000))], >=, 1);
+    TU_ASSERT_INT(t->max_us, <=, t->sum_us);
+    TU_ASSERT_INT(t->sum_us, <=, (uint64_t)elapsed_ms * 1000);
+}
+
+/* Holder a on la; the handle watched is lb (session b): every outcome it can
+ * have, with waits and holds the script makes long (a deadline another
+ * call waits out) and so knows from below. */
+static void test_lock_stats(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("lockstats");
+    zklock_t *la = tu_mutex(a, path, NULL), *lb = tu_mutex(b, path, &lo);
+    struct tu_acquirer w;
+    zklock_lock_stats_t st;
+    int64_t begin = tu_now_ms(), t1, timed_out_ms, held_ms;
+    char *node;
+
+    st = lock_stats(lb);
+    TU_ASSERT_INT(st.acquired + st.reentered + st.timeouts + st.lost + st.wait.count, ==, 0);
+
+    /* Uncontended, then reentrant: one acquisition, one hold. */
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    st = lock_stats(lb);
+    TU_ASSERT_INT(st.acquired, ==, 1);
+    TU_ASSERT_INT(st.reentered, ==, 1);
+    TU_ASSERT_INT(st.hold.count, ==, 0); /* still held once */
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+
+    /* Busy: a try-once, then a waiter W queued while this thread waits out
+     * a 300 ms deadline behind it; a releases after that. */
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(lb, 0), ZKLOCK_EBUSY);
+    tu_start_acquirer(&w, lb, -1, true);
+    CU_ASSERT_FATAL(tu_wait_children(path, 2));
+    t1 = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(lb, 300), ZKLOCK_ETIMEDOUT);
+    timed_out_ms = tu_now_ms() - t1; /* W waited at least this long */
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+
+    /* Canceled. */
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, lb, -1, false);
+    CU_ASSERT_FATAL(tu_wait_children(path, 2));
+    TU_ASSERT_RC(zklock_cancel(lb), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_ECANCELED);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+
+    /* Lost: held while la waits out 200 ms, then an operator deletes the node. */
+    TU_REQUIRE_RC(zklock_acquire(lb, -1), ZKLOCK_OK);
+    t1 = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(la, 200), ZKLOCK_ETIMEDOUT);
+    held_ms = tu_now_ms() - t1;
+    CU_ASSERT_FATAL(tu_wait_children(path, 1)); /* la's node is gone */
+    node = tu_node_of(path, b);
+    CU_ASSERT_FATAL(node != NULL);
+    TU_REQUIRE_RC(zoo_delete(tu_zk(), node, -1), ZOK);
+    free(node);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &ev, TU_WAIT_MS));
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_ELOST);
+
+    st = lock_stats(lb);
+    TU_ASSERT_INT(st.acquired, ==, 3);
+    TU_ASSERT_INT(st.reentered, ==, 1);
+    TU_ASSERT_INT(st.timeouts, ==, 2);
+    TU_ASSERT_INT(st.canceled, ==, 1);
+    TU_ASSERT_INT(st.failed, ==, 0);
+    TU_ASSERT_INT(st.lost, ==, 1);
+    check_times(&st.wait, 3, tu_now_ms() - begin);
+    check_times(&st.hold, 3, tu_now_ms() - begin);
+    TU_ASSERT_INT(st.wait.max_us, >=, (uint64_t)timed_out_ms * 1000);
+    TU_ASSERT_INT(bucket_total(&st.wait, bucket_of_ms(timed_out_ms)), >=, 1);
+    TU_ASSERT_INT(st.hold.max_us, >=, (uint64_t)held_ms * 1000);
+    TU_ASSERT_INT(bucket_total(&st.hold, bucket_of_ms(held_ms)), >=, 1);
+    /* The holder's own figures: two holds, its one timeout. */
+    st = lock_stats(la);
+    TU_ASSERT_INT(st.acquired, ==, 2);
+    TU_ASSERT_INT(st.timeouts, ==, 1);
+    TU_ASSERT_INT(st.hold.count, ==, 2);
+    TU_ASSERT_INT(st.lost, ==, 0);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+/* zklock_lock_stats takes the sizes zklock_lock_stats_t ever had (one, so
+ * far) and a newer header's larger one (zeros past what it knows). */
+static void test_lock_stats_sizes(void)
+{
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, tu_path("lockstats-sizes"), NULL);
+    const size_t n = sizeof(zklock_lock_stats_t) / sizeof(uint64_t);
+    uint64_t buf[sizeof(zklock_lock_stats_t) / sizeof(uint64_t) + 4];
+    zklock_lock_stats_t *out = (zklock_lock_stats_t *)buf;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_lock_stats(NULL, out, sizeof *out), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_lock_stats(l, NULL, sizeof *out), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_lock_stats(l, out, 0), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_lock_stats(l, out, sizeof *out - sizeof(uint64_t)), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_lock_stats(l, out, sizeof *out + 1), ZKLOCK_EINVAL);
+    memset(buf, 0xab, sizeof buf);
+    TU_ASSERT_RC(zklock_lock_stats(l, out, sizeof *out), ZKLOCK_OK);
+    TU_ASSERT_INT(out->acquired, ==, 1);
+    TU_ASSERT_INT(buf[n], ==, 0xababababababababull); /* nothing past it written */
+    memset(buf, 0xab, sizeof buf);
+    TU_ASSERT_RC(zklock_lock_stats(l, out, sizeof buf), ZKLOCK_OK);
+    TU_ASSERT_INT(out->acquired, ==, 1);
+    for (size_t i = n; i < sizeof buf / sizeof buf[0]; i++)
+        TU_ASSERT_INT(buf[i], ==, 0); /* a newer header's fields we lack */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
 }
 
 /* ---- the engine's economy ------------------------------------------------------------------------------ */
@@ -1650,6 +1844,8 @@ static const tu_test_t mutex_tests[] = {
     {"free_on_completion_thread", test_free_on_completion_thread},
     {"delete_refused", test_delete_refused},
     {"trace", test_trace},
+    {"lock_stats", test_lock_stats},
+    {"lock_stats_sizes", test_lock_stats_sizes},
     {NULL, NULL},
 };
 

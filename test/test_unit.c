@@ -2,6 +2,7 @@
  * names, queue order, the blocking rule, error names. */
 #include "../lib/contender.h"
 #include "../lib/rules.h"
+#include "../lib/lockstats.h"
 #include "../lib/session.h"
 #include "testutil.h"
 
@@ -12,6 +13,24 @@
 #include <unistd.h>
 
 /* ---- paths ------------------------------------------------------------------ */
+
+/* zklock_lock_stats' histogram (zklock.h): bucket 0 below 1 ms, bucket i
+ * from 2^(i-1) ms up to 2^i ms, the last from 2^14 ms on. */
+static void test_stats_buckets(void)
+{
+    static const struct {
+        uint64_t us;
+        unsigned bucket;
+    } table[] = {
+        {0, 0},          {999, 0},         {1000, 1},        {1999, 1},
+        {2000, 2},       {3999, 2},        {4000, 3},        {300000, 9},
+        {511999, 9},     {512000, 10},     {16383999, 14},   {16384000, 15},
+        {UINT64_MAX, 15},
+    };
+
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        TU_ASSERT_INT(zklock__stats_bucket(table[i].us), ==, table[i].bucket);
+}
 
 static void test_path_table(void)
 {
@@ -362,7 +381,7 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZNONODE), zerror(ZNONODE));
     /* on_lost's reasons read as what happened, not as a ZooKeeper error
      * ("no node" for a deleted lock node, once) */
-    CU_ASSERT(ZKLOCK_LOST_DELETED != ZNONODE);
+    CU_ASSERT((int)ZKLOCK_LOST_DELETED != (int)ZNONODE);
     CU_ASSERT_STRING_EQUAL(zklock_strerror(ZKLOCK_LOST_DELETED),
                            "the lock node was deleted by someone else: the lock may be taken");
     CU_ASSERT_STRING_EQUAL(zklock_err_name(ZKLOCK_LOST_DELETED), "ZKLOCK_EDELETED");
@@ -713,6 +732,7 @@ static void test_phase_assert(void)
 }
 
 static const tu_test_t unit_tests[] = {
+    {"stats_buckets", test_stats_buckets},
     {"path_table", test_path_table},
     {"path_length", test_path_length},
     {"hosts_table", test_hosts_table},

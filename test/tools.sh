@@ -317,6 +317,12 @@ check "-v says when the place changes" wait_for 20 grep -q "place 2 of 3" "$T/ve
 check "...and only then: one line for place 2 of 2" [ "$(grep -c "place 2 of 2" "$T/verbose")" = 1 ]
 kill -TERM $hv; wait $hv $vw $v3
 check "-v says when it got the lock" grep -q "acquired $P/v after" "$T/verbose"
+# From zklock_lock_stats, after the release: the wait (it queued behind a
+# holder that ran until killed: more than nothing) and the hold.
+check "-v says how long it waited" grep -Eq "^zklock: waited [0-9]+\.[0-9]{3}s for $P/v$" "$T/verbose"
+check "...a wait behind a holder is not nothing" \
+  [ "$(sed -n "s|^zklock: waited \([0-9.]*\)s for $P/v$|\1|p" "$T/verbose" | tr -d .)" -gt 0 ]
+check "-v says how long it held" grep -Eq "^zklock: held $P/v for [0-9]+\.[0-9]{3}s$" "$T/verbose"
 
 rm -f "$T/ready"
 "$ZKLOCK" --kazoo $P/kz sh -c "echo x > $T/ready; sleep 30" & kz=$!

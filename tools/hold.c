@@ -749,6 +749,22 @@ static zklock_t *make_one(struct run *r, const char *path, const zklock_opts_t *
 
 /* LOCKPATH's lock, or with --and a multi-lock of all the paths (told of a
  * loss once, as a whole). */
+/* -v, at the end: how long we waited for the lock and held it, as the
+ * library measured them (zklock_lock_stats); nothing for a wait that gave
+ * up, a hold that never was. */
+static void say_times(const struct run *r)
+{
+    zklock_lock_stats_t st;
+
+    if (!r->o->verbose || zklock_lock_stats(r->h.lock, &st, sizeof st) != ZKLOCK_OK)
+        return;
+    if (st.wait.count > 0)
+        tool_say("waited %.3fs for %s", (double)st.wait.sum_us / 1e6, r->o->path);
+    if (st.hold.count > 0)
+        tool_say("held %s for %.3fs%s", r->o->path, (double)st.hold.sum_us / 1e6,
+                 st.lost > 0 ? " until it was lost" : "");
+}
+
 static void make_locks(struct run *r)
 {
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
@@ -881,6 +897,7 @@ int hold_run(struct hold_options *op)
     } else if (o.verbose && r.h.acquired_rc == ZKLOCK_OK && !r.lost_lock) {
         tool_say("released %s", o.path);
     }
+    say_times(&r);
     free_locks(&r.locks);
     zklock_session_close(r.s);
     guard_watch(&r.guard, 0, 0); /* the job ended, or is empty or SIGKILLed */

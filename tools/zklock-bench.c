@@ -237,6 +237,113 @@ static void close_session(zklock_session_t *s)
     zklock_session_close(s);
 }
 
+/* ---- waits: the benchmark's own samples beside the library's histogram ------------------------ */
+
+/* The acquisitions' waits as the benchmark timed them (around
+ * zklock_acquire), grown as they come. */
+struct waits {
+    double *us;
+    size_t n, cap;
+};
+
+static void waits_add(struct waits *w, double us)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 256;
+        w->us = realloc(w->us, w->cap * sizeof *w->us);
+        if (!w->us)
+            tool_die(EXIT_INTERNAL, "out of memory");
+    }
+    w->us[w->n++] = us;
+}
+
+/* zklock_lock_stats' bucket of a wait (zklock.h): 0 below 1 ms, then one per
+ * power of two of milliseconds, the last open-ended. */
+static int wait_bucket(double us)
+{
+    long ms = (long)(us / 1000);
+    int b = 0;
+
+    for (; ms > 0 && b < ZKLOCK_STATS_BUCKETS - 1; ms >>= 1)
+        b++;
+    return b;
+}
+
+/* The bucket that holds the wait of rank floor(p * count), as percentile()
+ * picks it from sorted samples. */
+static int hist_percentile(const zklock_time_stats_t *t, double p)
+{
+    uint64_t rank = (uint64_t)(p * (double)t->count), seen = 0;
+
+    if (rank >= t->count && t->count > 0)
+        rank = t->count - 1;
+    for (int b = 0; b < ZKLOCK_STATS_BUCKETS; b++) {
+        seen += t->buckets[b];
+        if (seen > rank)
+            return b;
+    }
+    return ZKLOCK_STATS_BUCKETS - 1;
+}
+
+/* The most a wait in bucket b took, in milliseconds (its upper end; the
+ * last bucket has none: its lower end). */
+static double bucket_le_ms(int b)
+{
+    return (double)(1L << (b < ZKLOCK_STATS_BUCKETS - 1 ? b : b - 1));
+}
+
+/* The locks' waits summed, from zklock_lock_stats. */
+static void add_wait_stats(zklock_time_stats_t *sum, zklock_t *l)
+{
+    zklock_lock_stats_t st;
+
+    must(zklock_lock_stats(l, &st, sizeof st), "zklock_lock_stats");
+    sum->count += st.wait.count;
+    sum->sum_us += st.wait.sum_us;
+    sum->max_us = st.wait.max_us > sum->max_us ? st.wait.max_us : sum->max_us;
+    for (int b = 0; b < ZKLOCK_STATS_BUCKETS; b++)
+        sum->buckets[b] += st.wait.buckets[b];
+}
+
+/* p50 and p99 of the waits, from the samples and from the histogram: they
+ * agree if each sample percentile lies in, or next to, the histogram's
+ * bucket (the two clocks start and stop a call's overhead apart). */
+struct wait_figures {
+    double p50_us, p99_us;       /* the samples' */
+    double p50_le_ms, p99_le_ms; /* the histogram's bucket ends */
+    bool agree;
+};
+
+static struct wait_figures wait_figures(struct waits *w, const zklock_time_stats_t *hist)
+{
+    struct wait_figures f;
+    int h50 = hist_percentile(hist, .5), h99 = hist_percentile(hist, .99);
+
+    qsort(w->us, w->n, sizeof *w->us, cmp_double);
+    f.p50_us = percentile(w->us, w->n, .5);
+    f.p99_us = percentile(w->us, w->n, .99);
+    f.p50_le_ms = bucket_le_ms(h50);
+    f.p99_le_ms = bucket_le_ms(h99);
+    f.agree = hist->count == w->n && abs(wait_bucket(f.p50_us) - h50) <= 1 &&
+              abs(wait_bucket(f.p99_us) - h99) <= 1;
+    return f;
+}
+
+static void say_waits(const struct wait_figures *f)
+{
+    printf("waits: p50 %.0f us, p99 %.0f us; zklock_lock_stats: p50 < %.0f ms, p99 < %.0f ms (%s)\n",
+           f->p50_us, f->p99_us, f->p50_le_ms, f->p99_le_ms,
+           f->agree ? "agree within a bucket" : "DISAGREE");
+}
+
+/* Ends a JSON line with the waits' keys. */
+static void end_json_with_waits(const struct wait_figures *f)
+{
+    printf(",\"wait_p50_us\":%.1f,\"wait_p99_us\":%.1f,\"wait_p50_le_ms\":%.0f,"
+           "\"wait_p99_le_ms\":%.0f,\"wait_hist_agrees\":%s}\n",
+           f->p50_us, f->p99_us, f->p50_le_ms, f->p99_le_ms, f->agree ? "true" : "false");
+}
+
 /* ---- uncontended -------------------------------------------------------------------------- */
 
 static int uncontended(const char *hosts, long n)
@@ -245,6 +352,10 @@ static int uncontended(const char *hosts, long n)
     zklock_t *l = new_lock(s, "u");
     double *lat = calloc((size_t)n, sizeof *lat), t0, wall, cpu0, cpu;
     zklock_stats_t st0, st;
+    zklock_lock_stats_t lst0;
+    zklock_time_stats_t hist = {0};
+    struct waits w = {0};
+    struct wait_figures wf;
 
     forget_secrets();
     for (int i = 0; i < warmup; i++) {
@@ -252,28 +363,38 @@ static int uncontended(const char *hosts, long n)
         must(zklock_release(l), "release");
     }
     zklock_session_stats(s, &st0, sizeof st0);
+    must(zklock_lock_stats(l, &lst0, sizeof lst0), "zklock_lock_stats");
     cpu0 = cpu_us();
     t0 = now_us();
     for (long i = 0; i < n; i++) {
         double start = now_us();
         must_acquire(s, l);
+        waits_add(&w, now_us() - start);
         must(zklock_release(l), "release");
         lat[i] = now_us() - start;
     }
     wall = (now_us() - t0) / 1e6;
     cpu = cpu_us() - cpu0;
     zklock_session_stats(s, &st, sizeof st);
+    add_wait_stats(&hist, l);
+    hist.count -= lst0.wait.count; /* not the warm-up's */
+    for (int b = 0; b < ZKLOCK_STATS_BUCKETS; b++)
+        hist.buckets[b] -= lst0.wait.buckets[b];
+    wf = wait_figures(&w, &hist);
     qsort(lat, (size_t)n, sizeof *lat, cmp_double);
     printf("uncontended: %ld cycles in %.2f s: %.0f/s, p50 %.0f us, p99 %.0f us, "
            "client CPU %.1f us per cycle, %.2f requests and %.2f listings per cycle\n",
            n, wall, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
            cpu / (double)n, (double)(st.requests - st0.requests) / (double)n,
            (double)(st.listings - st0.listings) / (double)n);
+    say_waits(&wf);
     printf("{\"peer\":\"zklock\",\"workload\":\"uncontended\",\"n\":%ld,\"ops_per_s\":%.1f,"
-           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"cpu_us_per_op\":%.1f}\n",
+           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"cpu_us_per_op\":%.1f",
            n, (double)n / wall, percentile(lat, (size_t)n, .5), percentile(lat, (size_t)n, .99),
            mean(lat, (size_t)n), cpu / (double)n);
+    end_json_with_waits(&wf);
     free(lat);
+    free(w.us);
     zklock_free(l);
     close_session(s);
     return 0;
@@ -286,8 +407,35 @@ struct contender {
     zklock_t *l;
     double stop_at;
     long count;
+    struct waits waits; /* each acquisition's, as timed here */
     pthread_t t;
 };
+
+/* An acquisition, timed. */
+static void timed_acquire(struct contender *c)
+{
+    double start = now_us();
+
+    must_acquire(c->s, c->l);
+    waits_add(&c->waits, now_us() - start);
+}
+
+/* Every client's waits, timed here and as the library measured them. */
+static struct wait_figures clients_waits(struct contender *c, long clients)
+{
+    struct waits all = {0};
+    zklock_time_stats_t hist = {0};
+    struct wait_figures f;
+
+    for (long i = 0; i < clients; i++) {
+        for (size_t k = 0; k < c[i].waits.n; k++)
+            waits_add(&all, c[i].waits.us[k]);
+        add_wait_stats(&hist, c[i].l);
+    }
+    f = wait_figures(&all, &hist);
+    free(all.us);
+    return f;
+}
 
 static int inside;
 static long overlaps;
@@ -297,7 +445,7 @@ static void *contend(void *arg)
     struct contender *c = arg;
 
     while (now_us() < c->stop_at) {
-        must_acquire(c->s, c->l);
+        timed_acquire(c);
         /* the detector: nobody else may be inside */
         if (__atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST) != 1)
             __atomic_add_fetch(&overlaps, 1, __ATOMIC_SEQ_CST);
@@ -345,6 +493,7 @@ static void free_clients(struct contender *c, long clients)
     for (long i = 0; i < clients; i++) {
         zklock_free(c[i].l);
         close_session(c[i].s);
+        free(c[i].waits.us);
     }
     free(c);
 }
@@ -354,6 +503,7 @@ static int contended(const char *hosts, long clients, double seconds)
     struct contender *c = calloc((size_t)clients, sizeof *c);
     char name[32];
     struct run r;
+    struct wait_figures wf;
 
     snprintf(name, sizeof name, "c");
     for (long i = 0; i < clients; i++) {
@@ -361,15 +511,18 @@ static int contended(const char *hosts, long clients, double seconds)
         c[i].l = new_lock(c[i].s, name);
     }
     r = run_clients(c, clients, seconds, contend);
+    wf = clients_waits(c, clients);
     printf("contended: %ld clients, %ld handoffs in %.2f s: %.0f/s, per client %ld..%ld "
            "(max/min %.3f), overlaps %ld, client CPU %.1f us per handoff\n",
            clients, r.total, r.wall, (double)r.total / r.wall, r.lo, r.hi,
            r.lo ? (double)r.hi / (double)r.lo : 0, overlaps, r.total ? r.cpu / (double)r.total : 0);
+    say_waits(&wf);
     printf("{\"peer\":\"zklock\",\"workload\":\"contended\",\"clients\":%ld,\"seconds\":%.2f,"
            "\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,\"max_per_client\":%ld,"
-           "\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
+           "\"overlaps\":%ld,\"cpu_us_per_op\":%.1f",
            clients, r.wall, r.total, (double)r.total / r.wall, r.lo, r.hi, overlaps,
            r.total ? r.cpu / (double)r.total : 0);
+    end_json_with_waits(&wf);
     free_clients(c, clients);
     return overlaps ? 1 : 0;
 }
@@ -385,7 +538,7 @@ static void *take_leases(void *arg)
 
     while (now_us() < c->stop_at) {
         int now, most;
-        must_acquire(c->s, c->l);
+        timed_acquire(c);
         /* the detector: at most leases_max inside */
         now = __atomic_add_fetch(&leases_inside, 1, __ATOMIC_SEQ_CST);
         if (now > leases_max)
@@ -405,6 +558,7 @@ static int semaphore(const char *hosts, long clients, int leases, double seconds
 {
     struct contender *c = calloc((size_t)clients, sizeof *c);
     struct run r;
+    struct wait_figures wf;
 
     leases_max = leases;
     for (long i = 0; i < clients; i++) {
@@ -412,16 +566,19 @@ static int semaphore(const char *hosts, long clients, int leases, double seconds
         c[i].l = new_lock_of(c[i].s, "s", NULL, leases);
     }
     r = run_clients(c, clients, seconds, take_leases);
+    wf = clients_waits(c, clients);
     printf("semaphore: %ld clients, %d leases, %ld acquisitions in %.2f s: %.0f/s, per client "
            "%ld..%ld, most inside at once %d, over the limit %ld, client CPU %.1f us per "
            "acquisition\n",
            clients, leases, r.total, r.wall, (double)r.total / r.wall, r.lo, r.hi, leases_most,
            lease_overlaps, r.total ? r.cpu / (double)r.total : 0);
+    say_waits(&wf);
     printf("{\"peer\":\"zklock\",\"workload\":\"semaphore\",\"clients\":%ld,\"leases\":%d,"
            "\"seconds\":%.2f,\"acquisitions\":%ld,\"ops_per_s\":%.1f,\"min_per_client\":%ld,"
-           "\"max_per_client\":%ld,\"max_inside\":%d,\"overlaps\":%ld,\"cpu_us_per_op\":%.1f}\n",
+           "\"max_per_client\":%ld,\"max_inside\":%d,\"overlaps\":%ld,\"cpu_us_per_op\":%.1f",
            clients, leases, r.wall, r.total, (double)r.total / r.wall, r.lo, r.hi, leases_most,
            lease_overlaps, r.total ? r.cpu / (double)r.total : 0);
+    end_json_with_waits(&wf);
     free_clients(c, clients);
     return lease_overlaps ? 1 : 0;
 }
