@@ -557,10 +557,13 @@ killed_run group group TERM   # kill -9 zklock's whole group; a job deaf to SIGT
 cat >"$T/bg.sh" <<'EOF'
 sleep 300 & echo $! >"$1/bg"
 ps -o pid=,comm= --ppid $PPID | awk '$2 == "zklock-guard" { print $1 }' >"$1/guard"
+ps -o sid= -p "$(cat "$1/guard")" >"$1/guard-sid"; ps -o sid= -p $PPID >"$1/zklock-sid"
 EOF
 mkdir -p "$T/ends"
 expect_status 0 "a command that leaves a process in the background" "$ZKLOCK" $P/ends sh "$T/bg.sh" "$T/ends"
 check "...ran watched by zklock's watchdog" [ -s "$T/ends/guard" ]
+guard_detached() { [ -s "$1/guard-sid" ] && ! cmp -s "$1/guard-sid" "$1/zklock-sid"; }
+check "...already in a session of its own when COMMAND started" guard_detached "$T/ends"
 check "...which is gone, reaped, once zklock has exited" no_process "$(cat "$T/ends/guard")"
 check "...having stopped nothing: the background process runs on" alive "$T/ends/bg"
 check "...and said nothing" [ ! -s "$T/err" ]

@@ -124,6 +124,9 @@ static int detach(int sock)
     return 3;
 }
 
+/* The one byte the guard sends once it is in place. */
+static const char ready = 'R';
+
 static void guard_main(int sock, pid_t zklock, const char *command)
 {
     struct order o = {0, 0}, got;
@@ -131,6 +134,8 @@ static void guard_main(int sock, pid_t zklock, const char *command)
 
     reset_signals();
     sock = detach(sock);
+    /* In place (a session and a name of its own): zklock may go on. */
+    send(sock, &ready, 1, MSG_NOSIGNAL);
     /* Until end of file: zklock closed its end, or died. */
     while ((n = recv(sock, &got, sizeof got, 0)) != 0) {
         if (n == (ssize_t)sizeof got)
@@ -148,6 +153,22 @@ static void end_at_exit(void)
 {
     if (at_exit_guard)
         guard_end(at_exit_guard);
+}
+
+/* Until the guard has left zklock's process group (and named itself), a
+ * kill of that group would kill it too, and COMMAND would run unguarded:
+ * zklock goes on only once the guard says it is in place. */
+static int await_ready(struct guard *g)
+{
+    char got = 0;
+    ssize_t n;
+
+    while ((n = recv(g->fd, &got, 1, 0)) < 0 && errno == EINTR)
+        ;
+    if (n == 1 && got == ready)
+        return 0;
+    guard_end(g); /* it died before it was in place */
+    return n < 0 ? errno : ECHILD;
 }
 
 int guard_start(struct guard *g, const char *command)
@@ -173,7 +194,7 @@ int guard_start(struct guard *g, const char *command)
     g->fd = sv[1];
     at_exit_guard = g;
     atexit(end_at_exit);
-    return 0;
+    return await_ready(g);
 }
 
 void guard_watch(struct guard *g, pid_t pgid, int grace_ms)

@@ -33,10 +33,12 @@ struct guard {
     int grace_ms; /* ... and SIGKILL this long after SIGTERM (0: SIGKILL at once) */
 };
 
-/* Forks the guard; command names COMMAND in what it says. Must run before
- * the program starts any thread (the child only reads, signals and exits,
- * but a fork copies the memory of locks other threads may hold). Returns
- * 0, or the errno of the failure. */
+/* Forks the guard; command names COMMAND in what it says. Returns once the
+ * guard is in place (a session of its own, named zklock-guard), so that
+ * nothing zklock does after can run unguarded. Must run before the
+ * program starts any thread (the child only reads, signals and exits, but
+ * a fork copies the memory of locks other threads may hold). Returns 0, or
+ * the errno of the failure (ECHILD: the guard died before it was in place). */
 int guard_start(struct guard *g, const char *command);
 
 /* If zklock dies from now on, the guard stops process group pgid
