@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1441,12 +1442,25 @@ static void test_readopt_multi_in_flight(void)
 /* zookeeper_close() drops answers it owes when its completion thread ends
  * first (libzookeeper_mt 3.8: it queues them ZCLOSING, and nothing runs them
  * once that thread is gone): a reader in flight must not wait for them. */
+/* Where a reader or the closer is, for the report of a hang. */
+enum at { AT_START, AT_READ, AT_WAIT, AT_FREE, AT_CLOSE, AT_RETURNED };
+
+static const char *at_name(int at)
+{
+    static const char *const names[] = {"not started", "in zklock_queue_read",
+                                        "in zklock_queue_wait", "in zklock_queue_free",
+                                        "in zklock_session_close", "returned"};
+    return names[at];
+}
+
 struct reader {
     zklock_session_t *s;
     const char *path;
     bool waits; /* sets a watch after each read (zklock_queue_wait) */
     pthread_t t;
-    int rc, reads, done; /* done: __atomic */
+    /* __atomic: reads and waits made, where it is, the last read's and
+     * wait's answers, its thread id (gdb's LWP) */
+    int rc, reads, nwaits, at, read_rc, wait_rc, tid;
 };
 
 static void *reader_main(void *arg)
@@ -1454,32 +1468,44 @@ static void *reader_main(void *arg)
     struct reader *r = arg;
     zklock_queue_t *q = NULL;
 
-    while ((r->rc = zklock_queue_read(r->s, r->path, &q)) == ZKLOCK_OK) {
+    __atomic_store_n(&r->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    for (;;) {
+        __atomic_store_n(&r->at, AT_READ, __ATOMIC_SEQ_CST);
+        r->rc = zklock_queue_read(r->s, r->path, &q);
+        __atomic_store_n(&r->read_rc, r->rc, __ATOMIC_SEQ_CST);
+        if (r->rc != ZKLOCK_OK)
+            break;
         __atomic_add_fetch(&r->reads, 1, __ATOMIC_SEQ_CST);
         /* Nothing changes: it returns once the watch is set (or the
          * session ended: a change too, and the next read says why). */
-        if (r->waits && (r->rc = zklock_queue_wait(r->s, q, 0)) != ZKLOCK_ETIMEDOUT &&
-            r->rc != ZKLOCK_OK) {
-            zklock_queue_free(q);
-            break;
+        if (r->waits) {
+            __atomic_store_n(&r->at, AT_WAIT, __ATOMIC_SEQ_CST);
+            r->rc = zklock_queue_wait(r->s, q, 0);
+            __atomic_store_n(&r->wait_rc, r->rc, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&r->nwaits, 1, __ATOMIC_SEQ_CST);
         }
+        __atomic_store_n(&r->at, AT_FREE, __ATOMIC_SEQ_CST);
         zklock_queue_free(q);
+        if (r->waits && r->rc != ZKLOCK_ETIMEDOUT && r->rc != ZKLOCK_OK)
+            break;
     }
-    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
 struct closer {
     zklock_session_t *s;
     pthread_t t;
-    int done; /* __atomic */
+    int at, tid; /* __atomic */
 };
 
 static void *closer_main(void *arg)
 {
     struct closer *c = arg;
+    __atomic_store_n(&c->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->at, AT_CLOSE, __ATOMIC_SEQ_CST);
     zklock_session_close(c->s);
-    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -1503,9 +1529,33 @@ static bool all_returned(void *arg)
 {
     struct readers *rs = arg;
     for (int i = 0; i < READERS; i++)
-        if (!__atomic_load_n(&rs->r[i].done, __ATOMIC_SEQ_CST))
+        if (__atomic_load_n(&rs->r[i].at, __ATOMIC_SEQ_CST) != AT_RETURNED)
             return false;
-    return __atomic_load_n(&rs->c.done, __ATOMIC_SEQ_CST) != 0;
+    return __atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST) == AT_RETURNED;
+}
+
+/* What hangs: where each reader and the closer are, what they last got,
+ * and every thread's stack. */
+static void report_hang(struct readers *rs, int round)
+{
+    char msg[200];
+
+    fprintf(stderr, "\nqueue_readers_at_close, round %d: after %d ms\n", round, TU_WAIT_MS);
+    for (int i = 0; i < READERS; i++) {
+        struct reader *r = &rs->r[i];
+        int rc = __atomic_load_n(&r->read_rc, __ATOMIC_SEQ_CST);
+        int wrc = __atomic_load_n(&r->wait_rc, __ATOMIC_SEQ_CST);
+        fprintf(stderr, "  reader %d (LWP %d%s): %s; %d reads, the last %s; %d waits, the last %s\n",
+                i, __atomic_load_n(&r->tid, __ATOMIC_SEQ_CST), r->waits ? ", waits" : "",
+                at_name(__atomic_load_n(&r->at, __ATOMIC_SEQ_CST)),
+                __atomic_load_n(&r->reads, __ATOMIC_SEQ_CST), zklock_err_name(rc),
+                __atomic_load_n(&r->nwaits, __ATOMIC_SEQ_CST), zklock_err_name(wrc));
+    }
+    fprintf(stderr, "  closer (LWP %d): %s\n", __atomic_load_n(&rs->c.tid, __ATOMIC_SEQ_CST),
+            at_name(__atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST)));
+    tu_dump_threads("queue_readers_at_close hangs");
+    snprintf(msg, sizeof msg, "round %d: a reader, or the close, hangs (see the log)", round);
+    CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_TRUE); /* (threads left behind) */
 }
 
 /* Four threads read a queue of 200 nodes (a listing and 200 reads each
@@ -1538,9 +1588,8 @@ static void test_queue_readers_at_close(void)
         CU_ASSERT(tu_wait_until(all_read_twice, &rs, TU_WAIT_MS));
         rs.c.s = s;
         pthread_create(&rs.c.t, NULL, closer_main, &rs.c);
-        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS)) {
-            CU_FAIL_FATAL("a reader, or the close, hangs"); /* (threads left behind) */
-        }
+        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS))
+            report_hang(&rs, round);
         for (int i = 0; i < READERS; i++) {
             pthread_join(rs.r[i].t, NULL);
             TU_ASSERT_RC(rs.r[i].rc, ZKLOCK_ECLOSED);
