@@ -1461,6 +1461,7 @@ struct reader {
     /* __atomic: reads and waits made, where it is, the last read's and
      * wait's answers, its thread id (gdb's LWP) */
     int rc, reads, nwaits, at, read_rc, wait_rc, tid;
+    int64_t returned_ms; /* __atomic: tu_now_ms() as it returned */
 };
 
 static void *reader_main(void *arg)
@@ -1489,6 +1490,7 @@ static void *reader_main(void *arg)
         if (r->waits && r->rc != ZKLOCK_ETIMEDOUT && r->rc != ZKLOCK_OK)
             break;
     }
+    __atomic_store_n(&r->returned_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
     __atomic_store_n(&r->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
@@ -1496,15 +1498,18 @@ static void *reader_main(void *arg)
 struct closer {
     zklock_session_t *s;
     pthread_t t;
-    int at, tid; /* __atomic */
+    int at, tid;                      /* __atomic */
+    int64_t started_ms, returned_ms; /* __atomic: tu_now_ms() */
 };
 
 static void *closer_main(void *arg)
 {
     struct closer *c = arg;
     __atomic_store_n(&c->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->started_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
     __atomic_store_n(&c->at, AT_CLOSE, __ATOMIC_SEQ_CST);
     zklock_session_close(c->s);
+    __atomic_store_n(&c->returned_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
     __atomic_store_n(&c->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
@@ -1534,28 +1539,80 @@ static bool all_returned(void *arg)
     return __atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST) == AT_RETURNED;
 }
 
-/* What hangs: where each reader and the closer are, what they last got,
- * and every thread's stack. */
-static void report_hang(struct readers *rs, int round)
+/* Polls all_returned for ms; *stall: the longest the poll loop itself
+ * went unscheduled (a stalled machine, not a hang, if near ms). */
+static bool wait_all_returned(struct readers *rs, int ms, int64_t *stall)
 {
-    char msg[200];
+    int64_t deadline = tu_now_ms() + ms, last = tu_now_ms();
+    struct timespec tick = {0, 5 * 1000 * 1000};
 
-    fprintf(stderr, "\nqueue_readers_at_close, round %d: after %d ms\n", round, TU_WAIT_MS);
+    *stall = 0;
+    for (;;) {
+        int64_t now = tu_now_ms();
+        if (now - last > *stall)
+            *stall = now - last;
+        last = now;
+        if (all_returned(rs))
+            return true;
+        if (now >= deadline)
+            return false;
+        nanosleep(&tick, NULL); /* polls the condition until the deadline */
+    }
+}
+
+/* "returned N ms after the close began", or where it still is. */
+static void say_where(const char *who, int at, int64_t returned_ms, int64_t close_ms)
+{
+    if (at == AT_RETURNED)
+        fprintf(stderr, "%s: returned %lld ms after the close began\n", who,
+                (long long)(returned_ms - close_ms));
+    else
+        fprintf(stderr, "%s: %s\n", who, at_name(at));
+}
+
+static void report_state(struct readers *rs)
+{
+    int64_t close_ms = __atomic_load_n(&rs->c.started_ms, __ATOMIC_SEQ_CST);
+    char who[200];
+
     for (int i = 0; i < READERS; i++) {
         struct reader *r = &rs->r[i];
-        int rc = __atomic_load_n(&r->read_rc, __ATOMIC_SEQ_CST);
-        int wrc = __atomic_load_n(&r->wait_rc, __ATOMIC_SEQ_CST);
-        fprintf(stderr, "  reader %d (LWP %d%s): %s; %d reads, the last %s; %d waits, the last %s\n",
-                i, __atomic_load_n(&r->tid, __ATOMIC_SEQ_CST), r->waits ? ", waits" : "",
-                at_name(__atomic_load_n(&r->at, __ATOMIC_SEQ_CST)),
-                __atomic_load_n(&r->reads, __ATOMIC_SEQ_CST), zklock_err_name(rc),
-                __atomic_load_n(&r->nwaits, __ATOMIC_SEQ_CST), zklock_err_name(wrc));
+        snprintf(who, sizeof who,
+                 "  reader %d (LWP %d%s; %d reads, the last %s; %d waits, the last %s)", i,
+                 __atomic_load_n(&r->tid, __ATOMIC_SEQ_CST), r->waits ? ", waits" : "",
+                 __atomic_load_n(&r->reads, __ATOMIC_SEQ_CST),
+                 zklock_err_name(__atomic_load_n(&r->read_rc, __ATOMIC_SEQ_CST)),
+                 __atomic_load_n(&r->nwaits, __ATOMIC_SEQ_CST),
+                 zklock_err_name(__atomic_load_n(&r->wait_rc, __ATOMIC_SEQ_CST)));
+        say_where(who, __atomic_load_n(&r->at, __ATOMIC_SEQ_CST),
+                  __atomic_load_n(&r->returned_ms, __ATOMIC_SEQ_CST), close_ms);
     }
-    fprintf(stderr, "  closer (LWP %d): %s\n", __atomic_load_n(&rs->c.tid, __ATOMIC_SEQ_CST),
-            at_name(__atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST)));
+    snprintf(who, sizeof who, "  closer (LWP %d)", __atomic_load_n(&rs->c.tid, __ATOMIC_SEQ_CST));
+    say_where(who, __atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST),
+              __atomic_load_n(&rs->c.returned_ms, __ATOMIC_SEQ_CST), close_ms);
+}
+
+/* What hangs: where each reader and the closer are, what they last got,
+ * every thread's stack; then whether they return late (a slow or stalled
+ * machine) or not at all (a hang). */
+static void report_hang(struct readers *rs, int round, int64_t stall)
+{
+    char msg[200];
+    bool late;
+
+    fprintf(stderr, "\nqueue_readers_at_close, round %d: not all returned within %d ms of the "
+            "close (the test's own poll loop stalled for up to %lld ms)\n",
+            round, TU_WAIT_MS, (long long)stall);
+    report_state(rs);
     tu_dump_threads("queue_readers_at_close hangs");
-    snprintf(msg, sizeof msg, "round %d: a reader, or the close, hangs (see the log)", round);
-    CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_TRUE); /* (threads left behind) */
+    late = wait_all_returned(rs, TU_WAIT_MS, &stall);
+    fprintf(stderr, "%d ms later (stalled up to %lld ms): %s\n", TU_WAIT_MS, (long long)stall,
+            late ? "all returned, late" : "still not all returned: a hang");
+    report_state(rs);
+    snprintf(msg, sizeof msg, "round %d: a reader, or the close, %s (see the log)", round,
+             late ? "returned only after the deadline" : "hangs");
+    /* (threads left behind) */
+    CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_TRUE);
 }
 
 /* Four threads read a queue of 200 nodes (a listing and 200 reads each
@@ -1575,6 +1632,7 @@ static void test_queue_readers_at_close(void)
                                  NULL, 0), ZOK);
     for (int round = 0; round < rounds; round++) {
         struct readers rs;
+        int64_t stall;
         zklock_session_t *s = tu_session();
         /* A lock handle keeps s allocated after the close (a reader may
          * still start a read then: it answers ZKLOCK_ECLOSED). */
@@ -1583,13 +1641,13 @@ static void test_queue_readers_at_close(void)
         memset(&rs, 0, sizeof rs);
         for (int i = 0; i < READERS; i++) {
             rs.r[i] = (struct reader){.s = s, .path = path, .waits = i % 2 == 1};
-            pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]);
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]), 0);
         }
         CU_ASSERT(tu_wait_until(all_read_twice, &rs, TU_WAIT_MS));
         rs.c.s = s;
-        pthread_create(&rs.c.t, NULL, closer_main, &rs.c);
-        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS))
-            report_hang(&rs, round);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&rs.c.t, NULL, closer_main, &rs.c), 0);
+        if (!wait_all_returned(&rs, TU_WAIT_MS, &stall))
+            report_hang(&rs, round, stall);
         for (int i = 0; i < READERS; i++) {
             pthread_join(rs.r[i].t, NULL);
             TU_ASSERT_RC(rs.r[i].rc, ZKLOCK_ECLOSED);
