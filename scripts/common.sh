@@ -8,7 +8,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # Everything the build, the tests and the demo use, as Debian packages.
 ZKLOCK_PACKAGES="build-essential autoconf automake libtool pkg-config cmake
   libzookeeper-mt-dev libjansson-dev libcunit1-dev libuv1-dev zookeeper default-jre-headless
-  valgrind clang python3 procps spin
+  valgrind clang python3 procps spin gdb
   default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo
   iproute2 nftables liblog4j1.2-java"
 

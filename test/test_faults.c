@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1441,12 +1442,26 @@ static void test_readopt_multi_in_flight(void)
 /* zookeeper_close() drops answers it owes when its completion thread ends
  * first (libzookeeper_mt 3.8: it queues them ZCLOSING, and nothing runs them
  * once that thread is gone): a reader in flight must not wait for them. */
+/* Where a reader or the closer is, for the report of a hang. */
+enum at { AT_START, AT_READ, AT_WAIT, AT_FREE, AT_CLOSE, AT_RETURNED };
+
+static const char *at_name(int at)
+{
+    static const char *const names[] = {"not started", "in zklock_queue_read",
+                                        "in zklock_queue_wait", "in zklock_queue_free",
+                                        "in zklock_session_close", "returned"};
+    return names[at];
+}
+
 struct reader {
     zklock_session_t *s;
     const char *path;
     bool waits; /* sets a watch after each read (zklock_queue_wait) */
     pthread_t t;
-    int rc, reads, done; /* done: __atomic */
+    /* __atomic: reads and waits made, where it is, the last read's and
+     * wait's answers, its thread id (gdb's LWP) */
+    int rc, reads, nwaits, at, read_rc, wait_rc, tid;
+    int64_t returned_ms; /* __atomic: tu_now_ms() as it returned */
 };
 
 static void *reader_main(void *arg)
@@ -1454,32 +1469,48 @@ static void *reader_main(void *arg)
     struct reader *r = arg;
     zklock_queue_t *q = NULL;
 
-    while ((r->rc = zklock_queue_read(r->s, r->path, &q)) == ZKLOCK_OK) {
+    __atomic_store_n(&r->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    for (;;) {
+        __atomic_store_n(&r->at, AT_READ, __ATOMIC_SEQ_CST);
+        r->rc = zklock_queue_read(r->s, r->path, &q);
+        __atomic_store_n(&r->read_rc, r->rc, __ATOMIC_SEQ_CST);
+        if (r->rc != ZKLOCK_OK)
+            break;
         __atomic_add_fetch(&r->reads, 1, __ATOMIC_SEQ_CST);
         /* Nothing changes: it returns once the watch is set (or the
          * session ended: a change too, and the next read says why). */
-        if (r->waits && (r->rc = zklock_queue_wait(r->s, q, 0)) != ZKLOCK_ETIMEDOUT &&
-            r->rc != ZKLOCK_OK) {
-            zklock_queue_free(q);
-            break;
+        if (r->waits) {
+            __atomic_store_n(&r->at, AT_WAIT, __ATOMIC_SEQ_CST);
+            r->rc = zklock_queue_wait(r->s, q, 0);
+            __atomic_store_n(&r->wait_rc, r->rc, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&r->nwaits, 1, __ATOMIC_SEQ_CST);
         }
+        __atomic_store_n(&r->at, AT_FREE, __ATOMIC_SEQ_CST);
         zklock_queue_free(q);
+        if (r->waits && r->rc != ZKLOCK_ETIMEDOUT && r->rc != ZKLOCK_OK)
+            break;
     }
-    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r->returned_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
 struct closer {
     zklock_session_t *s;
     pthread_t t;
-    int done; /* __atomic */
+    int at, tid;                      /* __atomic */
+    int64_t started_ms, returned_ms; /* __atomic: tu_now_ms() */
 };
 
 static void *closer_main(void *arg)
 {
     struct closer *c = arg;
+    __atomic_store_n(&c->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->started_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->at, AT_CLOSE, __ATOMIC_SEQ_CST);
     zklock_session_close(c->s);
-    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->returned_ms, tu_now_ms(), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->at, AT_RETURNED, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -1503,9 +1534,87 @@ static bool all_returned(void *arg)
 {
     struct readers *rs = arg;
     for (int i = 0; i < READERS; i++)
-        if (!__atomic_load_n(&rs->r[i].done, __ATOMIC_SEQ_CST))
+        if (__atomic_load_n(&rs->r[i].at, __ATOMIC_SEQ_CST) != AT_RETURNED)
             return false;
-    return __atomic_load_n(&rs->c.done, __ATOMIC_SEQ_CST) != 0;
+    return __atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST) == AT_RETURNED;
+}
+
+/* Polls all_returned for ms; *stall: the longest the poll loop itself
+ * went unscheduled (a stalled machine, not a hang, if near ms). */
+static bool wait_all_returned(struct readers *rs, int ms, int64_t *stall)
+{
+    int64_t deadline = tu_now_ms() + ms, last = tu_now_ms();
+    struct timespec tick = {0, 5 * 1000 * 1000};
+
+    *stall = 0;
+    for (;;) {
+        int64_t now = tu_now_ms();
+        if (now - last > *stall)
+            *stall = now - last;
+        last = now;
+        if (all_returned(rs))
+            return true;
+        if (now >= deadline)
+            return false;
+        nanosleep(&tick, NULL); /* polls the condition until the deadline */
+    }
+}
+
+/* "returned N ms after the close began", or where it still is. */
+static void say_where(const char *who, int at, int64_t returned_ms, int64_t close_ms)
+{
+    if (at == AT_RETURNED && close_ms == 0)
+        fprintf(stderr, "%s: returned, before the close\n", who);
+    else if (at == AT_RETURNED)
+        fprintf(stderr, "%s: returned %lld ms after the close began\n", who,
+                (long long)(returned_ms - close_ms));
+    else
+        fprintf(stderr, "%s: %s\n", who, at_name(at));
+}
+
+static void report_state(struct readers *rs)
+{
+    int64_t close_ms = __atomic_load_n(&rs->c.started_ms, __ATOMIC_SEQ_CST);
+    char who[200];
+
+    for (int i = 0; i < READERS; i++) {
+        struct reader *r = &rs->r[i];
+        snprintf(who, sizeof who,
+                 "  reader %d (LWP %d%s; %d reads, the last %s; %d waits, the last %s)", i,
+                 __atomic_load_n(&r->tid, __ATOMIC_SEQ_CST), r->waits ? ", waits" : "",
+                 __atomic_load_n(&r->reads, __ATOMIC_SEQ_CST),
+                 zklock_err_name(__atomic_load_n(&r->read_rc, __ATOMIC_SEQ_CST)),
+                 __atomic_load_n(&r->nwaits, __ATOMIC_SEQ_CST),
+                 zklock_err_name(__atomic_load_n(&r->wait_rc, __ATOMIC_SEQ_CST)));
+        say_where(who, __atomic_load_n(&r->at, __ATOMIC_SEQ_CST),
+                  __atomic_load_n(&r->returned_ms, __ATOMIC_SEQ_CST), close_ms);
+    }
+    snprintf(who, sizeof who, "  closer (LWP %d)", __atomic_load_n(&rs->c.tid, __ATOMIC_SEQ_CST));
+    say_where(who, __atomic_load_n(&rs->c.at, __ATOMIC_SEQ_CST),
+              __atomic_load_n(&rs->c.returned_ms, __ATOMIC_SEQ_CST), close_ms);
+}
+
+/* What hangs: where each reader and the closer are, what they last got,
+ * every thread's stack; then whether they return late (a slow or stalled
+ * machine) or not at all (a hang). */
+static void report_hang(struct readers *rs, int round, int64_t stall)
+{
+    char msg[200];
+    bool late;
+
+    fprintf(stderr, "\nqueue_readers_at_close, round %d: not all returned within %d ms of the "
+            "close (the test's own poll loop stalled for up to %lld ms)\n",
+            round, TU_WAIT_MS, (long long)stall);
+    report_state(rs);
+    tu_dump_threads("queue_readers_at_close hangs");
+    late = wait_all_returned(rs, TU_WAIT_MS, &stall);
+    fprintf(stderr, "%d ms later (stalled up to %lld ms): %s\n", TU_WAIT_MS, (long long)stall,
+            late ? "all returned, late" : "still not all returned: a hang");
+    report_state(rs);
+    snprintf(msg, sizeof msg, "round %d: a reader, or the close, %s (see the log)", round,
+             late ? "returned only after the deadline" : "hangs");
+    /* (threads left behind) */
+    CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_TRUE);
 }
 
 /* Four threads read a queue of 200 nodes (a listing and 200 reads each
@@ -1525,6 +1634,7 @@ static void test_queue_readers_at_close(void)
                                  NULL, 0), ZOK);
     for (int round = 0; round < rounds; round++) {
         struct readers rs;
+        int64_t stall;
         zklock_session_t *s = tu_session();
         /* A lock handle keeps s allocated after the close (a reader may
          * still start a read then: it answers ZKLOCK_ECLOSED). */
@@ -1533,14 +1643,20 @@ static void test_queue_readers_at_close(void)
         memset(&rs, 0, sizeof rs);
         for (int i = 0; i < READERS; i++) {
             rs.r[i] = (struct reader){.s = s, .path = path, .waits = i % 2 == 1};
-            pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]);
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&rs.r[i].t, NULL, reader_main, &rs.r[i]), 0);
         }
-        CU_ASSERT(tu_wait_until(all_read_twice, &rs, TU_WAIT_MS));
+        if (!tu_wait_until(all_read_twice, &rs, TU_WAIT_MS)) {
+            /* A reader stuck before any close: a lost answer? */
+            fprintf(stderr, "\nqueue_readers_at_close, round %d: not all read twice in %d ms\n",
+                    round, TU_WAIT_MS);
+            report_state(&rs);
+            tu_dump_threads("queue_readers_at_close: a reader does not read");
+            CU_FAIL("a reader did not read twice before the close (see the log)");
+        }
         rs.c.s = s;
-        pthread_create(&rs.c.t, NULL, closer_main, &rs.c);
-        if (!tu_wait_until(all_returned, &rs, TU_WAIT_MS)) {
-            CU_FAIL_FATAL("a reader, or the close, hangs"); /* (threads left behind) */
-        }
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&rs.c.t, NULL, closer_main, &rs.c), 0);
+        if (!wait_all_returned(&rs, TU_WAIT_MS, &stall))
+            report_hang(&rs, round, stall);
         for (int i = 0; i < READERS; i++) {
             pthread_join(rs.r[i].t, NULL);
             TU_ASSERT_RC(rs.r[i].rc, ZKLOCK_ECLOSED);

@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +155,54 @@ int tu_spawn(char *const argv[])
         return -1;
     }
     return (int)pid;
+}
+
+/* Waits up to ms for pid; its status, or -1 (then it is killed). */
+static int wait_pid_for(pid_t pid, int ms)
+{
+    int64_t deadline = tu_now_ms() + ms;
+    struct timespec tick = {0, 50 * 1000 * 1000};
+    int status;
+
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (got < 0 && errno != EINTR)
+            return -1;
+        if (tu_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        nanosleep(&tick, NULL); /* polls the child until its deadline */
+    }
+}
+
+void tu_dump_threads(const char *why)
+{
+    char pid[32];
+    char *argv[] = {"gdb", "-p", pid, "-batch", "-nx", "-ex", "set pagination off",
+                    "-ex", "thread apply all bt", NULL};
+    posix_spawn_file_actions_t fa;
+    pid_t child;
+    int rc;
+
+    fprintf(stderr, "\n==== %s: the stacks of every thread (pid %d) ====\n", why, (int)getpid());
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    /* Yama's ptrace_scope 1 lets only a process's ancestors attach to it. */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+    rc = posix_spawnp(&child, "gdb", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "(no stacks: cannot run gdb: %s)\n", strerror(rc));
+        return;
+    }
+    if (wait_pid_for(child, 60000) != 0)
+        fprintf(stderr, "(gdb failed or took more than a minute)\n");
+    fprintf(stderr, "==== end of the stacks ====\n");
 }
 
 int tu_wait_pid(int pid)

@@ -168,6 +168,12 @@ int tu_spawn(char *const argv[]);
 /* Waits for pid; returns its exit status, or 128+signal. */
 int tu_wait_pid(int pid);
 
+/* For a test that found something hung: prints the stack of every thread of
+ * this process (gdb's "thread apply all bt", if gdb is installed and may
+ * attach; at most a minute) to stderr, into the test's log, so that a hang
+ * in CI shows where each thread waits. Says so if it cannot. */
+void tu_dump_threads(const char *why);
+
 /* ---- servers -------------------------------------------------------------------- */
 
 /* Number of servers the harness started, and the i-th one's "ip:port"
