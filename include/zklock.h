@@ -211,7 +211,34 @@ typedef struct zklock_session_opts {
      * within their timeout, try-once and queue reads answer
      * ZCONNECTIONLOSS. on_state tells ZKLOCK_CONNECTED when it is up. */
     int background;
+    /* What a hold of this session rests on (ZKLOCK_LEASE_*, below):
+     * 0 = ZKLOCK_LEASE_STRICT. */
+    int lease;
 } zklock_session_opts_t;
+
+/* zklock_session_opts_t.lease: what a hold costs the ensemble, and what it
+ * promises (docs/design.md, "The two lease modes").
+ *  ZKLOCK_LEASE_STRICT (the default): while the session holds or waits, a
+ *    heartbeat write every so often (a transaction the ensemble commits);
+ *    a holder cut off is told (on_lost, ZKLOCK_LOST_UNSURE) before the
+ *    ensemble may expire its session, so before any other client can hold
+ *    (zklock_valid_until()).
+ *  ZKLOCK_LEASE_SESSION: no heartbeat writes at all: an idle holder costs
+ *    the ensemble nothing but the client's pings, as with Curator and kazoo.
+ *    A hold lasts while the client believes its session lives: it ends when
+ *    a server says the session expired, or when the connection has been
+ *    down for a whole session timeout (zklock's local expiry; on_lost,
+ *    ZKLOCK_LOST_EXPIRED). The weaker promise: the ensemble expires a
+ *    session a timeout after it last heard from the client, which may be
+ *    well before the client notices the silence (ZooKeeper's C client
+ *    declares a connection lost only after two thirds of the timeout
+ *    without an answer), so a holder cut off MAY LEARN OF ITS LOSS AFTER
+ *    ANOTHER CLIENT HOLDS THE LOCK. Protect what the lock guards with
+ *    fencing tokens (zklock_fence(), zklock_check_op()). */
+enum {
+    ZKLOCK_LEASE_STRICT = 0,
+    ZKLOCK_LEASE_SESSION = 1
+};
 
 /* zklock_session_opts_t.dispatch:
  *  ZKLOCK_DISPATCH_THREAD (the default): callbacks (on_state, on_lost, done)
@@ -235,7 +262,7 @@ enum {
  * port missing or outside 1-65535, a host with blanks or brackets, an
  * invalid chroot; negative timeouts, an identity longer than
  * ZKLOCK_DATA_MAX, a credential without scheme, an unknown or malformed
- * acl, an incomplete set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a
+ * acl, an incomplete set of TLS files, an unknown lease), ZKLOCK_ENOTSUP (TLS asked of a
  * client without it), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM, and, without
  * background only: ZKLOCK_ERESOLVE (no name of the list resolves now: a
  * wrong name, or DNS down; worth retrying, unlike ZKLOCK_EINVAL),
