@@ -584,7 +584,9 @@ ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost
  * it, also when its lease ran out: see zklock_valid_until()), negative on
- * error (ZKLOCK_EINVAL). Non-blocking. */
+ * error (ZKLOCK_EINVAL). Non-blocking. With ZKLOCK_LEASE_SESSION it counts
+ * what the client believes: a hold lasts until the session is known to have
+ * ended, which a holder cut off may learn after another client holds. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
 /* The clock zklock measures its leases and deadlines on, and the clock of
@@ -618,6 +620,14 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * lease as it is when they are called (not held, ZKLOCK_ELOST), also right
  * after the host slept, before on_lost is told. docs/design.md has the
  * argument.
+ * With ZKLOCK_LEASE_SESSION there is no lease, and the time is a belief,
+ * not a promise: while connected, a session timeout from now (were the
+ * connection lost this instant, zklock would end the hold no sooner);
+ * while disconnected, zklock's local expiry (the moment the connection went,
+ * plus the negotiated session timeout), when the hold ends unless the
+ * session came back. The ensemble may have expired the session, and another
+ * client taken the lock, before either: only fencing tokens protect what
+ * the lock guards then.
  * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
 struct timespec; /* <time.h>; declared here too for strict C89 users */
 ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
@@ -626,7 +636,9 @@ ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
  * node (a read hold taken by downgrade keeps the write hold's token), which
  * strictly increases with every new holder of the same lock
  * path. Pass it to storage that rejects a token lower than the highest it
- * has seen, so a holder that lost its lock without noticing is refused.
+ * has seen, so a holder that lost its lock without noticing is refused
+ * (with ZKLOCK_LEASE_SESSION the only protection for a holder cut off: it
+ * may be told after another client holds).
  * Errors: ZKLOCK_ENOTHELD, ZKLOCK_ELOST, ZKLOCK_EINVAL. Non-blocking. */
 ZKLOCK_API int zklock_fence(const zklock_t *l, int64_t *token);
 
