@@ -333,7 +333,7 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
 
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at)
 {
-    if (s->state != ZKL_S_SUSPENDED || s->negotiated_ms <= 0)
+    if (s->state != ZKL_S_SUSPENDED)
         return false;
     zklock__later(at, &s->suspended_at, s->negotiated_ms);
     return true;

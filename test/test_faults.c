@@ -418,6 +418,24 @@ static void test_give_up_during_connection_loss(void)
 
 /* ---- partition longer than the session ------------------------------------------------ */
 
+/* l's hold (token) was lost with its session, cut off: the lock moves on
+ * to lo2 with a larger token; once the cut heals, l's release says it was
+ * lost, and l takes the lock again on the new session. */
+static void lock_moves_on(struct faulty *f, zklock_t *l, zklock_t *lo2, int64_t token)
+{
+    int64_t token2;
+
+    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
+    TU_ASSERT_INT(token2, >, token);
+    zkproxy_restore(f->proxy);
+    CU_ASSERT(tu_wait_state(&f->ev, ZKLOCK_CONNECTED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+}
+
 static void test_partition_expires_locally(void)
 {
     struct faulty f;
@@ -426,7 +444,7 @@ static void test_partition_expires_locally(void)
     zklock_session_t *other = tu_session();
     const char *path = tu_path("partition");
     zklock_t *l, *lo2 = tu_mutex(other, path, NULL);
-    int64_t token, token2;
+    int64_t token;
 
     faulty_open(&f, 2000);
     l = tu_mutex(f.s, path, &lo);
@@ -441,15 +459,7 @@ static void test_partition_expires_locally(void)
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_EXPIRED));
     /* Meanwhile the ensemble expires the session and the lock moves on. */
-    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
-    TU_ASSERT_INT(token2, >, token);
-    zkproxy_restore(f.proxy);
-    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
-    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    lock_moves_on(&f, l, lo2, token);
     zklock_free(l);
     zklock_free(lo2);
     faulty_close(&f);
@@ -488,7 +498,7 @@ static void test_session_lease_expires_locally(void)
     const char *path = tu_path("session-lease-cut");
     zklock_t *l, *lo2 = tu_mutex(other, path, NULL);
     struct timespec until, again;
-    int64_t token, token2, asked;
+    int64_t token, asked;
 
     faulty_open_lease(&f, SESSION_LEASE_CUT_MS, ZKLOCK_LEASE_SESSION);
     l = tu_mutex(f.s, path, &lo);
@@ -512,15 +522,7 @@ static void test_session_lease_expires_locally(void)
     TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_ENOTHELD);
     /* The ensemble expires the session too, and the lock moves on, with a
      * larger token. */
-    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
-    TU_ASSERT_INT(token2, >, token);
-    zkproxy_restore(f.proxy);
-    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
-    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    lock_moves_on(&f, l, lo2, token);
     zklock_free(l);
     zklock_free(lo2);
     faulty_close(&f);
