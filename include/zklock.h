@@ -211,7 +211,34 @@ typedef struct zklock_session_opts {
      * within their timeout, try-once and queue reads answer
      * ZCONNECTIONLOSS. on_state tells ZKLOCK_CONNECTED when it is up. */
     int background;
+    /* What a hold of this session rests on (ZKLOCK_LEASE_*, below):
+     * 0 = ZKLOCK_LEASE_STRICT. */
+    int lease;
 } zklock_session_opts_t;
+
+/* zklock_session_opts_t.lease: what a hold costs the ensemble, and what it
+ * promises (docs/design.md, "The two lease modes").
+ *  ZKLOCK_LEASE_STRICT (the default): while the session holds or waits, a
+ *    heartbeat write every so often (a transaction the ensemble commits);
+ *    a holder cut off is told (on_lost, ZKLOCK_LOST_UNSURE) before the
+ *    ensemble may expire its session, so before any other client can hold
+ *    (zklock_valid_until()).
+ *  ZKLOCK_LEASE_SESSION: no heartbeat writes at all: an idle holder costs
+ *    the ensemble nothing but the client's pings, as with Curator and kazoo.
+ *    A hold lasts while the client believes its session lives: it ends when
+ *    a server says the session expired, or when the connection has been
+ *    down for a whole session timeout (zklock's local expiry; on_lost,
+ *    ZKLOCK_LOST_EXPIRED). The weaker promise: the ensemble expires a
+ *    session a timeout after it last heard from the client, which may be
+ *    well before the client notices the silence (ZooKeeper's C client
+ *    declares a connection lost only after two thirds of the timeout
+ *    without an answer), so a holder cut off MAY LEARN OF ITS LOSS AFTER
+ *    ANOTHER CLIENT HOLDS THE LOCK. Protect what the lock guards with
+ *    fencing tokens (zklock_fence(), zklock_check_op()). */
+enum {
+    ZKLOCK_LEASE_STRICT = 0,
+    ZKLOCK_LEASE_SESSION = 1
+};
 
 /* zklock_session_opts_t.dispatch:
  *  ZKLOCK_DISPATCH_THREAD (the default): callbacks (on_state, on_lost, done)
@@ -235,7 +262,7 @@ enum {
  * port missing or outside 1-65535, a host with blanks or brackets, an
  * invalid chroot; negative timeouts, an identity longer than
  * ZKLOCK_DATA_MAX, a credential without scheme, an unknown or malformed
- * acl, an incomplete set of TLS files), ZKLOCK_ENOTSUP (TLS asked of a
+ * acl, an incomplete set of TLS files, an unknown lease), ZKLOCK_ENOTSUP (TLS asked of a
  * client without it), ZKLOCK_ENOMEM, ZKLOCK_ESYSTEM, and, without
  * background only: ZKLOCK_ERESOLVE (no name of the list resolves now: a
  * wrong name, or DNS down; worth retrying, unlike ZKLOCK_EINVAL),
@@ -557,7 +584,9 @@ ZKLOCK_API int zklock_release(zklock_t *l);
 
 /* How many times the calling thread holds l; 0 when it does not (or lost
  * it, also when its lease ran out: see zklock_valid_until()), negative on
- * error (ZKLOCK_EINVAL). Non-blocking. */
+ * error (ZKLOCK_EINVAL). Non-blocking. With ZKLOCK_LEASE_SESSION it counts
+ * what the client believes: a hold lasts until the session is known to have
+ * ended, which a holder cut off may learn after another client holds. */
 ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
 /* The clock zklock measures its leases and deadlines on, and the clock of
@@ -591,6 +620,14 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
  * lease as it is when they are called (not held, ZKLOCK_ELOST), also right
  * after the host slept, before on_lost is told. docs/design.md has the
  * argument.
+ * With ZKLOCK_LEASE_SESSION there is no lease, and the time is a belief,
+ * not a promise: while connected, a session timeout from now (were the
+ * connection lost this instant, zklock would end the hold no sooner);
+ * while disconnected, zklock's local expiry (the moment the connection went,
+ * plus the negotiated session timeout), when the hold ends unless the
+ * session came back. The ensemble may have expired the session, and another
+ * client taken the lock, before either: only fencing tokens protect what
+ * the lock guards then.
  * Errors: ZKLOCK_EINVAL, ZKLOCK_ENOTHELD (not held, or lost). Non-blocking. */
 struct timespec; /* <time.h>; declared here too for strict C89 users */
 ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
@@ -599,7 +636,9 @@ ZKLOCK_API int zklock_valid_until(const zklock_t *l, struct timespec *deadline);
  * node (a read hold taken by downgrade keeps the write hold's token), which
  * strictly increases with every new holder of the same lock
  * path. Pass it to storage that rejects a token lower than the highest it
- * has seen, so a holder that lost its lock without noticing is refused.
+ * has seen, so a holder that lost its lock without noticing is refused
+ * (with ZKLOCK_LEASE_SESSION the only protection for a holder cut off: it
+ * may be told after another client holds).
  * Errors: ZKLOCK_ENOTHELD, ZKLOCK_ELOST, ZKLOCK_EINVAL. Non-blocking. */
 ZKLOCK_API int zklock_fence(const zklock_t *l, int64_t *token);
 

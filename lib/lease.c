@@ -26,6 +26,11 @@
  * transaction, the cheapest request that needs a quorum. (A multi with one
  * check did the same, but ZooKeeper's C client leaks a multi still pending
  * when its session ends.) A reconnection sends one at once.
+ *
+ * A session opened with ZKLOCK_LEASE_SESSION keeps no lease: no heartbeat,
+ * no belief timer, no hold ended by a run-out lease. Its holds last while
+ * the session is believed alive, and end with it (a server's word, or the
+ * local expiry, session.c); zklock_valid_until() reports that belief.
  */
 #include "lease.h"
 #include "request.h"
@@ -54,6 +59,12 @@ static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
     return false;
 }
 
+/* ZKLOCK_LEASE_SESSION: the fleet chose the peers' cost, and their promise. */
+static bool needs_heartbeats(const zklock_session_t *s)
+{
+    return s->opts.lease != ZKLOCK_LEASE_SESSION;
+}
+
 static int lease_ms(const zklock_session_t *s)
 {
     return s->negotiated_ms - s->negotiated_ms / LEASE_MARGIN_DIVISOR;
@@ -61,10 +72,32 @@ static int lease_ms(const zklock_session_t *s)
 
 bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until)
 {
-    if (!s->heard_known || s->negotiated_ms <= 0)
+    if (!needs_heartbeats(s) || !s->heard_known || s->negotiated_ms <= 0)
         return false;
     zklock__later(until, &s->heard_at, lease_ms(s));
     return true;
+}
+
+/* ZKLOCK_LEASE_SESSION: connected, the hold lasts at least a session
+ * timeout from now (were the connection lost this instant, the local
+ * expiry would come no sooner); cut off, until the local expiry. */
+static bool session_believed_until(const zklock_session_t *s, struct timespec *until)
+{
+    if (s->negotiated_ms <= 0)
+        return false;
+    if (zklock__connected(s)) {
+        zklock__now(until);
+        zklock__later(until, until, s->negotiated_ms);
+        return true;
+    }
+    return zklock__local_expiry_at(s, until);
+}
+
+bool zklock__belief_until(const zklock_session_t *s, struct timespec *until)
+{
+    if (!needs_heartbeats(s))
+        return session_believed_until(s, until);
+    return zklock__lease_valid_until(s, until);
 }
 
 /* Arms the belief timer at the end of the lease, if anyone holds. */
@@ -210,7 +243,8 @@ void zklock__lease_renew(zklock_session_t *s)
 
     if (s->heartbeat && s->heartbeat->gen != s->gen)
         s->heartbeat = NULL; /* an old handle's: its answer, if any, frees it */
-    if (s->heartbeat || !zklock__connected(s) || !(hb = malloc(sizeof *hb)))
+    if (s->heartbeat || !needs_heartbeats(s) || !zklock__connected(s) ||
+        !(hb = malloc(sizeof *hb)))
         return;
     hb->s = s;
     hb->gen = s->gen;
@@ -258,7 +292,7 @@ static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
  * session lives on (a deposed leader revalidates sessions too). */
 void zklock__lease_resumed(zklock_session_t *s)
 {
-    if (!anyone_in_queue(s, false))
+    if (!needs_heartbeats(s) || !anyone_in_queue(s, false))
         return;
     zklock__lease_renew(s);
     zklock__lease_keep(s); /* the first connection of an adopted handle, say */
@@ -279,7 +313,7 @@ void zklock__lease_keep(zklock_session_t *s)
 {
     s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
     s->belief_timer.fire = belief_over;
-    if (s->negotiated_ms <= 0)
+    if (s->negotiated_ms <= 0 || !needs_heartbeats(s))
         return;
     if (!zklock__timer_armed(&s->heartbeat_timer))
         zklock__timer_arm_in(s, &s->heartbeat_timer, heartbeat_ms(s));

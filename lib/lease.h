@@ -26,7 +26,11 @@ bool zklock__lease_over(const zklock_session_t *s);
 /* The handle is closed: forget its heartbeat in flight. */
 void zklock__lease_handle_closed(zklock_session_t *s);
 
-/* The end of the session's lease (lease.c); false if none is known. */
+/* The end of the session's lease (lease.c); false if none is known (or the
+ * session keeps none: ZKLOCK_LEASE_SESSION). */
 bool zklock__lease_valid_until(const zklock_session_t *s, struct timespec *until);
+/* How long a hold may be believed, as zklock_valid_until() reports it: the
+ * lease's end, or with ZKLOCK_LEASE_SESSION the session's believed life. */
+bool zklock__belief_until(const zklock_session_t *s, struct timespec *until);
 
 #endif

@@ -277,7 +277,7 @@ static void disconnected(zklock_session_t *s)
         return;
     s->state = ZKL_S_SUSPENDED;
     zklock__now(&s->suspended_at);
-    zklock__later(&at, &s->suspended_at, s->negotiated_ms);
+    zklock__local_expiry_at(s, &at);
     zklock__timer_arm(s, &s->suspend_timer, &at);
     queue_state(s, ZKLOCK_SUSPENDED);
     EACH_LAYER(suspended, s);
@@ -330,6 +330,14 @@ void zklock_session_event(zklock_session_t *s, int type, int state)
 }
 
 /* ---- timers ---------------------------------------------------------------------- */
+
+bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at)
+{
+    if (s->state != ZKL_S_SUSPENDED)
+        return false;
+    zklock__later(at, &s->suspended_at, s->negotiated_ms);
+    return true;
+}
 
 /* The connection has been down for a whole session timeout: by now the
  * ensemble has expired the session, or will at any moment. */
@@ -569,6 +577,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     if (opts && (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0))
         return ZKLOCK_EINVAL;
     if (opts && opts->dispatch != ZKLOCK_DISPATCH_THREAD && opts->dispatch != ZKLOCK_DISPATCH_POLL)
+        return ZKLOCK_EINVAL;
+    if (opts && opts->lease != ZKLOCK_LEASE_STRICT && opts->lease != ZKLOCK_LEASE_SESSION)
         return ZKLOCK_EINVAL;
     if (opts && opts->identity && strlen(opts->identity) > ZKLOCK_DATA_MAX)
         return ZKLOCK_EINVAL; /* the server would drop every create */

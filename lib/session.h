@@ -132,6 +132,9 @@ struct zkl_layer {
 extern const struct zkl_layer *const zklock__layers[];
 
 bool zklock__connected(const zklock_session_t *s);
+/* While the connection is down: when zklock declares the session expired
+ * by itself (the local expiry, a whole session timeout after it went). */
+bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
 bool zklock__session_claim_free(zklock_session_t *s);

@@ -5,6 +5,8 @@
 # For each session timeout of $SESSIONS (ms; default "4000 30000"):
 #   zklock-bench idle HOLDERS SECONDS      HOLDERS sessions, a lock each, idle
 #   zklock-bench idle-many LOCKS SECONDS   one session holding LOCKS locks, idle
+#     (both for each lease of $LEASES: default "strict session", the
+#     second with --lease session, ZKLOCK_LEASE_SESSION, no heartbeats)
 #   the Curator and kazoo peers' "idle HOLDERS SECONDS"
 # and prints one table: the transactions the ensemble committed in the
 # window (from its zxid, 4-letter word srvr), per second and per session
@@ -31,6 +33,7 @@ set -eu
 B=$(realpath "${1:?usage: idle-figures.sh BUILD_DIR [HOLDERS] [SECONDS] [LOCKS] [HOSTS]}")
 HOLDERS=${2:-10}; SECS=${3:-20}; LOCKS=${4:-200}; hosts=${5:-}
 SESSIONS=${SESSIONS:-"4000 30000"}
+LEASES=${LEASES:-"strict session"}
 here=$(cd "$(dirname "$0")" && pwd)
 peers=${ZKLOCK_PEERS:-$here/../../shared/peers}
 BENCH=$B/tools/zklock-bench
@@ -141,8 +144,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$ms" "$peers/kazoo_bench.py" 
 
 : >"$work/results"
 for ms in $SESSIONS; do
-  run zklock "$ms" "$BENCH" --session-timeout "$ms" "$hosts" idle "$HOLDERS" "$SECS"
-  run zklock "$ms" "$BENCH" --session-timeout "$ms" "$hosts" idle-many "$LOCKS" "$SECS"
+  for lease in $LEASES; do
+    sys=zklock; [ "$lease" = strict ] || sys="zklock --lease $lease"
+    run "$sys" "$ms" "$BENCH" --lease "$lease" --session-timeout "$ms" "$hosts" idle "$HOLDERS" "$SECS"
+    run "$sys" "$ms" "$BENCH" --lease "$lease" --session-timeout "$ms" "$hosts" idle-many "$LOCKS" "$SECS"
+  done
   $have_curator && run curator "$ms" curator "$ms" idle "$HOLDERS" "$SECS"
   $have_kazoo && run kazoo "$ms" kazoo "$ms" idle "$HOLDERS" "$SECS"
 done

@@ -1,7 +1,7 @@
 /* soak_client.c: one process of the chaos soak (test/soak.py drives it)
  * and of the partition rig (test/partition/rig.py).
  *
- *   soak_client [-r RW] [-H MIN:MAX [-l PCT:MIN:MAX]] [-g GAP] [-t TIMEOUT]
+ *   soak_client [-r RW] [-H MIN:MAX [-l PCT:MIN:MAX]] [-g GAP] [-t TIMEOUT] [-L LEASE]
  *               HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE_SOCKET LOG ID
  *       Each thread has its own session and, until SIGTERM, takes a random
  *       lock, writes to the "storage" with its fencing token (the storage
@@ -15,7 +15,8 @@
  *       three writes 5-20 ms apart; -H holds MIN..MAX ms, writing every GAP
  *       ms (-g, default 50), and -l PCT:MIN:MAX makes PCT % of the holds
  *       last MIN..MAX ms instead (long holds, for faults to land in).
- *       -t: the acquire timeout (default 3000 ms).
+ *       -t: the acquire timeout (default 3000 ms). -L session: the sessions
+ *       keep no lease (ZKLOCK_LEASE_SESSION); -L strict, the default.
  *       Every event goes to LOG with a CLOCK_MONOTONIC timestamp.
  *   soak_client --ephemerals HOSTS ROOT
  *       Prints how many ephemeral nodes are left under ROOT; exit 1 and
@@ -59,6 +60,7 @@ static const char *hosts, *root, *storage_path;
 static int nlocks, nrw, session_ms, log_fd;
 static int hold_min_ms = -1, hold_max_ms = -1, gap_ms = 50, acquire_ms = 3000;
 static int long_pct, long_min_ms, long_max_ms;
+static int lease = ZKLOCK_LEASE_STRICT;
 static const char *client_id;
 static volatile sig_atomic_t stopping;
 
@@ -307,7 +309,8 @@ static void log_stats(struct worker *w, zklock_session_t *s)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    zklock_session_opts_t so = {.timeout_ms = session_ms, .on_state = on_state, .ctx = w};
+    zklock_session_opts_t so = {.timeout_ms = session_ms, .on_state = on_state, .ctx = w,
+                                .lease = lease};
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = w};
     zklock_session_t *s = NULL;
     struct lockset ls = {calloc((size_t)nlocks, sizeof *ls.mutex),
@@ -454,6 +457,7 @@ static int make_paths_main(const char *h, const char *r, int n)
 static int usage(void)
 {
     fprintf(stderr, "usage: soak_client [-r RW] [-H MIN:MAX [-l PCT:MIN:MAX]] [-g GAP] [-t TIMEOUT]\n"
+                    "                   [-L strict|session]\n"
                     "                   HOSTS ROOT LOCKS THREADS SESSION_MS STORAGE LOG ID\n"
                     "       soak_client --ephemerals HOSTS ROOT\n"
                     "       soak_client --make-paths HOSTS ROOT LOCKS\n");
@@ -470,7 +474,7 @@ int main(int argc, char **argv)
         return ephemerals_main(argv[2], argv[3]);
     if (argc == 5 && strcmp(argv[1], "--make-paths") == 0)
         return make_paths_main(argv[2], argv[3], atoi(argv[4]));
-    while ((opt = getopt(argc, argv, "r:H:l:g:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "r:H:l:g:t:L:")) != -1) {
         switch (opt) {
         case 'r': nrw = atoi(optarg); break;
         case 'H':
@@ -485,6 +489,11 @@ int main(int argc, char **argv)
             break;
         case 'g': gap_ms = atoi(optarg); break;
         case 't': acquire_ms = atoi(optarg); break;
+        case 'L':
+            if (strcmp(optarg, "strict") != 0 && strcmp(optarg, "session") != 0)
+                return usage();
+            lease = strcmp(optarg, "session") == 0 ? ZKLOCK_LEASE_SESSION : ZKLOCK_LEASE_STRICT;
+            break;
         default: return usage();
         }
     }

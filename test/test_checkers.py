@@ -91,12 +91,13 @@ class Checkers(unittest.TestCase):
             rc = soak.check(self.dir, self.h.history, self.h.events, {}, leftover, 2000)
         return rc, out.getvalue()
 
-    def rig(self, leftover=0):
-        """The rig's verdict: its violations."""
+    def rig(self, leftover=0, lease="strict"):
+        """The rig's verdict: its violations (and its figures)."""
         self.h.write(self.dir)
-        _, violations = check.check_scenario({
+        self.stats, violations = check.check_scenario({
             "dir": self.dir, "history": self.h.history, "events": self.h.events,
-            "expiries": [], "leftover": leftover, "stuck": [], "crashed": {}, "session_ms": 4000})
+            "expiries": [], "leftover": leftover, "stuck": [], "crashed": {}, "session_ms": 4000,
+            "lease": lease})
         return violations
 
     def assert_caught(self, phrase, rig=True, soak=True):
@@ -180,6 +181,25 @@ class Checkers(unittest.TestCase):
         self.h.hold("c1", 0, 9, acq=0, writes=[10], rel=100)
         self.h.hold("c2", 0, 7, acq=150, writes=[160], rel=200)
         self.assert_caught("c2-0#1 (token 7) began after c1-0#1 (token 9)")
+
+    def test_the_session_lease_window_is_counted_not_failed(self):
+        # ZKLOCK_LEASE_SESSION: c1, cut off, still believes when c2 takes
+        # the lock; its write before c2's first is accepted, the later one
+        # refused; it is told at 400
+        self.h.hold("c1", 0, 5, acq=0, writes=[10, 160, 300], lost=400, rel=450,
+                    rel_rc="ZKLOCK_ELOST")
+        self.h.hold("c2", 0, 7, acq=150, writes=[200, 250], rel=500)
+        self.assertEqual(self.rig(lease="session"), [])
+        self.assertEqual(self.stats["window_overlaps"], 1)
+        self.assertEqual(self.stats["window_accepted"], 1)
+        self.assertEqual(self.stats["refused"], 1)
+        self.assertEqual(self.stats["margins_next"], [-250 * MS])
+        self.assertNotEqual(self.rig(), [])  # the strict lease promises more
+
+    def test_the_session_lease_still_fails_one_token_from_two_holds(self):
+        self.h.hold("c1", 0, 5, acq=0, writes=[10], rel=100)
+        self.h.hold("c2", 0, 5, acq=120, writes=[130], rel=200)
+        self.assertTrue(any("token 5 accepted from" in v for v in self.rig(lease="session")))
 
     def test_believed_overlap(self):
         self.h.hold("c1", 0, 5, acq=0, writes=[10], rel=300)

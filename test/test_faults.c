@@ -20,9 +20,9 @@ struct faulty {
     struct tu_events ev;
 };
 
-static void faulty_open(struct faulty *f, int timeout_ms)
+static void faulty_open_lease(struct faulty *f, int timeout_ms, int lease)
 {
-    zklock_session_opts_t o = {.timeout_ms = timeout_ms, .on_state = tu_on_state};
+    zklock_session_opts_t o = {.timeout_ms = timeout_ms, .on_state = tu_on_state, .lease = lease};
 
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->ev.mu, NULL);
@@ -30,6 +30,11 @@ static void faulty_open(struct faulty *f, int timeout_ms)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->proxy);
     o.ctx = &f->ev;
     TU_REQUIRE_RC(zklock_session_open(&f->s, zkproxy_hosts(f->proxy), &o), ZKLOCK_OK);
+}
+
+static void faulty_open(struct faulty *f, int timeout_ms)
+{
+    faulty_open_lease(f, timeout_ms, ZKLOCK_LEASE_STRICT);
 }
 
 static void faulty_close(struct faulty *f)
@@ -414,6 +419,24 @@ static void test_give_up_during_connection_loss(void)
 
 /* ---- partition longer than the session ------------------------------------------------ */
 
+/* l's hold (token) was lost with its session, cut off: the lock moves on
+ * to lo2 with a larger token; once the cut heals, l's release says it was
+ * lost, and l takes the lock again on the new session. */
+static void lock_moves_on(struct faulty *f, zklock_t *l, zklock_t *lo2, int64_t token)
+{
+    int64_t token2;
+
+    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
+    TU_ASSERT_INT(token2, >, token);
+    zkproxy_restore(f->proxy);
+    CU_ASSERT(tu_wait_state(&f->ev, ZKLOCK_CONNECTED));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+}
+
 static void test_partition_expires_locally(void)
 {
     struct faulty f;
@@ -422,7 +445,7 @@ static void test_partition_expires_locally(void)
     zklock_session_t *other = tu_session();
     const char *path = tu_path("partition");
     zklock_t *l, *lo2 = tu_mutex(other, path, NULL);
-    int64_t token, token2;
+    int64_t token;
 
     faulty_open(&f, 2000);
     l = tu_mutex(f.s, path, &lo);
@@ -437,19 +460,100 @@ static void test_partition_expires_locally(void)
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_EXPIRED));
     /* Meanwhile the ensemble expires the session and the lock moves on. */
-    TU_ASSERT_RC(zklock_acquire(lo2, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lo2, &token2), ZKLOCK_OK);
-    TU_ASSERT_INT(token2, >, token);
-    zkproxy_restore(f.proxy);
-    CU_ASSERT(tu_wait_state(&f.ev, ZKLOCK_CONNECTED));
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
-    TU_ASSERT_RC(zklock_release(lo2), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    lock_moves_on(&f, l, lo2, token);
     zklock_free(l);
     zklock_free(lo2);
     faulty_close(&f);
     zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* ---- the session lease (ZKLOCK_LEASE_SESSION) ------------------------------------ */
+
+static int64_t ms_of(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+static int64_t clock_ms(void)
+{
+    struct timespec now;
+    clock_gettime(ZKLOCK_CLOCK, &now);
+    return ms_of(&now);
+}
+
+/* No lease, so nothing ends the hold early: cut off, it lasts until zklock's
+ * local expiry, a whole session timeout after the connection went, and
+ * on_lost then says the session expired (the strict lease would have told
+ * ZKLOCK_LOST_UNSURE a twentieth earlier than the ensemble may expire it).
+ * zklock_valid_until() says so: connected, a timeout from now; cut off, the
+ * local expiry, which no longer moves. */
+#define SESSION_LEASE_CUT_MS 4000
+
+static void test_session_lease_expires_locally(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *other = tu_session();
+    const char *path = tu_path("session-lease-cut");
+    zklock_t *l, *lo2 = tu_mutex(other, path, NULL);
+    struct timespec until, again;
+    int64_t token, asked;
+
+    faulty_open_lease(&f, SESSION_LEASE_CUT_MS, ZKLOCK_LEASE_SESSION);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    asked = clock_ms();
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    TU_ASSERT_INT(ms_of(&until) - asked, >=, SESSION_LEASE_CUT_MS);
+    TU_ASSERT_INT(ms_of(&until) - clock_ms(), <=, SESSION_LEASE_CUT_MS);
+    cut(&f);
+    asked = clock_ms();
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    TU_ASSERT_INT(ms_of(&until) - asked, <=, SESSION_LEASE_CUT_MS);
+    TU_ASSERT_RC(zklock_valid_until(l, &again), ZKLOCK_OK);
+    TU_ASSERT_INT(ms_of(&again), ==, ms_of(&until));
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_INT(clock_ms(), >=, ms_of(&until)); /* not before the local expiry */
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    CU_ASSERT(tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_ENOTHELD);
+    /* The ensemble expires the session too, and the lock moves on, with a
+     * larger token. */
+    lock_moves_on(&f, l, lo2, token);
+    zklock_free(l);
+    zklock_free(lo2);
+    faulty_close(&f);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+/* A server says the session expired: its holds end, on_lost says so, and
+ * the next session's acquisitions work as before. */
+static void test_session_lease_server_expiry(void)
+{
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_session_opts_t o = {.timeout_ms = SESSION_LEASE_CUT_MS, .lease = ZKLOCK_LEASE_SESSION};
+    zklock_session_t *s = tu_session_opts(&o);
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    const char *path = tu_path("session-lease-expiry");
+    zklock_t *l = tu_mutex(s, path, &lo);
+    int64_t token;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    tu_expire(s);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_EXPIRED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
     tu_assert_clean(path);
 }
 
@@ -1691,6 +1795,8 @@ static const tu_test_t fault_tests[] = {
     {"give_up_during_connection_loss", test_give_up_during_connection_loss},
     {"partition_expires_locally", test_partition_expires_locally},
     {"lease_lost_session_lives", test_lease_lost_session_lives},
+    {"session_lease_expires_locally", test_session_lease_expires_locally},
+    {"session_lease_server_expiry", test_session_lease_server_expiry},
     {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
     {"slow_callback_keeps_holds", test_slow_callback_keeps_holds},
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},

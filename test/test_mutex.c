@@ -1211,13 +1211,13 @@ struct idle_cost {
 /* One session holds `n` distinct locks, idle, for the window. Nothing else
  * of this test process writes meanwhile (the inspector's handle only
  * pings), and what earlier tests left to delete is gone first. */
-static struct idle_cost idle_cost(int n)
+static struct idle_cost idle_cost_of(int n, int lease, int timeouts)
 {
-    zklock_session_opts_t o = {.timeout_ms = COST_TIMEOUT_MS};
+    zklock_session_opts_t o = {.timeout_ms = COST_TIMEOUT_MS, .lease = lease};
     zklock_session_t *s;
     zklock_t **l = calloc((size_t)n, sizeof *l);
     char base[256], path[300];
-    struct timespec window = {COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS / 1000, 0};
+    struct timespec window = {COST_TIMEOUT_MS * timeouts / 1000, 0};
     struct idle_cost c = {0, 0};
     uint64_t z0 = 0, z1 = 0, r0;
 
@@ -1247,6 +1247,11 @@ static struct idle_cost idle_cost(int n)
     return c;
 }
 
+static struct idle_cost idle_cost(int n)
+{
+    return idle_cost_of(n, ZKLOCK_LEASE_STRICT, COST_WINDOW_TIMEOUTS);
+}
+
 static void test_heartbeat_per_session(void)
 {
     int many = tu_scaled(200);
@@ -1267,6 +1272,41 @@ static void test_heartbeat_per_session(void)
      * earlier test expiring): a heartbeat per hold would be `many` times. */
     TU_ASSERT_INT(all.txns, <=, one.txns + one.txns / 4 + 2);
     TU_ASSERT_INT(all.txns, <=, most);
+}
+
+/* ZKLOCK_LEASE_SESSION: no heartbeat at all, however many locks the
+ * session holds and for however long (issue 24, item 4): the ensemble
+ * commits nothing for it. The session reads at most once per hold (the
+ * watch on its own node, armed after a delay); its pings are no
+ * transactions. */
+#define SESSION_LEASE_LOCKS 5
+#define SESSION_LEASE_TIMEOUTS 3
+
+static void test_session_lease_costs_nothing(void)
+{
+    struct idle_cost c = idle_cost_of(SESSION_LEASE_LOCKS, ZKLOCK_LEASE_SESSION,
+                                      SESSION_LEASE_TIMEOUTS);
+
+    printf("\n  session lease, %d locks idle for %d ms with a %d ms session: %llu transactions "
+           "committed (%llu requests sent)\n", SESSION_LEASE_LOCKS,
+           COST_TIMEOUT_MS * SESSION_LEASE_TIMEOUTS, COST_TIMEOUT_MS,
+           (unsigned long long)c.txns, (unsigned long long)c.requests);
+    TU_ASSERT_INT(c.requests, <=, SESSION_LEASE_LOCKS);
+    /* One stray transaction at most (a session of an earlier test expiring):
+     * the strict lease would have committed about 6 per timeout. */
+    TU_ASSERT_INT(c.txns, <=, 1);
+}
+
+/* An unknown lease is refused, and leaves nothing behind. */
+static void test_session_lease_unknown(void)
+{
+    zklock_session_opts_t o = {.lease = 2};
+    zklock_session_t *s = (zklock_session_t *)&o;
+
+    TU_ASSERT_RC(zklock_session_open(&s, tu_hosts(), &o), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    o.lease = -1;
+    TU_ASSERT_RC(zklock_session_open(&s, tu_hosts(), &o), ZKLOCK_EINVAL);
 }
 
 /* ---- lock paths ------------------------------------------------------------------------------------------ */
@@ -1831,6 +1871,8 @@ static const tu_test_t mutex_tests[] = {
     {"fast_path_recreated_in_multis", test_fast_path_recreated_in_multis},
     {"one_wakeup_per_release", test_one_wakeup_per_release},
     {"heartbeat_per_session", test_heartbeat_per_session},
+    {"session_lease_costs_nothing", test_session_lease_costs_nothing},
+    {"session_lease_unknown", test_session_lease_unknown},
     {"parents_are_containers", test_parents_are_containers},
     {"sequence_counter_runs_out", test_sequence_counter_runs_out},
     {"waiter_sees_negative_number", test_waiter_sees_negative_number},

@@ -344,8 +344,30 @@ check "...is named" grep -q "many takes LOCKS only, not '4'" "$T/err"
 expect_status 64 "zklock-bench: a session timeout out of range" "$ZKBENCH" --session-timeout 0 "$ZKLOCK_TEST_HOSTS" idle 1 1
 check "...says which" grep -q -- "--session-timeout: '0' is not a number from 1 to 3600000" "$T/err"
 expect_status 0 "zklock-bench --help" "$ZKBENCH" --help
+check "...offers --lease" grep -q -- "--lease strict|session" "$T/out"
 check "...says what the comparison is, not where a file of ours lies" \
   sh -c "grep -q 'docs/performance.md' '$T/out' && ! grep -q 'shared/' '$T/out'"
+
+# ---- --lease: the session lease (ZKLOCK_LEASE_SESSION), no heartbeat writes ------------------------
+expect_status 64 "zklock: an unknown --lease" "$ZKLOCK" --lease loose $P/lease true
+check "...is named, with both choices" grep -q -- "--lease: 'loose' is neither strict nor session" "$T/err"
+expect_status 64 "zklock-elect: an unknown --lease" "$B/tools/zklock-elect" --lease 1 $P/lease v true
+check "...is named" grep -q -- "--lease: '1' is neither strict nor session" "$T/err"
+expect_status 64 "zklock-bench: an unknown --lease" "$ZKBENCH" --lease "" "$ZKLOCK_TEST_HOSTS" idle 1 1
+check "...is named" grep -q -- "--lease: '' is neither strict nor session" "$T/err"
+expect_status 0 "zklock --lease session runs the command" \
+  "$ZKLOCK" --lease session $P/lease sh -c 'test -n "$ZKLOCK_FENCE"'
+expect_status 0 "zklock --lease strict runs the command" "$ZKLOCK" --lease strict $P/lease true
+check "zklock --help offers --lease" sh -c "'$ZKLOCK' --help | grep -q -- '--lease strict|session'"
+check "...and its man page" grep -q 'lease " " strict' "$TESTDIR/../docs/zklock.1"
+# Two holders idle for 4 s on 4 s sessions commit nothing with the session
+# lease (the strict one: a few heartbeats each); one stray transaction
+# allowed (an earlier test's session or container going meanwhile).
+expect_status 0 "zklock-bench --lease session idle" \
+  "$ZKBENCH" --lease session --session-timeout 4000 "$ZKLOCK_TEST_HOSTS" idle 2 4
+check "...says the lease in its JSON line" grep -q '"lease":"session"' "$T/out"
+check "...and the ensemble committed nothing for the holders" \
+  [ "$(tail -n 1 "$T/out" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["txns"])')" -le 1 ]
 
 # ---- clean output while ZooKeeper is away ----------------------------------------------------------
 # The ZooKeeper client library logs to stderr from its own threads; the

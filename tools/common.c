@@ -19,9 +19,13 @@ bool tool_quiet;
 
 static void say(const char *fmt, va_list ap)
 {
+    /* One line, whole: threads of zklock-bench may say something at once,
+     * and stderr is unbuffered. */
+    flockfile(stderr);
     fprintf(stderr, "%s: ", tool_name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 /* Says what ends the run with code: even -q tells a usage error (64, 65),
@@ -95,6 +99,17 @@ double tool_seconds(const char *option, const char *value)
         tool_die(EXIT_USAGE, "%s: '%s' is not a number of seconds from 0 to %d (try --help)",
                  option, value, TOOL_MAX_SECONDS);
     return v;
+}
+
+int tool_lease(const char *value, const char *tool)
+{
+    if (strcmp(value, "strict") == 0)
+        return ZKLOCK_LEASE_STRICT;
+    if (strcmp(value, "session") == 0)
+        return ZKLOCK_LEASE_SESSION;
+    tool_die(EXIT_USAGE, "--lease: '%s' is neither strict nor session (try '%s --help')", value,
+             tool);
+    return ZKLOCK_LEASE_STRICT; /* not reached */
 }
 
 long tool_integer(const char *option, const char *value, long min, long max)

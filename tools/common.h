@@ -45,6 +45,9 @@ const char *tool_servers(const char *option);
 #define TOOL_MAX_SECONDS 2000000
 double tool_seconds(const char *option, const char *value);
 long tool_integer(const char *option, const char *value, long min, long max);
+/* --lease: "strict" or "session" as ZKLOCK_LEASE_*, or dies with a usage
+ * error naming `tool` for its --help. */
+int tool_lease(const char *value, const char *tool);
 
 /* ---- credentials, ACLs, TLS ------------------------------------------------------- */
 

@@ -49,6 +49,7 @@ bool hold_option(struct hold_options *o, int option, const char *arg, const char
             tool_die(EXIT_USAGE, "--on-suspend takes stop or continue (try '%s --help')", tool);
         o->stop_on_suspend = strcmp(arg, "stop") == 0;
         break;
+    case HOLD_OPT_LEASE: o->lease = tool_lease(arg, tool); break;
     case 'v': o->verbose = true; break;
     case 'q': o->quiet = true; break;
     default: return false;
@@ -864,6 +865,7 @@ int hold_run(struct hold_options *op)
         tool_die(EXIT_OSERR, "cannot set up: %s", strerror(errno));
 
     so.timeout_ms = o.session_ms;
+    so.lease = o.lease;
     so.identity = o.identity;
     so.connect_timeout_ms = o.connect_s > 0 ? (int)(o.connect_s * 1000) : 1;
     so.on_state = on_state;

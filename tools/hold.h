@@ -18,6 +18,7 @@ struct hold_options {
     bool kazoo, verbose, quiet;
     double timeout_s; /* < 0: forever */
     int conflict_code, session_ms;
+    int lease; /* --lease: ZKLOCK_LEASE_* */
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
@@ -35,6 +36,7 @@ enum {
     HOLD_OPT_CONNECT,
     HOLD_OPT_KILL_AFTER,
     HOLD_OPT_ON_SUSPEND,
+    HOLD_OPT_LEASE,
 };
 #define HOLD_OPTIONS                                                            \
     {"servers", required_argument, NULL, 's'},                                  \
@@ -45,6 +47,7 @@ enum {
     {"connect-timeout", required_argument, NULL, HOLD_OPT_CONNECT},             \
     {"kill-after", required_argument, NULL, HOLD_OPT_KILL_AFTER},               \
     {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
+    {"lease", required_argument, NULL, HOLD_OPT_LEASE},                         \
     {"verbose", no_argument, NULL, 'v'},                                        \
     {"quiet", no_argument, NULL, 'q'}
 

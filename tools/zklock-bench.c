@@ -75,6 +75,10 @@ static const char usage_text[] =
     "      --session-timeout MS\n"
     "                        every session's ZooKeeper session timeout, 1-3600000\n"
     "                        (default 10000; the servers bound it)\n"
+    "      --lease strict|session\n"
+    "                        every session's lease: strict (the default), heartbeat\n"
+    "                        writes; session, none (ZKLOCK_LEASE_SESSION): idle then\n"
+    "                        shows what a holder costs without them\n"
     "  -h, --help            show this help and exit\n"
     "  -V, --version         show the version and exit\n"
     "\n"
@@ -1242,9 +1246,10 @@ static void idle_report(const struct idle_run *r)
                  (unsigned long long)(r->txns - r->requests));
     printf("{\"peer\":\"zklock\",\"workload\":\"%s\",\"holders\":%ld,\"locks_per_holder\":%ld,"
            "\"seconds\":%.1f,\"session_timeout_ms\":%d,\"txns\":%llu,\"txn_per_s_per_holder\":%.4f,"
-           "\"txn_per_timeout_per_holder\":%.2f,\"requests\":%llu}\n",
+           "\"txn_per_timeout_per_holder\":%.2f,\"requests\":%llu,\"lease\":\"%s\"}\n",
            r->workload, r->holders, r->each, r->seconds, r->timeout_ms,
-           (unsigned long long)r->txns, per_holder, per_timeout, (unsigned long long)r->requests);
+           (unsigned long long)r->txns, per_holder, per_timeout, (unsigned long long)r->requests,
+           session_opts.lease == ZKLOCK_LEASE_SESSION ? "session" : "strict");
 }
 
 static void idle_let_go(struct idle_run *r)
@@ -1381,6 +1386,7 @@ int main(int argc, char **argv)
         {"prefix", required_argument, NULL, 'p'}, {"warmup", required_argument, NULL, 'W'},
         {"semaphore", no_argument, NULL, 'S'},
         {"session-timeout", required_argument, NULL, 'T'},
+        {"lease", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,                  TOOL_ACL_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -1397,6 +1403,7 @@ int main(int argc, char **argv)
         case 'T':
             session_opts.timeout_ms = (int)tool_integer("--session-timeout", optarg, 1, 3600000);
             break;
+        case 'L': session_opts.lease = tool_lease(optarg, "zklock-bench"); break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("zklock-bench %s\n", zklock_version()); return 0;
         default:

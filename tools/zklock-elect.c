@@ -36,6 +36,11 @@ static const char usage_text[] =
     "      --session-timeout MS     ZooKeeper session timeout, 1-3600000 (default 10000):\n"
     "                               how long a dead leader keeps the others waiting\n"
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
+    "      --lease strict|session   strict (default): heartbeat writes keep a lease, and a\n"
+    "                               leader cut off is told before anyone else can lead;\n"
+    "                               session: no heartbeat writes, but leadership is lost\n"
+    "                               only when the session ends, which a leader cut off may\n"
+    "                               learn after another leads: check ZKLOCK_FENCE\n"
     "      --kill-after SECONDS     if leadership is lost, SIGKILL what is left of COMMAND's\n"
     "                               process group this long after SIGTERM (default 10)\n"
     "      --on-suspend stop|continue  while the connection to ZooKeeper is lost, stop\n"
@@ -53,7 +58,8 @@ static const char usage_text[] =
     "token, larger for every new leader) in its environment, in a process group of its\n"
     "own that gets the signals sent to zklock-elect; if leadership is lost (the session\n"
     "expired, the node was deleted, or no word from ZooKeeper for nearly a session\n"
-    "timeout: then before anyone else can lead), the group gets SIGTERM, then SIGKILL after\n"
+    "timeout: then before anyone else can lead; with --lease session only when the session\n"
+    "ends, maybe after), the group gets SIGTERM, then SIGKILL after\n"
     "--kill-after, and zklock-elect exits with 75. If zklock-elect itself dies (kill -9,\n"
     "the OOM killer), its watchdog stops the group before anyone else can lead.\n"
     "\n"
@@ -280,6 +286,7 @@ int main(int argc, char **argv)
     tool_zk_log(o.hold.verbose);
     so.connect_timeout_ms = o.hold.connect_s > 0 ? (int)(o.hold.connect_s * 1000) : 1;
     so.timeout_ms = o.hold.session_ms;
+    so.lease = o.hold.lease;
     so.dispatch = ZKLOCK_DISPATCH_POLL; /* the follower's news comes in our loop */
     catch_interrupts(&waiting);
     s = tool_open(o.hold.servers, &so, &o.hold.sec);

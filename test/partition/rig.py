@@ -16,9 +16,14 @@ reset, packets just vanish):
   - SIGSTOP of a client process.
 Scenarios, each with its own clients on a mutex and a read/write lock,
 writing through the fenced storage of test/soak.py: see SCENARIOS below.
-Session timeout 4 s. test/partition/check.py proves the properties from
-the history and this prints a table. Everything the rig made is torn down
-at the end, also on failure or interrupt. Exit: 0 all held, 1 a violation,
+Session timeout 4 s. Every scenario runs with the strict lease (the
+default); those where the two lease modes differ (--session-lease, by
+default 1-cut and 3-leader-minority: a holder cut off past the session
+timeout) run once more with ZKLOCK_LEASE_SESSION, as "NAME/session": there
+a holder cut off may be told after the next holder starts (the documented
+window), and fencing must refuse its stale writes. test/partition/check.py
+proves the properties from the history and this prints a table. Everything
+the rig made is torn down at the end, also on failure or interrupt. Exit: 0 all held, 1 a violation,
 77 (SKIP) where network namespaces cannot be made.
 """
 import argparse
@@ -367,7 +372,7 @@ class Rig:
         time.sleep(max(0.0, seconds))
 
     # -- clients
-    def start_clients(self, sdir, root, proxied):
+    def start_clients(self, sdir, root, proxied, lease):
         hosts = self.hosts
         if proxied:
             hosts = ",".join(f"127.0.0.1:{PROXY_PORT + i}" for i in range(1, SERVERS + 1))
@@ -383,6 +388,7 @@ class Rig:
             cid = f"c{c}"
             self.clients[cid] = subprocess.Popen(self.net.exec(cid, [
                 self.a.client, "-r", str(RW_LOCKS), "-H", HOLD, "-l", LONG, "-g", "50", "-t", "30000",
+                "-L", lease,
                 hosts, root, str(LOCKS), str(THREADS), str(SESSION_MS), os.path.join(sdir, "storage.sock"),
                 os.path.join(sdir, f"{cid}.log"), cid]), start_new_session=True,
                 stdin=subprocess.DEVNULL)
@@ -586,10 +592,13 @@ class Rig:
         ("6-pause", "sc_pause", False, "holder paused (SIGSTOP) past the session timeout"),
     ]
 
-    def scenario(self, run_no, name, method, proxied):
-        sdir = os.path.join(self.dir, f"run{run_no}-{name}")
+    def scenario(self, run_no, name, method, proxied, lease="strict"):
+        if lease != "strict":
+            name = f"{name}/{lease}"
+        slug = name.replace("/", "-")
+        sdir = os.path.join(self.dir, f"run{run_no}-{slug}")
         os.makedirs(sdir)
-        root = f"/zklock-rig/run{run_no}-{name}"
+        root = f"/zklock-rig/run{run_no}-{slug}"
         storage = soak.Storage(os.path.join(sdir, "storage.sock"))
         stop = threading.Event()
 
@@ -601,7 +610,7 @@ class Rig:
         events, f = [], Follow(sdir)
         t_start = mono()
         try:
-            self.start_clients(sdir, root, proxied)
+            self.start_clients(sdir, root, proxied, lease)
             ready = self.wait_for(f, lambda: len({k[0] for k in f.conn}) == CLIENTS and len(f.acqs) > 4, 30)
             if not ready:
                 raise RuntimeError(f"{name}: the clients did not start (logs in {sdir})")
@@ -617,7 +626,7 @@ class Rig:
             "name": name, "dir": sdir, "t_start": t_start, "t_end": mono(),
             "history": storage.history, "events": events,
             "leftover": self.leftover(root), "stuck": stuck, "crashed": crashed,
-            "session_ms": SESSION_MS,
+            "session_ms": SESSION_MS, "lease": lease,
         }
         record["expiries"] = [e for e in self.zk.expiries(self.offset_s) if e[0] >= t_start]
         with open(os.path.join(sdir, "scenario.json"), "w") as out:
@@ -647,22 +656,26 @@ class Rig:
         print(f"ensemble serving, leader s{leader}", flush=True)
         ok = True
         only = set(self.a.only.split(",")) if self.a.only else None
+        session = set(self.a.session_lease.split(",")) if self.a.session_lease else set()
         for run_no in range(1, self.a.runs + 1):
             for name, method, proxied, _ in self.SCENARIOS:
                 if only and not any(name.startswith(o) for o in only):
                     continue
                 self.zk.wait_serving(60)
                 ok &= self.scenario(run_no, name, method, proxied)
+                if any(name.startswith(o) for o in session):
+                    self.zk.wait_serving(60)
+                    ok &= self.scenario(run_no, name, method, proxied, "session")
         self.table()
         return ok
 
     def table(self):
         print("\n== partition rig: per scenario (margins in s: min / median / max; + = told first) ==")
-        hdr = f"{'scenario':<19}{'runs':>5}{'holds':>7}{'handoffs':>9}{'faults':>7}  {'losses':<22}" \
+        hdr = f"{'scenario':<27}{'runs':>5}{'holds':>7}{'handoffs':>9}{'faults':>7}  {'losses':<22}" \
               f"{'bel.ov':>7}{'acc.ov':>7}{'left':>5}  {'told first: next holder':<26}{'told first: expiry':<26}"
         print(hdr)
         summary = {}
-        for name, _, _, what in self.SCENARIOS:
+        for name, what in [(n, w) for n0, _, _, w in self.SCENARIOS for n in (n0, f"{n0}/session")]:
             rs = self.results.get(name)
             if not rs:
                 continue
@@ -673,22 +686,29 @@ class Rig:
             tot = {k: sum(r[k] for r in rs) for k in ("holds", "handoffs", "faults", "believed_overlaps",
                                                       "paused_overlaps", "accepted_overlaps", "nodes_left",
                                                       "violations", "lapsed", "refused",
-                                                      "granted_on_expired")}
+                                                      "granted_on_expired", "window_overlaps",
+                                                      "window_past_expiry", "window_accepted")}
             mn = [m for r in rs for m in r["margins_next"]]
             me = [m for r in rs for m in r["margins_expiry"]]
             pm = [m for r in rs for m in r["paused_margins"]]
             ls = " ".join(f"{k}:{n}" for k, n in sorted(losses.items())) or "0"
             bel = f"{tot['believed_overlaps']}" + (f"+{tot['paused_overlaps']}p" if tot["paused_overlaps"] else "")
-            print(f"{name:<19}{len(rs):>5}{tot['holds']:>7}{tot['handoffs']:>9}{tot['faults']:>7}  {ls:<22}"
+            print(f"{name:<27}{len(rs):>5}{tot['holds']:>7}{tot['handoffs']:>9}{tot['faults']:>7}  {ls:<22}"
                   f"{bel:>7}{tot['accepted_overlaps']:>7}{tot['nodes_left']:>5}  "
                   f"{check.fmt_spread(check.spread(mn)) + f' ({len(mn)})':<26}"
                   f"{check.fmt_spread(check.spread(me)) + f' ({len(me)})':<26}")
             if pm:
-                print(f"{'':<19}paused holders (told only once running again): expiry - end of belief "
+                print(f"{'':<27}paused holders (told only once running again): expiry - end of belief "
                       f"{check.fmt_spread(check.spread(pm))} ({len(pm)}); writes past valid_until before "
                       f"on_lost: {tot['lapsed']}; writes refused by fencing: {tot['refused']}; "
                       f"acquires that returned on a session expired during the pause: "
                       f"{tot['granted_on_expired']}")
+            if name.endswith("/session"):
+                print(f"{'':<27}session lease (no heartbeat; told by the session's end): believed "
+                      f"overlaps in the documented window {tot['window_overlaps']}, holds believed past "
+                      f"their session's expiry {tot['window_past_expiry']}, stale writes refused by "
+                      f"fencing {tot['refused']}, stale writes accepted before the newer holder's "
+                      f"first write {tot['window_accepted']}")
             summary[name] = {"what": what, "runs": len(rs), **tot, "losses": dict(losses),
                              "margins_next": mn, "margins_expiry": me, "paused_margins": pm}
         if self.a.json:
@@ -716,6 +736,9 @@ def main():
     ap.add_argument("--minority-seconds", type=float, default=12.0)
     ap.add_argument("--flap-seconds", type=float, default=20.0)
     ap.add_argument("--slow-seconds", type=float, default=60.0)
+    ap.add_argument("--session-lease", default="1-cut,3-leader-minority",
+                    help="scenarios (names start so, comma-separated) run again with "
+                         "ZKLOCK_LEASE_SESSION; empty: none")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--json", default="", help="write the table's figures here")
     ap.add_argument("--keep", action="store_true", help="keep the logs even when everything held")
