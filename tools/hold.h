@@ -20,6 +20,7 @@ struct hold_options {
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
+    double max_hold_s;    /* --max-hold: 0 = none */
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;
@@ -35,6 +36,7 @@ enum {
     HOLD_OPT_CONNECT,
     HOLD_OPT_KILL_AFTER,
     HOLD_OPT_ON_SUSPEND,
+    HOLD_OPT_MAX_HOLD,
 };
 #define HOLD_OPTIONS                                                            \
     {"servers", required_argument, NULL, 's'},                                  \
@@ -45,6 +47,7 @@ enum {
     {"connect-timeout", required_argument, NULL, HOLD_OPT_CONNECT},             \
     {"kill-after", required_argument, NULL, HOLD_OPT_KILL_AFTER},               \
     {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
+    {"max-hold", required_argument, NULL, HOLD_OPT_MAX_HOLD},                   \
     {"verbose", no_argument, NULL, 'v'},                                        \
     {"quiet", no_argument, NULL, 'q'}
 
