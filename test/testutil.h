@@ -293,6 +293,12 @@ bool tu_wait_lost(struct tu_events *e, int n);
  * must give the time for it to happen): returns e->lost at the end, or as
  * soon as one came. */
 int tu_lost_within(struct tu_events *e, int ms);
+/* A hold of `holder` (recorded in e) ends by its maximum hold while w's
+ * acquisition waits: the n-th on_lost says ZKLOCK_LOST_MAX_HOLD, the
+ * holder's count is 0, w gets the lock, the holder's release answers
+ * ZKLOCK_ELOST. */
+void tu_max_hold_hands_over(struct tu_events *e, int n, zklock_t *holder,
+                            struct tu_acquirer *w);
 
 /* One counter of zklock_session_stats, e.g. TU_STAT(s, wakeups). */
 uint64_t tu_stat(zklock_session_t *s, size_t offset);

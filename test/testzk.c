@@ -756,6 +756,17 @@ int tu_lost_within(struct tu_events *e, int ms)
     return n;
 }
 
+void tu_max_hold_hands_over(struct tu_events *e, int n, zklock_t *holder,
+                            struct tu_acquirer *w)
+{
+    CU_ASSERT_FATAL(tu_wait_lost(e, n));
+    TU_ASSERT_RC(e->lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(zklock_hold_count(holder), ==, 0);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, w, TU_WAIT_MS)); /* the node went */
+    TU_ASSERT_RC(tu_join_acquirer(w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(holder), ZKLOCK_ELOST);
+}
+
 bool tu_saw_state(struct tu_events *e, int state)
 {
     bool r = false;
