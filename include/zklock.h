@@ -389,8 +389,10 @@ enum {
 
 typedef struct zklock_opts {
     /* A hold is over without its owner's release: the session ended
-     * (reason ZKLOCK_LOST_EXPIRED) or someone else deleted the lock node
-     * (ZKLOCK_LOST_DELETED). Called once per lost hold, on the session's
+     * (reason ZKLOCK_LOST_EXPIRED), someone else deleted the lock node
+     * (ZKLOCK_LOST_DELETED), the lease ran out (ZKLOCK_LOST_UNSURE) or the
+     * hold lasted max_hold_ms (ZKLOCK_LOST_MAX_HOLD, below). Called once
+     * per lost hold, on the session's
      * callback thread, also when the owner's zklock_release() found the
      * loss first (it answers ZKLOCK_ELOST). When the node vanishes, zklock
      * asks the server whether the session is still alive before it says
