@@ -101,7 +101,9 @@ extern "C" {
     X(EDELETED, -1017, "the lock node was deleted by someone else: the "      \
                        "lock may be taken")                                  \
     X(ERESOLVE, -1018, "no name in the server list resolves (now): check "    \
-                       "the names, or DNS")
+                       "the names, or DNS")                                  \
+    X(EMAXHOLD, -1019, "the hold reached its maximum (max_hold_ms): zklock "   \
+                       "released it")
 
 enum {
 #define ZKLOCK_ERRNO_ENUM_(name, value, msg) ZKLOCK_##name = (value),
@@ -404,16 +406,20 @@ enum {
 enum {
     ZKLOCK_LOST_EXPIRED = ZSESSIONEXPIRED, /* the session ended */
     ZKLOCK_LOST_DELETED = ZKLOCK_EDELETED, /* someone deleted the lock node */
-    ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE    /* the hold's lease ran out: the
+    ZKLOCK_LOST_UNSURE = ZKLOCK_EUNSURE,   /* the hold's lease ran out: the
                                               ensemble was not heard from for
                                               nearly a session timeout, and
                                               may now expire the session */
+    ZKLOCK_LOST_MAX_HOLD = ZKLOCK_EMAXHOLD /* the hold lasted max_hold_ms:
+                                              zklock deleted its node */
 };
 
 typedef struct zklock_opts {
     /* A hold is over without its owner's release: the session ended
-     * (reason ZKLOCK_LOST_EXPIRED) or someone else deleted the lock node
-     * (ZKLOCK_LOST_DELETED). Called once per lost hold, on the session's
+     * (reason ZKLOCK_LOST_EXPIRED), someone else deleted the lock node
+     * (ZKLOCK_LOST_DELETED), the lease ran out (ZKLOCK_LOST_UNSURE) or the
+     * hold lasted max_hold_ms (ZKLOCK_LOST_MAX_HOLD, below). Called once
+     * per lost hold, on the session's
      * callback thread, also when the owner's zklock_release() found the
      * loss first (it answers ZKLOCK_ELOST). When the node vanishes, zklock
      * asks the server whether the session is still alive before it says
@@ -444,6 +450,26 @@ typedef struct zklock_opts {
     const struct ACL_vector *acl_custom;
     /* Who holds: ZKLOCK_OWNER_THREAD or ZKLOCK_OWNER_HANDLE (below). */
     int owner;
+    /* A maximum hold (issue 25): 0 = none; negative: ZKLOCK_EINVAL at
+     * creation. A hold that has lasted max_hold_ms, counted from its first
+     * acquisition (hold count 0 -> 1; a reentrant acquisition does not
+     * restart it), ends: the hold is over for its owner at once, zklock
+     * deletes its node as a release would (at once if connected, else as
+     * soon as the connection is back; nothing is left behind), and on_lost
+     * runs with ZKLOCK_LOST_MAX_HOLD, on the session's callback thread,
+     * as for any loss. The owner's later zklock_release() answers
+     * ZKLOCK_ELOST (as after any loss); the next acquisition of the handle
+     * is a new hold with a new clock. A hold released first, or ended by
+     * zklock_free() or zklock_session_close(), gets no on_lost. Timed by
+     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK; the
+     * node is deleted by this client, so a process that is stopped cannot
+     * enforce it: its session timeout still bounds that case (design.md,
+     * "Maximum hold"). Per recipe: each semaphore lease has its own clock;
+     * a multi-lock's runs from the moment all its members are held, and
+     * ends them all (a member's own max_hold_ms does not count while it is
+     * held through the multi-lock); an election's leader resigns (its node
+     * is deleted, the next participant leads), and may campaign again. */
+    int max_hold_ms;
 } zklock_opts_t;
 
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,

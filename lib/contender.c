@@ -73,6 +73,10 @@ void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 
 /* ---- list membership and lifetime ---------------------------------------- */
 
+/* A contender's timers: the own-node watch's delay, the deadline, the
+ * maximum hold. */
+#define ZKL_CONTENDER_TIMERS 3
+
 /* Our node changes: a new one starts its own-watch delay, none ends it. */
 void zklock__set_node(zkl_contender_t *c, char *node)
 {
@@ -106,12 +110,12 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
 
     if (!c)
         return NULL;
-    if (zklock__timers_reserve(s, 2) != 0) { /* the own-node watch's, the deadline */
+    if (zklock__timers_reserve(s, ZKL_CONTENDER_TIMERS) != 0) {
         free(c);
         return NULL;
     }
     if (zklock__cond_init(&c->cond) != 0) {
-        zklock__timers_unreserve(s, 2);
+        zklock__timers_unreserve(s, ZKL_CONTENDER_TIMERS);
         free(c);
         return NULL;
     }
@@ -167,7 +171,8 @@ void zklock__contender_free(zkl_contender_t *c)
     unlink_contender(c);
     zklock__timer_cancel(l->s, &c->own_timer);
     zklock__timer_cancel(l->s, &c->deadline_timer);
-    zklock__timers_unreserve(l->s, 2);
+    zklock__timer_cancel(l->s, &c->max_hold_timer);
+    zklock__timers_unreserve(l->s, ZKL_CONTENDER_TIMERS);
     free(c->check_path);
     if (l->recipe->free_data)
         l->recipe->free_data(c);

@@ -72,6 +72,10 @@ struct zkl_contender {
     struct zkl_done *done; /* an asynchronous call's completion, or NULL */
     bool has_deadline;
     struct zkl_timer deadline_timer;
+    /* opts.max_hold_ms: armed when the owner's hold begins (owner.c); its
+     * firing is a fact for the step (max_hold_over), which ends the hold. */
+    struct zkl_timer max_hold_timer;
+    bool max_hold_over;
     char *check_path;      /* zklock_check_op's copy of the held node */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */

@@ -20,6 +20,8 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         return ZKLOCK_EINVAL;
     if (opts && opts->wire != ZKLOCK_WIRE_CURATOR && opts->wire != ZKLOCK_WIRE_KAZOO)
         return ZKLOCK_EINVAL;
+    if (opts && opts->max_hold_ms < 0)
+        return ZKLOCK_EINVAL;
     if (opts)
         l->opts = *opts;
     if (l->opts.owner != ZKLOCK_OWNER_THREAD && l->opts.owner != ZKLOCK_OWNER_HANDLE)

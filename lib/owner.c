@@ -232,6 +232,31 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
     zklock__mark(c); /* its step lets the node go */
 }
 
+/* ---- a maximum hold (opts.max_hold_ms) ------------------------------------------------ */
+
+static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
+{
+    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer));
+
+    c->max_hold_over = true; /* its step ends the hold, if it still holds */
+    zklock__mark(c);
+    zklock__entry_done(s);
+}
+
+/* The owner's hold begins (hold count 0 -> 1): its clock starts. A sub
+ * (a multi-lock's member, a semaphore's acquisition mutex) holds for its
+ * parent, whose clock counts. */
+void zklock__hold_begins(zkl_contender_t *c)
+{
+    int ms = c->l->opts.max_hold_ms;
+
+    if (ms <= 0 || c->parent || c->l->internal)
+        return;
+    c->max_hold_over = false;
+    c->max_hold_timer.fire = max_hold_passed;
+    zklock__timer_arm_in(session_of(c), &c->max_hold_timer, ms);
+}
+
 /* ---- deciding ------------------------------------------------------------------------- */
 
 /* The call's outcome goes to whoever waits for it: a blocked caller (its

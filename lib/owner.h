@@ -38,6 +38,9 @@ void zklock__tell_lost(zkl_contender_t *c, int reason);
 /* Why c's acquisition gives up now (canceled, a try-once cut off, its
  * deadline), or 0: a fact its step reads. */
 int zklock__call_gives_up(const zkl_contender_t *c);
+/* c's hold begins (its step grants it): opts.max_hold_ms's clock starts;
+ * when it passes, c->max_hold_over is set and c marked. */
+void zklock__hold_begins(zkl_contender_t *c);
 /* The driver: decides c's call in progress if its outcome is known. */
 void zklock__call_decide(zkl_contender_t *c);
 /* Waits, with s->mu, for the outcome of the blocking call that `me` was

@@ -155,6 +155,7 @@ bool zklock__become_holder(zkl_contender_t *c)
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
     zklock__lease_keep(s);
+    zklock__hold_begins(c); /* a maximum hold's clock */
     zklock__arm_own_watch(c); /* if its delay is over */
     if (c->l->recipe->granted)
         c->l->recipe->granted(c); /* (a heir takes its writer's token: rwlock.c) */
@@ -706,6 +707,23 @@ static void read_owner(zkl_contender_t *c)
     }
 }
 
+/* Its maximum hold passed (opts.max_hold_ms): the hold ends for its owner
+ * now (on_lost, ZKLOCK_LOST_MAX_HOLD; a release answers ZKLOCK_ELOST), and
+ * its node goes as the lease's run-out's does: deleted now if connected,
+ * else on the resume, by a record of the session's that outlives c.
+ * A release already under way, or a hold already over, wins. */
+static void read_max_hold(zkl_contender_t *c)
+{
+    if (!c->max_hold_over)
+        return;
+    c->max_hold_over = false;
+    if (c->phase != ZKL_HELD || c->releasing || c->waiting)
+        return;
+    zklock__stale_add(c);
+    zklock__lose(c, ZKLOCK_LOST_MAX_HOLD);
+    zklock__stale_sweep(session_of(c));
+}
+
 /* ---- what to send next ------------------------------------------------------------------ */
 
 /* Creates every level of the lock path as a container node, top down, in
@@ -931,6 +949,7 @@ void zklock__step(zkl_contender_t *c)
     if (c->l->recipe->step)
         c->l->recipe->step(c);
     read_owner(c);
+    read_max_hold(c);
     /* What it does. */
     if (!zklock__may_send(c))
         return; /* an old handle's answers first (an adopted session's) */

@@ -407,6 +407,7 @@ int zklock_semaphore_new(zklock_t **out, zklock_session_t *s, const char *path, 
     if (opts)
         mutex_opts = *opts; /* the wire, the ACL */
     mutex_opts.on_lost = NULL;
+    mutex_opts.max_hold_ms = 0; /* held only while a lease is taken */
     mutex_opts.owner = ZKLOCK_OWNER_THREAD; /* its owners are lease contenders */
     rc = zklock__lock_init(&sem->lease, s, path, opts, ZKL_TAG_LEASE, ZKL_TAG_KLEASE);
     if (rc) {

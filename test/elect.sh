@@ -104,6 +104,16 @@ check "...alone" [ ! -e "$T/w/3.saw" ]
 kill -TERM $w3; wait $w3
 check "no node left under $P/w" wait_for 10 queued $P/w 0
 
+# ---- --max-hold: the leader steps down ------------------------------------------------------------
+"$ELECT" --max-hold 2 $P/emh first sleep 30 2>"$T/emh-err" & first=$!
+check "a leader with --max-hold 2" wait_for 20 queued $P/emh 1
+"$ELECT" $P/emh waiter >"$T/emh-waiter" & waiter_pid=$!
+wait $first; st=$?
+check "--max-hold 2: the leader steps down, exit 124 (exit $st)" [ $st = 124 ]
+check "...and the next participant leads" wait_for 20 grep -qx leader "$T/emh-waiter"
+kill -INT $waiter_pid; wait $waiter_pid
+check "no node left under $P/emh" wait_for 10 queued $P/emh 0
+
 # ---- kazoo's Election ----------------------------------------------------------------------------
 "$ELECT" --kazoo $P/k kz >"$T/kz" & kz=$!
 check "--kazoo leads" wait_for 20 grep -qx leader "$T/kz"

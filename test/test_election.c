@@ -513,6 +513,47 @@ static void test_lost_token_names_the_term_thread(void)
     tu_assert_clean(path);
 }
 
+/* ---- a maximum hold (opts.max_hold_ms, issue 25, item 4) ---------------------------------- */
+
+/* A leader past its limit resigns: its node goes, the next participant
+ * leads, it is told MAX_HOLD; it may campaign again (a new term, a new
+ * clock). */
+static void test_max_hold_resigns(void)
+{
+    enum { LIMIT = 300 };
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t other = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("elect-max-hold");
+    zklock_t *e1 = new_election(a, path, &lo), *e2 = new_election(b, path, &other);
+    struct tu_acquirer w;
+    int64_t t1, t2;
+
+    TU_REQUIRE_RC(zklock_acquire(e1, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(e1, &t1), ZKLOCK_OK);
+    tu_start_acquirer(&w, e2, TU_WAIT_MS, false);
+    tu_max_hold_hands_over(&ev, 1, e1, &w); /* e2 leads */
+    TU_ASSERT_RC(zklock_fence(e2, &t2), ZKLOCK_OK);
+    TU_ASSERT_INT(t2, >, t1);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    /* e1 campaigns again, and leads once e2 resigns; its new term ends too. */
+    tu_start_acquirer(&w, e1, TU_WAIT_MS, false);
+    CU_ASSERT(tu_wait_children(path, 2));
+    TU_ASSERT_RC(zklock_release(e2), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, TU_WAIT_MS));
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_lost(&ev, 2));
+    CU_ASSERT(tu_wait_no_children(path));
+    TU_ASSERT_RC(zklock_release(e1), ZKLOCK_ELOST);
+    zklock_free(e1);
+    zklock_free(e2);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t election_tests[] = {
     {"wire_names", test_wire_names},
     {"one_leader_at_a_time", test_one_leader_at_a_time},
@@ -522,6 +563,7 @@ static const tu_test_t election_tests[] = {
     {"bad_input", test_bad_input},
     {"lost_token_names_the_term_poll", test_lost_token_names_the_term_poll},
     {"lost_token_names_the_term_thread", test_lost_token_names_the_term_thread},
+    {"max_hold_resigns", test_max_hold_resigns},
     {NULL, NULL},
 };
 

@@ -1780,6 +1780,85 @@ static void test_queue_readers_at_close(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+/* ---- a maximum hold across a connection loss (opts.max_hold_ms, issue 25) ------------------- */
+
+/* The limit passes while the connection is down: the holder is told at once
+ * (its node cannot go yet), the handle may even be freed, and the node is
+ * deleted as soon as the connection is back: nothing is orphaned. */
+static void test_max_hold_while_disconnected(void)
+{
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost, .max_hold_ms = 1000,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    const char *path = tu_path("max-hold-cut");
+    zklock_t *l;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    cut(&f);
+    CU_ASSERT_FATAL(tu_wait_lost(&lost, 1));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* the server still has it: we are cut off */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l); /* while disconnected: the session still deletes the node */
+    restore(&f);
+    CU_ASSERT(tu_wait_no_children(path));
+    CU_ASSERT(!tu_saw_state(&f.ev, ZKLOCK_EXPIRED));
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
+struct async_rc {
+    int rc, done;
+};
+
+static void async_done(zklock_t *l, int rc, void *ctx)
+{
+    struct async_rc *a = ctx;
+    (void)l;
+    a->rc = rc;
+    __atomic_store_n(&a->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool async_finished(void *p)
+{
+    return __atomic_load_n(&((struct async_rc *)p)->done, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* The limit passes while a release waits for the connection: the release
+ * wins (it answers ZKLOCK_OK once the delete is confirmed), and no on_lost
+ * comes. */
+static void test_max_hold_during_release(void)
+{
+    enum { LIMIT = 800 };
+    struct faulty f;
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    const char *path = tu_path("max-hold-release-cut");
+    struct async_rc r = {0, 0};
+    zklock_t *l;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    cut(&f);
+    TU_REQUIRE_RC(zklock_release_async(l, async_done, &r), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_lost_within(&lost, 2 * LIMIT), ==, 0); /* the limit passes meanwhile */
+    CU_ASSERT(!async_finished(&r));
+    restore(&f);
+    CU_ASSERT(tu_wait_until(async_finished, &r, TU_WAIT_MS));
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    CU_ASSERT(tu_no_children(path));
+    TU_ASSERT_INT(tu_lost_within(&lost, 200), ==, 0);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
@@ -1791,6 +1870,8 @@ static const tu_test_t fault_tests[] = {
     {"hold_through_connection_loss", test_hold_through_connection_loss},
     {"wait_through_connection_loss", test_wait_through_connection_loss},
     {"release_during_connection_loss", test_release_during_connection_loss},
+    {"max_hold_while_disconnected", test_max_hold_while_disconnected},
+    {"max_hold_during_release", test_max_hold_during_release},
     {"acquire_while_disconnected", test_acquire_while_disconnected},
     {"give_up_during_connection_loss", test_give_up_during_connection_loss},
     {"partition_expires_locally", test_partition_expires_locally},

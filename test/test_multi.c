@@ -717,6 +717,52 @@ static void test_close_ends_members(void)
     tu_assert_clean(pb);
 }
 
+/* ---- a maximum hold (opts.max_hold_ms, issue 25, item 4) ---------------------------------- */
+
+/* A multi-lock's clock runs from the moment all its members are held (not
+ * while it waits for one), and its end releases every member at once. */
+static void test_max_hold_as_a_whole(void)
+{
+    enum { LIMIT = 300 };
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t mo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t other = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *pa = path_n("multi-max-hold", 0), *pb = path_n("multi-max-hold", 1);
+    zklock_t *ma = tu_mutex(a, pa, NULL), *mb = tu_mutex(a, pb, NULL);
+    zklock_t *members[] = {ma, mb};
+    zklock_t *m = new_multi(members, 2, &mo), *blocker = tu_mutex(b, pb, &other);
+    struct tu_acquirer w;
+    int64_t freed;
+
+    TU_REQUIRE_RC(zklock_acquire(blocker, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, m, TU_WAIT_MS, false);
+    CU_ASSERT(tu_wait_children(pb, 2));
+    TU_ASSERT_INT(tu_lost_within(&ev, 2 * LIMIT), ==, 0); /* waiting: no clock */
+    freed = tu_now_ms();
+    TU_ASSERT_RC(zklock_release(blocker), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, TU_WAIT_MS));
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_lost(&ev, 1));
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(ev.lost_at_ms - freed, >=, LIMIT - 50);
+    CU_ASSERT(tu_wait_no_children(pa));
+    CU_ASSERT(tu_wait_no_children(pb));
+    TU_ASSERT_INT(zklock_hold_count(ma), ==, 0);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(blocker, 5000), ZKLOCK_OK); /* free for others */
+    TU_ASSERT_RC(zklock_release(blocker), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(ma);
+    zklock_free(mb);
+    zklock_free(blocker);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
 static const tu_test_t multi_tests[] = {
     {"all_held_one_token", test_all_held_one_token},
     {"overlapping_sets_no_deadlock", test_overlapping_sets_no_deadlock},
@@ -732,6 +778,7 @@ static const tu_test_t multi_tests[] = {
     {"semaphore_member_given_back", test_semaphore_member_given_back},
     {"heir_member_made_again", test_heir_member_made_again},
     {"close_ends_members", test_close_ends_members},
+    {"max_hold_as_a_whole", test_max_hold_as_a_whole},
     {NULL, NULL},
 };
 

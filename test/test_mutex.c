@@ -779,6 +779,95 @@ static void test_operator_deletes_holder(void)
     tu_assert_clean(path);
 }
 
+/* ---- a maximum hold (opts.max_hold_ms, issue 25, item 4) ---------------------------------- */
+
+#define MAX_HOLD_MS 300
+
+/* A hold past its limit ends: on_lost says MAX_HOLD, the node is deleted
+ * (another session acquires), the holder's release answers ZKLOCK_ELOST;
+ * the handle's next hold starts a new clock. Reentrancy does not restart it. */
+static void test_max_hold(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = MAX_HOLD_MS};
+    zklock_opts_t other = {.owner = ZKLOCK_OWNER_HANDLE}; /* released by this thread */
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("max-hold");
+    zklock_t *la = tu_mutex(a, path, &lo), *lb = tu_mutex(b, path, &other);
+    struct tu_acquirer w;
+    int64_t t0;
+
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    t0 = tu_now_ms();
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK); /* depth 2: the same hold */
+    tu_start_acquirer(&w, lb, TU_WAIT_MS, false);
+    tu_max_hold_hands_over(&ev, 1, la, &w);
+    TU_ASSERT_INT(ev.lost_at_ms - t0, >=, MAX_HOLD_MS - 50); /* the clock's grain */
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    /* A new hold, a new clock. */
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_lost(&ev, 2));
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    CU_ASSERT(tu_wait_no_children(path));
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_ELOST);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+/* The clock runs from the first acquisition: a re-entry late in the hold
+ * does not extend it. */
+static void test_max_hold_reentry(void)
+{
+    enum { LIMIT = 1000, REENTER_AT = 700 };
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("max-hold-reentry");
+    zklock_t *l = tu_mutex(s, path, &lo);
+    int64_t reentered;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_lost_within(&ev, REENTER_AT), ==, 0);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    reentered = tu_now_ms();
+    CU_ASSERT_FATAL(tu_wait_lost(&ev, 1));
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(ev.lost_at_ms - reentered, <, LIMIT); /* not counted from the re-entry */
+    CU_ASSERT(tu_wait_no_children(path));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
+/* A hold released before its limit gets no on_lost; a negative limit is
+ * refused. */
+static void test_max_hold_not_reached(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = MAX_HOLD_MS};
+    zklock_opts_t bad = {.max_hold_ms = -1};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("max-hold-not-reached");
+    zklock_t *l = tu_mutex(s, path, &lo), *nl = NULL;
+
+    TU_ASSERT_RC(zklock_mutex_new(&nl, s, path, &bad), ZKLOCK_EINVAL);
+    CU_ASSERT(nl == NULL);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_lost_within(&ev, 3 * MAX_HOLD_MS), ==, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 /* ---- contention an operator can see: zklock_lock_stats --------------------------------------- */
 
 static zklock_lock_stats_t lock_stats(const zklock_t *l)
@@ -1864,6 +1953,9 @@ static const tu_test_t mutex_tests[] = {
     {"expiry_while_holding", test_expiry_while_holding},
     {"expiry_while_waiting", test_expiry_while_waiting},
     {"operator_deletes_holder", test_operator_deletes_holder},
+    {"max_hold", test_max_hold},
+    {"max_hold_reentry", test_max_hold_reentry},
+    {"max_hold_not_reached", test_max_hold_not_reached},
     {"handoff_without_listing", test_handoff_without_listing},
     {"fast_path_alone", test_fast_path_alone},
     {"fast_path_sees_newcomer", test_fast_path_sees_newcomer},

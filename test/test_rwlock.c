@@ -558,6 +558,71 @@ static void test_bad_input(void)
     zklock_session_close(s);
 }
 
+/* ---- a maximum hold (opts.max_hold_ms, issue 25, item 4) ---------------------------------- */
+
+#define MAX_HOLD_MS 300
+
+/* One side of rw holds past its limit while the other side of rw2 (another
+ * session) waits: the hold ends (MAX_HOLD), the waiter gets it, the late
+ * release answers ZKLOCK_ELOST. */
+static void max_hold_side(bool write, const char *name)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = MAX_HOLD_MS,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t other = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path(name);
+    zklock_rwlock_t *rw = new_rw(a, path, &lo), *rw2 = new_rw(b, path, &other);
+    zklock_t *mine = write ? zklock_rwlock_write(rw) : zklock_rwlock_read(rw);
+    zklock_t *theirs = write ? zklock_rwlock_read(rw2) : zklock_rwlock_write(rw2);
+    struct tu_acquirer w;
+
+    TU_REQUIRE_RC(zklock_acquire(mine, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, theirs, TU_WAIT_MS, false);
+    tu_max_hold_hands_over(&ev, 1, mine, &w);
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+    TU_ASSERT_RC(zklock_release(theirs), ZKLOCK_OK);
+    zklock_rwlock_free(rw);
+    zklock_rwlock_free(rw2);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
+static void test_max_hold_write(void)
+{
+    max_hold_side(true, "rw-max-hold-write");
+}
+
+static void test_max_hold_read(void)
+{
+    max_hold_side(false, "rw-max-hold-read");
+}
+
+/* A downgrade (write, then read) past the write hold's limit: the read hold
+ * by the writer's place ends with it; nothing is left behind. */
+static void test_max_hold_downgrade(void)
+{
+    struct tu_events ev = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &ev, .max_hold_ms = MAX_HOLD_MS,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session();
+    const char *path = tu_path("rw-max-hold-downgrade");
+    zklock_rwlock_t *rw = new_rw(s, path, &lo);
+
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_write(rw), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rw), -1), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_lost(&ev, 2));
+    TU_ASSERT_RC(ev.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    CU_ASSERT(tu_wait_no_children(path));
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw)), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(zklock_rwlock_write(rw)), ZKLOCK_ELOST);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t rw_tests[] = {
     {"wire_names", test_wire_names},
     {"readers_overlap", test_readers_overlap},
@@ -575,6 +640,9 @@ static const tu_test_t rw_tests[] = {
     {"expiry_while_writing", test_expiry_while_writing},
     {"timeout_and_cancel_leave_nothing", test_timeout_and_cancel_leave_nothing},
     {"bad_input", test_bad_input},
+    {"max_hold_write", test_max_hold_write},
+    {"max_hold_read", test_max_hold_read},
+    {"max_hold_downgrade", test_max_hold_downgrade},
     {NULL, NULL},
 };
 

@@ -935,6 +935,48 @@ static void test_lease_ran_out_waiter(void)
     tu_assert_clean(path);
 }
 
+/* ---- a maximum hold (opts.max_hold_ms, issue 25, item 4) ---------------------------------- */
+
+/* Each lease has its own clock: l1's hold ends LIMIT after l1 took it (a
+ * waiter of another session gets the lease), l2's LIMIT after l2 took it. */
+static void test_max_hold_per_lease(void)
+{
+    enum { LIMIT = 600, SECOND_AT = 400 };
+    struct tu_events ev1 = TU_EVENTS_INIT, ev2 = TU_EVENTS_INIT;
+    zklock_opts_t o1 = {.on_lost = tu_on_lost, .ctx = &ev1, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t o2 = {.on_lost = tu_on_lost, .ctx = &ev2, .max_hold_ms = LIMIT,
+                        .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t other = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *a = tu_session(), *b = tu_session();
+    const char *path = tu_path("sem-max-hold");
+    zklock_t *l1 = new_sem(a, path, 2, &o1), *l2 = new_sem(a, path, 2, &o2);
+    zklock_t *l3 = new_sem(b, path, 2, &other);
+    struct tu_acquirer w;
+    int64_t t2;
+
+    TU_REQUIRE_RC(zklock_acquire(l1, -1), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_lost_within(&ev1, SECOND_AT), ==, 0);
+    TU_REQUIRE_RC(zklock_acquire(l2, -1), ZKLOCK_OK);
+    t2 = tu_now_ms();
+    tu_start_acquirer(&w, l3, TU_WAIT_MS, false);
+    tu_max_hold_hands_over(&ev1, 1, l1, &w); /* l1's lease went */
+    CU_ASSERT_FATAL(tu_wait_lost(&ev2, 1));
+    TU_ASSERT_RC(ev2.lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(ev2.lost_at_ms - t2, >=, LIMIT - 50); /* its own clock, not l1's */
+    CU_ASSERT(tu_wait_children(sub(path, "leases"), 1)); /* l3's */
+    TU_ASSERT_RC(zklock_release(l2), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_release(l3), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_count(sub(path, "leases")), ==, 0);
+    TU_ASSERT_INT(ev1.lost, ==, 1);
+    zklock_free(l1);
+    zklock_free(l2);
+    zklock_free(l3);
+    zklock_session_close(a);
+    zklock_session_close(b);
+    tu_assert_clean(path);
+}
+
 static const tu_test_t sem_tests[] = {
     {"curator_layout", test_curator_layout},
     {"kazoo_layout", test_kazoo_layout},
@@ -959,6 +1001,7 @@ static const tu_test_t sem_tests[] = {
     {"kazoo_waiter_expired", test_kazoo_waiter_expired},
     {"kazoo_waiter_gives_up_watch", test_kazoo_waiter_gives_up_watch},
     {"lease_ran_out_waiter", test_lease_ran_out_waiter},
+    {"max_hold_per_lease", test_max_hold_per_lease},
     {NULL, NULL},
 };
 

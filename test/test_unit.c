@@ -366,6 +366,8 @@ static const struct {
      "the lock node was deleted by someone else: the lock may be taken"},
     {ZKLOCK_ERESOLVE, -1018, "ZKLOCK_ERESOLVE",
      "no name in the server list resolves (now): check the names, or DNS"},
+    {ZKLOCK_EMAXHOLD, -1019, "ZKLOCK_EMAXHOLD",
+     "the hold reached its maximum (max_hold_ms): zklock released it"},
 };
 
 static void test_errors(void)

@@ -292,6 +292,20 @@ void tu_crossed_start(struct tu_crossed *x, zklock_session_t *sp, zklock_session
  * the handles (not the sessions). */
 void tu_crossed_finish(struct tu_crossed *x);
 
+/* Maximum hold (opts.max_hold_ms, issue 25). Waits (TU_WAIT_MS at most)
+ * until on_lost has come n times in all. */
+bool tu_wait_lost(struct tu_events *e, int n);
+/* Watches for ms that no further on_lost comes (a "nothing happens" check
+ * must give the time for it to happen): returns e->lost at the end, or as
+ * soon as one came. */
+int tu_lost_within(struct tu_events *e, int ms);
+/* A hold of `holder` (recorded in e) ends by its maximum hold while w's
+ * acquisition waits: the n-th on_lost says ZKLOCK_LOST_MAX_HOLD, the
+ * holder's count is 0, w gets the lock, the holder's release answers
+ * ZKLOCK_ELOST. */
+void tu_max_hold_hands_over(struct tu_events *e, int n, zklock_t *holder,
+                            struct tu_acquirer *w);
+
 /* One counter of zklock_session_stats, e.g. TU_STAT(s, wakeups). */
 uint64_t tu_stat(zklock_session_t *s, size_t offset);
 #define TU_STAT(s, field) tu_stat((s), offsetof(zklock_stats_t, field))

@@ -719,6 +719,54 @@ bool tu_lost_once(void *p)
     return r;
 }
 
+struct lost_arg {
+    struct tu_events *e;
+    int n;
+};
+
+static bool lost_n(void *p)
+{
+    struct lost_arg *a = p;
+    bool r;
+
+    pthread_mutex_lock(&a->e->mu);
+    r = a->e->lost >= a->n;
+    pthread_mutex_unlock(&a->e->mu);
+    return r;
+}
+
+bool tu_wait_lost(struct tu_events *e, int n)
+{
+    struct lost_arg a = {e, n};
+    return tu_wait_until(lost_n, &a, TU_WAIT_MS);
+}
+
+int tu_lost_within(struct tu_events *e, int ms)
+{
+    struct lost_arg a = {e, 0};
+    int n;
+
+    pthread_mutex_lock(&e->mu);
+    a.n = e->lost + 1;
+    pthread_mutex_unlock(&e->mu);
+    tu_wait_until(lost_n, &a, ms);
+    pthread_mutex_lock(&e->mu);
+    n = e->lost;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+void tu_max_hold_hands_over(struct tu_events *e, int n, zklock_t *holder,
+                            struct tu_acquirer *w)
+{
+    CU_ASSERT_FATAL(tu_wait_lost(e, n));
+    TU_ASSERT_RC(e->lost_reason, ZKLOCK_LOST_MAX_HOLD);
+    TU_ASSERT_INT(zklock_hold_count(holder), ==, 0);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, w, TU_WAIT_MS)); /* the node went */
+    TU_ASSERT_RC(tu_join_acquirer(w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(holder), ZKLOCK_ELOST);
+}
+
 bool tu_saw_state(struct tu_events *e, int state)
 {
     bool r = false;

@@ -594,8 +594,24 @@ for p in killed-pid killed-group ends; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 
+# ---- --max-hold: a hold with a limit, as timeout(1) ------------------------------------------------
+expect_status 64 "--max-hold 0 is refused (0 would mean no limit)" "$ZKLOCK" --max-hold 0 $P/maxhold true
+expect_status 64 "--max-hold takes seconds" "$ZKLOCK" --max-hold -1 $P/maxhold true
+check "--help tells of --max-hold" sh -c "'$ZKLOCK' --help | grep -q -- '--max-hold SECONDS'"
+rm -f "$T/mh-pid"
+started_at=$(date +%s)
+"$ZKLOCK" --max-hold 2 --kill-after 1 $P/maxhold sh -c "echo \$\$ >$T/mh-pid; exec sleep 30" \
+  2>"$T/mh-err"; st=$?
+took=$(( $(date +%s) - started_at ))
+check "--max-hold 2 ends a longer command: exit 124, as timeout(1) (exit $st)" [ $st = 124 ]
+check "...in less than the command's 30 s (took $took s)" [ $took -lt 30 ]
+check "...which is gone" wait_for 5 dead "$T/mh-pid"
+check "...and zklock says why" grep -q "lost $P/maxhold (--max-hold passed: released); stopping sh" "$T/mh-err"
+check "...the lock is free after" "$ZKLOCK" -t 0 $P/maxhold true
+expect_status 0 "a command that ends within --max-hold: its own status" "$ZKLOCK" --max-hold 30 $P/maxhold true
+
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2 maxhold; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

@@ -50,6 +50,12 @@ bool hold_option(struct hold_options *o, int option, const char *arg, const char
         o->stop_on_suspend = strcmp(arg, "stop") == 0;
         break;
     case HOLD_OPT_LEASE: o->lease = tool_lease(arg, tool); break;
+    case HOLD_OPT_MAX_HOLD:
+        o->max_hold_s = tool_seconds("--max-hold", arg);
+        if (o->max_hold_s * 1000 < 1) /* the library counts milliseconds; 0 would mean none */
+            tool_die(EXIT_USAGE, "--max-hold: '%s' is less than a millisecond (try '%s --help')",
+                     arg, tool);
+        break;
     case 'v': o->verbose = true; break;
     case 'q': o->quiet = true; break;
     default: return false;
@@ -586,6 +592,7 @@ static const char *loss_reason(int reason)
     case ZKLOCK_LOST_UNSURE:
         return "no word from ZooKeeper for nearly a session timeout: it may expire the "
                "session, and another client take the lock";
+    case ZKLOCK_LOST_MAX_HOLD: return "--max-hold passed: released";
     default: return zklock_strerror(reason); /* a reason newer than this program */
     }
 }
@@ -597,7 +604,9 @@ static void on_lost_lock(struct run *r)
     if (read(r->lost[0], &reason, sizeof reason) != (ssize_t)sizeof reason || r->lost_lock)
         return;
     r->lost_lock = true;
-    r->exit_code = EXIT_LOST;
+    /* --max-hold: COMMAND is stopped as on any loss, and we exit as
+     * timeout(1) does; a loss and the limit at once: the first told wins. */
+    r->exit_code = reason == ZKLOCK_LOST_MAX_HOLD ? EXIT_MAX_HOLD : EXIT_LOST;
     update_guard(r); /* the lease may be over: should we die, SIGKILL at once */
     if (!r->started || job_empty(&r->job)) {
         tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
@@ -769,12 +778,14 @@ static void say_times(const struct run *r)
 static void make_locks(struct run *r)
 {
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
-                        .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR};
+                        .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR,
+                        .max_hold_ms = (int)(r->o->max_hold_s * 1000)};
     zklock_opts_t member = lo;
     struct locks *k = &r->locks;
     int rc;
 
     member.on_lost = NULL;
+    member.max_hold_ms = 0; /* the multi-lock's clock counts, for all of them */
     k->n = 1 + r->o->nand;
     for (int i = 0; i < k->n; i++)
         k->one[i] = make_one(r, i ? r->o->and_paths[i - 1] : r->o->path, k->n > 1 ? &member : &lo,

@@ -21,6 +21,7 @@ struct hold_options {
     int lease; /* --lease: ZKLOCK_LEASE_* */
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
+    double max_hold_s;    /* --max-hold: 0 = none */
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;
@@ -37,6 +38,7 @@ enum {
     HOLD_OPT_KILL_AFTER,
     HOLD_OPT_ON_SUSPEND,
     HOLD_OPT_LEASE,
+    HOLD_OPT_MAX_HOLD,
 };
 #define HOLD_OPTIONS                                                            \
     {"servers", required_argument, NULL, 's'},                                  \
@@ -48,6 +50,7 @@ enum {
     {"kill-after", required_argument, NULL, HOLD_OPT_KILL_AFTER},               \
     {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
     {"lease", required_argument, NULL, HOLD_OPT_LEASE},                         \
+    {"max-hold", required_argument, NULL, HOLD_OPT_MAX_HOLD},                   \
     {"verbose", no_argument, NULL, 'v'},                                        \
     {"quiet", no_argument, NULL, 'q'}
 
