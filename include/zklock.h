@@ -1008,6 +1008,16 @@ ZKLOCK_API int zklock_semaphore_read(zklock_t *sem, zklock_queue_t **leases,
  * (ZNOAUTH: a node's ACL forbids the write). Thread-safe. */
 ZKLOCK_API int zklock_revoke(zklock_session_t *s, const char *lock_path, int *asked);
 
+/* zklock_revoke() that says whom it asked: *asked (never NULL; the caller
+ * frees it with zklock_queue_free(), also after an error) is a queue of
+ * the nodes written, in queue order, each with the data it held before
+ * (its holder's identity) and holds = 1; count 0 if nobody held. On an
+ * error it has the nodes asked before it (NULL if the queue could not be
+ * read). Same errors as zklock_revoke(),
+ * and ZKLOCK_EINVAL for a NULL asked. Blocking. */
+ZKLOCK_API int zklock_revoke_nodes(zklock_session_t *s, const char *lock_path,
+                                   zklock_queue_t **asked);
+
 #ifdef __cplusplus
 }
 #endif

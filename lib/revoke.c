@@ -13,7 +13,7 @@
  * ZKL_OWN_WATCH_DELAY_MS, so that a request is never missed for want of a
  * watch. A write made while the contender still waited is seen by the
  * watch's answer too, and told when the hold begins (as Curator checks the
- * data when a lock is made revocable).
+ * data when a lock is made revocable). The asking side is revoke_ask.c.
  */
 #include "recipe.h"
 #include "revoke.h"
@@ -144,113 +144,4 @@ void zklock__revoke_granted(zkl_contender_t *c)
         zklock__mark(c);
     }
     tell_if_asked(c);
-}
-
-/* ---- asking: zklock_revoke -------------------------------------------------- */
-
-/* Does every node of q look like a kazoo semaphore's lease? */
-static bool kazoo_leases(const zklock_queue_t *q)
-{
-    if (q->count == 0)
-        return false;
-    for (size_t i = 0; i < q->count; i++)
-        if (strcmp(q->nodes[i].kind, "kazoo-lease") != 0)
-            return false;
-    return true;
-}
-
-static char *child(const char *path, const char *name)
-{
-    size_t n = strlen(path), m = strlen(name);
-    char *p = malloc(n + m + 2);
-
-    if (p) {
-        memcpy(p, path, n);
-        p[n] = '/';
-        memcpy(p + n + 1, name, m + 1);
-    }
-    return p;
-}
-
-/* The holders of path: its queue, or a semaphore's leases (*holders) and,
- * for Curator's layout, its acquisition line (*line), as zklock-ls reads
- * them: a path with no lock node of its own but other children may be a
- * Curator semaphore. */
-static int read_holders(zklock_session_t *s, const char *path, zklock_queue_t **holders,
-                        zklock_queue_t **line)
-{
-    zklock_queue_t *leases = NULL;
-    char *leases_path, *locks_path;
-    const char *base = strcmp(path, "/") ? path : "";
-    int rc = zklock_queue_read(s, path, holders);
-
-    *line = NULL;
-    if (rc != ZKLOCK_OK || !(*holders)->exists || kazoo_leases(*holders) ||
-        (*holders)->count > 0 || (*holders)->ignored == 0)
-        return rc;
-    leases_path = child(base, "leases");
-    locks_path = child(base, "locks");
-    if (!leases_path || !locks_path) {
-        rc = ZKLOCK_ENOMEM;
-    } else if ((rc = zklock_queue_read(s, leases_path, &leases)) == ZKLOCK_OK && leases->exists) {
-        zklock_queue_free(*holders);
-        *holders = leases;
-        leases = NULL;
-        rc = zklock_queue_read(s, locks_path, line);
-    }
-    zklock_queue_free(leases);
-    free(leases_path);
-    free(locks_path);
-    return rc;
-}
-
-/* Writes the request into one holder's node: 1 if written, 0 if the node
- * is gone (its holder left), or a negative code. */
-static int ask(zklock_session_t *s, const char *queue, const zklock_node_t *n)
-{
-    zhandle_t *zh = zklock_session_zhandle(s);
-    char *node = child(queue, n->name);
-    int rc;
-
-    if (!node)
-        return ZKLOCK_ENOMEM;
-    if (!zh)
-        rc = zklock_session_id(s) ? ZCONNECTIONLOSS : ZKLOCK_ECLOSED;
-    else
-        rc = zoo_set(zh, node, ZKL_REVOKE_MESSAGE, (int)(sizeof ZKL_REVOKE_MESSAGE - 1), -1);
-    free(node);
-    if (rc == ZNONODE)
-        return 0;
-    return rc == ZOK ? 1 : rc;
-}
-
-int zklock_revoke(zklock_session_t *s, const char *lock_path, int *asked)
-{
-    zklock_queue_t *q = NULL, *line = NULL;
-    int64_t waiting = 0; /* a Curator semaphore's line head: its lease waits */
-    int rc, n = 0;
-
-    if (asked)
-        *asked = 0;
-    if (!s || !lock_path)
-        return ZKLOCK_EINVAL;
-    rc = read_holders(s, lock_path, &q, &line);
-    if (rc == ZKLOCK_OK && line && line->count > 0)
-        waiting = line->nodes[0].session;
-    for (size_t i = 0; rc == ZKLOCK_OK && i < q->count; i++) {
-        const zklock_node_t *node = &q->nodes[i];
-        int r;
-        if (!node->holds || (waiting && node->session == waiting))
-            continue;
-        r = ask(s, q->path, node);
-        if (r < 0)
-            rc = r;
-        else
-            n += r;
-    }
-    zklock_queue_free(q);
-    zklock_queue_free(line);
-    if (asked)
-        *asked = n;
-    return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * revoke.h: revocation, Curator's convention (revoke.c): a holder whose
  * handle has on_revoke is told when its node's data becomes "__REVOKE__"
- * (what Curator's Revoker.attemptRevoke writes), and zklock_revoke()
- * writes it into the nodes of a lock's holders.
+ * (what Curator's Revoker.attemptRevoke writes); zklock_revoke()
+ * (revoke_ask.c) writes it into the nodes of a lock's holders.
  *
  * Everything here runs with s->mu held.
  */

@@ -20,6 +20,9 @@ struct hold_options {
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
+    /* --revocable: a request to let go (zklock_revoke, Curator's Revoker)
+     * stops COMMAND as a loss does, then releases; exit EXIT_REVOKED */
+    bool revocable;
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;
@@ -35,6 +38,7 @@ enum {
     HOLD_OPT_CONNECT,
     HOLD_OPT_KILL_AFTER,
     HOLD_OPT_ON_SUSPEND,
+    HOLD_OPT_REVOCABLE,
 };
 #define HOLD_OPTIONS                                                            \
     {"servers", required_argument, NULL, 's'},                                  \
@@ -45,6 +49,7 @@ enum {
     {"connect-timeout", required_argument, NULL, HOLD_OPT_CONNECT},             \
     {"kill-after", required_argument, NULL, HOLD_OPT_KILL_AFTER},               \
     {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
+    {"revocable", no_argument, NULL, HOLD_OPT_REVOCABLE},                       \
     {"verbose", no_argument, NULL, 'v'},                                        \
     {"quiet", no_argument, NULL, 'q'}
 
