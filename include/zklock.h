@@ -429,8 +429,9 @@ typedef struct zklock_opts {
      * own on_revoke) of a request to any of its members; a semaphore's
      * lease as a mutex; an election's leader is asked to resign. NULL (the
      * default): requests are not listened to. Cost: none beyond the watch
-     * every holder keeps on its own node, which a revocable holder sets at
-     * once rather than after ZKL's 50 ms delay (design.md, "Revocation").
+     * every contender keeps on its own node, which a revocable holder sets
+     * as its hold begins rather than once its node has lived 50 ms
+     * (design.md, "Revocation").
      * A request written into the node is its data: it replaces the
      * holder's identity (zklock-ls shows __REVOKE__). */
     void (*on_revoke)(zklock_t *l, void *ctx);

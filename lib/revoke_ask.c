@@ -80,7 +80,7 @@ static int ask(zklock_session_t *s, const char *queue, const zklock_node_t *n)
     if (!node)
         return ZKLOCK_ENOMEM;
     if (!zh)
-        rc = zklock_session_id(s) ? ZCONNECTIONLOSS : ZKLOCK_ECLOSED;
+        rc = ZCONNECTIONLOSS; /* between two ZooKeeper sessions (the read just worked) */
     else
         rc = zoo_set(zh, node, ZKL_REVOKE_MESSAGE, (int)(sizeof ZKL_REVOKE_MESSAGE - 1), -1);
     free(node);
