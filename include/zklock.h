@@ -359,6 +359,7 @@ typedef struct zklock_stats {
     uint64_t lost;          /* held locks reported through on_lost */
     uint64_t fast_acquired; /* acquisitions that needed no listing: the
                                handle had last held the lock alone */
+    uint64_t revoke_told;   /* requests to let go told to an on_revoke */
 } zklock_stats_t;
 
 /* Copies the counters into *out. size must be sizeof(zklock_stats_t) of the
@@ -470,6 +471,23 @@ typedef struct zklock_opts {
      * held through the multi-lock); an election's leader resigns (its node
      * is deleted, the next participant leads), and may campaign again. */
     int max_hold_ms;
+    /* Revocation (issue 25), Curator's convention: someone asked this
+     * lock's holder to let go (zklock_revoke(), Curator's
+     * Revoker.attemptRevoke: "__REVOKE__" written into the holder's node).
+     * Called once per request, with ctx, on the session's callback thread
+     * like on_lost, only while the hold it is about is still held (a hold
+     * released before the call runs is not told). Nothing is taken from
+     * the holder: it decides (release, or not). A request written while l
+     * still waited is told as the hold begins. A multi-lock is told (its
+     * own on_revoke) of a request to any of its members; a semaphore's
+     * lease as a mutex; an election's leader is asked to resign. NULL (the
+     * default): requests are not listened to. Cost: none beyond the watch
+     * every contender keeps on its own node, which a revocable holder sets
+     * as its hold begins rather than once its node has lived 50 ms
+     * (design.md, "Revocation").
+     * A request written into the node is its data: it replaces the
+     * holder's identity (zklock-ls shows __REVOKE__). */
+    void (*on_revoke)(zklock_t *l, void *ctx);
 } zklock_opts_t;
 
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
@@ -1027,6 +1045,44 @@ ZKLOCK_API void zklock_queue_free(zklock_queue_t *q);
  * ZKLOCK_EINVAL). Blocks for up to four round trips. */
 ZKLOCK_API int zklock_semaphore_read(zklock_t *sem, zklock_queue_t **leases,
                                      zklock_queue_t **waiting);
+
+/* ------------------------------------------------------------------------
+ * Revocation: asking a lock's holder to let go (Curator's convention)
+ */
+
+/* Asks the current holder(s) of the lock at lock_path to let go, by
+ * writing "__REVOKE__" into their nodes (any version), as Curator's
+ * Revoker.attemptRevoke does: a zklock holder with on_revoke is told, and
+ * so is a Curator holder that called makeRevocable(). It is a request:
+ * nothing is taken, a holder that does not listen keeps holding, and the
+ * request stays in the node (its data, where the holder's identity was)
+ * until the node goes. Who is asked: the first node of a mutex's queue or
+ * a write holder, every read holder of a read/write lock, the leader of
+ * an election (zklock's, Curator's LeaderLatch/LeaderSelector, kazoo's),
+ * every lease taken of a semaphore at lock_path (Curator's layout:
+ * <lock_path>/leases, less a lease node of the contender at the head of
+ * its acquisition line, which still waits; kazoo's: the leases under
+ * lock_path), as zklock-ls shows them. *asked (may be NULL) is how many
+ * nodes were written; 0 when nobody holds (also when lock_path does not
+ * exist): not an error. A holder that leaves between the read and the
+ * write is not counted. Blocking: a queue read (two round trips, four for
+ * a semaphore) then one write per holder; no asynchronous variant. Errors:
+ * ZKLOCK_EINVAL (NULL s, a malformed lock_path), ZKLOCK_ECLOSED,
+ * ZKLOCK_EDEADLK (on ZooKeeper's completion thread), ZKLOCK_ENOMEM,
+ * ZCONNECTIONLOSS (not connected, or the connection dropped: some holders
+ * may have been asked, *asked counts those known), ZooKeeper's codes
+ * (ZNOAUTH: a node's ACL forbids the write). Thread-safe. */
+ZKLOCK_API int zklock_revoke(zklock_session_t *s, const char *lock_path, int *asked);
+
+/* zklock_revoke() that says whom it asked: *asked (never NULL; the caller
+ * frees it with zklock_queue_free(), also after an error) is a queue of
+ * the nodes written, in queue order, each with the data it held before
+ * (its holder's identity) and holds = 1; count 0 if nobody held. On an
+ * error it has the nodes asked before it (NULL if the queue could not be
+ * read). Same errors as zklock_revoke(),
+ * and ZKLOCK_EINVAL for a NULL asked. Blocking. */
+ZKLOCK_API int zklock_revoke_nodes(zklock_session_t *s, const char *lock_path,
+                                   zklock_queue_t **asked);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,10 @@ struct zkl_contender {
     bool own_pending;      /* the request setting it is in flight */
     bool own_due;          /* the delay is over: set it when possible */
     struct zkl_timer own_timer; /* ... ends the delay */
+    /* Revocation (revoke.c): the data version + 1 of the last own-watch
+     * answer that found "__REVOKE__" in our node (0: none seen), and of the
+     * last request told to the owner: each request (a write) is told once. */
+    int64_t revoke_seen, revoke_told;
     int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
     unsigned gen;          /* session generation of the last request/watch */

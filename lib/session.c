@@ -804,6 +804,7 @@ int64_t zklock_session_id(zklock_session_t *s)
  * an older header gets the counters it knows, and nothing past them. */
 static const size_t stats_sizes[] = {
     6 * sizeof(uint64_t), /* 0.1.0: requests .. lost */
+    7 * sizeof(uint64_t), /* .. fast_acquired */
     sizeof(zklock_stats_t),
 };
 

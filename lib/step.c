@@ -20,6 +20,7 @@
 #include "owner.h"
 #include "recipe.h"
 #include "request.h"
+#include "revoke.h"
 #include "rules.h"
 #include "stale.h"
 #include "step.h"
@@ -156,6 +157,7 @@ bool zklock__become_holder(zkl_contender_t *c)
     s->stats.acquired++;
     zklock__lease_keep(s);
     zklock__hold_begins(c); /* a maximum hold's clock */
+    zklock__revoke_granted(c); /* a revocable holder watches its node at once */
     zklock__arm_own_watch(c); /* if its delay is over */
     if (c->l->recipe->granted)
         c->l->recipe->granted(c); /* (a heir takes its writer's token: rwlock.c) */
@@ -454,8 +456,10 @@ static void own_node_gone(zkl_contender_t *c)
 static void on_own_watch(zkl_contender_t *c, const struct zkl_answer *a)
 {
     c->own_pending = false;
-    if (a->rc == ZOK)
+    if (a->rc == ZOK) {
         zklock__own_watch_set(c);
+        zklock__revoke_read(c, a->value, a->len, a->stat); /* a request to let go? */
+    }
     else if (a->rc == ZNONODE)
         own_node_gone(c); /* deleted before we could watch it */
 }

@@ -120,5 +120,18 @@ check "--kazoo leads" wait_for 20 grep -qx leader "$T/kz"
 check "...with kazoo's node names" [ "$(json_field $P/k 'q["nodes"][0]["kind"] + " " + q["nodes"][0]["identity"]')" = "kazoo-lock kz" ]
 kill -INT $kz; wait $kz
 
-for p in e c k; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+# ---- --revocable: a request resigns the leader (issue 25, item 3) ----------------------------------
+"$ELECT" --revocable $P/rv first sh -c 'echo up >'"$T/rv.up"'; trap "echo down >'"$T/rv.down"'; exit 0" TERM; while :; do sleep 0.05; done' & rv=$!
+check "a revocable leader runs its command" wait_for 20 started "$T/rv.up"
+"$ELECT" $P/rv second >"$T/rv.second" & second=$!
+check "a second participant waits" wait_for 20 queued $P/rv 2
+"$ZKLS" --revoke $P/rv >"$T/rv.asked"; st=$?
+check "zklock-ls --revoke asks the leader only, by its value (exit $st)" \
+  [ "$st" = 0 ] && [ "$(wc -l <"$T/rv.asked")" = 1 ] && grep -q " first\$" "$T/rv.asked"
+wait $rv; st=$?
+check "the asked leader stopped its command and resigned: exit 79 (got $st)" [ "$st" = 79 ] && [ -s "$T/rv.down" ]
+check "the next participant leads at once" wait_for 20 grep -qx leader "$T/rv.second"
+kill -INT $second; wait $second
+
+for p in e c k rv; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -147,6 +147,35 @@ wait $a $c
 check "Curator's LeaderSelector and a zklock mutex on its path: one at a time" \
   checklog "$L" --count s1=6 --count z1=6
 
+# ---- revocation, Curator's convention (issue 25, item 3) -----------------------------------------
+# A Curator Revoker.attemptRevoke ends a `zklock --revocable` command: its group gets
+# SIGTERM, the lock is released, zklock exits 79 (zklock(1)).
+L=$T/revoke.log
+"$ZKLOCK" --revocable $P/rv sh -c "echo \"\$(date +%s%N) enter ZV mutex\" >>$L; trap 'echo \"\$(date +%s%N) leave ZV mutex\" >>$L; exit 0' TERM; while :; do sleep 0.05; done" &
+zv=$!
+check "zklock --revocable holds" wait_for 20 entered "$L" ZV
+node=$(json_field $P/rv 'q["nodes"][0]["name"]')
+check "Curator's Revoker.attemptRevoke asks the zklock holder" curator "$P/rv/$node" revoke 0 "$L" R 0
+wait $zv; st=$?
+check "the revoked zklock command was stopped, and zklock exits 79 (got $st)" [ "$st" = 79 ]
+check "its command saw SIGTERM" grep -q " leave ZV " "$L"
+check "the lock is free after" wait_for 10 queued $P/rv 0
+# zklock-ls --revoke makes a Curator InterProcessMutex that called makeRevocable let go.
+L=$T/revoke2.log
+curator $P/rv2 revocable 1 "$L" CV 0 & cv=$!
+check "a revocable Curator holder holds" wait_for 30 entered "$L" CV
+"$ZKLS" --revoke $P/rv2 >"$T/asked" 2>&1; st=$?
+check "zklock-ls --revoke exits 0 having asked one holder (got $st)" [ "$st" = 0 ]
+# (Curator makes a revocable lock's node with no data, so its identity is "-")
+check "zklock-ls --revoke says whom it asked: Curator's node, and its empty data" \
+  grep -Eq "^asked $P/rv2/_c_[0-9a-f-]{36}-lock-[0-9]{10} -\$" "$T/asked"
+wait $cv; st=$?
+check "the Curator holder was told (its listener) and released (exit $st)" [ "$st" = 0 ]
+check "its log says it let go on the request" grep -q " leave CV revocable revoked" "$L"
+check "the lock is free after" wait_for 10 queued $P/rv2 0
+expect_status 1 "zklock-ls --revoke on a free lock asks nobody" "$ZKLS" --revoke $P/rv2
+check "... and says so" grep -q "^nobody holds $P/rv2\$" "$T/out"
+
 # ---- past the end of the sequence counter -----------------------------------------------------------
 # Curator sorts the numbers' text: on a server of the test's own whose /wrap paths
 # count from -2^31, as a wrapping server leaves them (testlib.sh, past_the_end).
@@ -158,5 +187,5 @@ else
   fail "a server seeded near the counter's end started"
 fi
 
-for p in m o rw rw2 rw3 sem sem3 ma mb el el2 sel; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
+for p in m o rw rw2 rw3 sem sem3 ma mb el el2 sel rv rv2; do check "no node left under $P/$p" wait_for 10 queued $P/$p 0; done
 done_testing

@@ -19,6 +19,7 @@ enum {
     EXIT_LOST = 75,        /* EX_TEMPFAIL: the lock was lost while the command ran */
     EXIT_NOPERM = 77,      /* EX_NOPERM: an ACL refused, or the server rejected the credentials */
     EXIT_MAX_HOLD = 124,   /* --max-hold passed (timeout(1)'s status) */
+    EXIT_REVOKED = 79,     /* --revocable: someone asked for the lock; COMMAND was stopped */
     EXIT_CANNOT_RUN = 126, /* the command exists but cannot run */
     EXIT_NOT_FOUND = 127   /* the command was not found */
 };

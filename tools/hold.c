@@ -44,6 +44,7 @@ bool hold_option(struct hold_options *o, int option, const char *arg, const char
     case HOLD_OPT_SESSION: o->session_ms = (int)tool_integer("--session-timeout", arg, 1, 3600000); break;
     case HOLD_OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", arg); break;
     case HOLD_OPT_KILL_AFTER: o->kill_after_s = tool_seconds("--kill-after", arg); break;
+    case HOLD_OPT_REVOCABLE: o->revocable = true; break;
     case HOLD_OPT_ON_SUSPEND:
         if (strcmp(arg, "stop") != 0 && strcmp(arg, "continue") != 0)
             tool_die(EXIT_USAGE, "--on-suspend takes stop or continue (try '%s --help')", tool);
@@ -323,6 +324,8 @@ struct run {
     struct holder h;
     struct monitor mon;
     int sigfd, answers[2], lost[2];
+    int revoked[2];  /* on_revoke's pipe (--revocable) */
+    bool revoke_asked; /* a request to let go came: stopping, then releasing */
     struct job job;
     int exit_code;
     bool started;    /* COMMAND runs, or ran */
@@ -353,6 +356,14 @@ static void on_lost(zklock_t *l, int reason, void *ctx)
     struct run *r = ctx;
     (void)l;
     report(r->lost[1], &reason, sizeof reason);
+}
+
+static void on_revoke(zklock_t *l, void *ctx)
+{
+    struct run *r = ctx;
+    char one = 1;
+    (void)l;
+    report(r->revoked[1], &one, sizeof one);
 }
 
 static void on_state(zklock_session_t *s, int state, void *ctx)
@@ -621,6 +632,32 @@ static void on_lost_lock(struct run *r)
     r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
 }
 
+/* --revocable: someone asked for the lock. COMMAND's group is stopped as
+ * on a loss (SIGTERM, SIGKILL after --kill-after), and the lock is released
+ * once it ended: the asker gets it in turn. */
+static void on_revoke_asked(struct run *r)
+{
+    char one;
+
+    if (read(r->revoked[0], &one, sizeof one) != (ssize_t)sizeof one || r->revoke_asked ||
+        r->lost_lock || r->releasing)
+        return;
+    r->revoke_asked = true;
+    if (r->exit_code < 0)
+        r->exit_code = EXIT_REVOKED;
+    if (!r->started || job_empty(&r->job)) {
+        tool_say("%s: asked to let go (revoked); releasing", r->o->path);
+        if (r->idle || !r->started)
+            release(r);
+        return;
+    }
+    tool_say("%s: asked to let go (revoked); stopping %s", r->o->path, r->o->command[0]);
+    job_signal(&r->job, SIGTERM);
+    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
+    r->stopping = true;
+    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+}
+
 /* --on-suspend stop: while the connection is lost, the job waits (the hold
  * may be lost: if the lease runs out, on_lost stops the job for good).
  * Returns true if it said something. */
@@ -713,9 +750,10 @@ static bool finished(const struct run *r)
 static void loop(struct run *r)
 {
     while (!finished(r)) {
-        struct pollfd fds[4] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0},
-                                {r->lost[0], POLLIN, 0}, {r->states[0], POLLIN, 0}};
-        int n = poll(fds, 4, poll_timeout(r));
+        struct pollfd fds[5] = {{r->sigfd, POLLIN, 0}, {r->answers[0], POLLIN, 0},
+                                {r->lost[0], POLLIN, 0}, {r->states[0], POLLIN, 0},
+                                {r->revoked[0], POLLIN, 0}};
+        int n = poll(fds, 5, poll_timeout(r));
 
         if (n < 0 && errno != EINTR)
             tool_die(EXIT_OSERR, "poll: %s", strerror(errno));
@@ -725,6 +763,8 @@ static void loop(struct run *r)
             on_lost_lock(r);
         if (n > 0 && fds[3].revents)
             on_session_state(r);
+        if (n > 0 && fds[4].revents)
+            on_revoke_asked(r);
         if (n > 0 && fds[1].revents)
             on_answer(r);
         kill_if_due(r);
@@ -779,13 +819,15 @@ static void make_locks(struct run *r)
 {
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
                         .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR,
-                        .max_hold_ms = (int)(r->o->max_hold_s * 1000)};
+                        .max_hold_ms = (int)(r->o->max_hold_s * 1000),
+                        .on_revoke = r->o->revocable ? on_revoke : NULL};
     zklock_opts_t member = lo;
     struct locks *k = &r->locks;
     int rc;
 
     member.on_lost = NULL;
     member.max_hold_ms = 0; /* the multi-lock's clock counts, for all of them */
+    member.on_revoke = NULL; /* a multi-lock is told of its members' requests */
     k->n = 1 + r->o->nand;
     for (int i = 0; i < k->n; i++)
         k->one[i] = make_one(r, i ? r->o->and_paths[i - 1] : r->o->path, k->n > 1 ? &member : &lo,
@@ -872,7 +914,7 @@ int hold_run(struct hold_options *op)
     block_signals(&set);
     r.sigfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (r.sigfd < 0 || pipe2(r.answers, O_CLOEXEC) != 0 || pipe2(r.lost, O_CLOEXEC) != 0 ||
-        pipe2(r.states, O_CLOEXEC) != 0)
+        pipe2(r.states, O_CLOEXEC) != 0 || pipe2(r.revoked, O_CLOEXEC) != 0)
         tool_die(EXIT_OSERR, "cannot set up: %s", strerror(errno));
 
     so.timeout_ms = o.session_ms;

@@ -22,6 +22,9 @@ struct hold_options {
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
     double max_hold_s;    /* --max-hold: 0 = none */
+    /* --revocable: a request to let go (zklock_revoke, Curator's Revoker)
+     * stops COMMAND as a loss does, then releases; exit EXIT_REVOKED */
+    bool revocable;
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;
@@ -39,6 +42,7 @@ enum {
     HOLD_OPT_ON_SUSPEND,
     HOLD_OPT_LEASE,
     HOLD_OPT_MAX_HOLD,
+    HOLD_OPT_REVOCABLE,
 };
 #define HOLD_OPTIONS                                                            \
     {"servers", required_argument, NULL, 's'},                                  \
@@ -51,6 +55,7 @@ enum {
     {"on-suspend", required_argument, NULL, HOLD_OPT_ON_SUSPEND},               \
     {"lease", required_argument, NULL, HOLD_OPT_LEASE},                         \
     {"max-hold", required_argument, NULL, HOLD_OPT_MAX_HOLD},                   \
+    {"revocable", no_argument, NULL, HOLD_OPT_REVOCABLE},                       \
     {"verbose", no_argument, NULL, 'v'},                                        \
     {"quiet", no_argument, NULL, 'q'}
 

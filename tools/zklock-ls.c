@@ -34,6 +34,13 @@ static const char usage_text[] =
     "                           so a free lock is not shown\n"
     "      --limit N            with -R, look at N nodes at most (default 10000)\n"
     "      --connect-timeout SECONDS  how long to try to reach a server (default 10)\n"
+    "      --revoke             ask the holder(s) of each LOCKPATH to let go, as Curator's\n"
+    "                           Revoker does (\"__REVOKE__\" written into their nodes, where\n"
+    "                           their identity was): a holder that listens (zklock\n"
+    "                           --revocable, Curator's makeRevocable) lets go, one that\n"
+    "                           does not keeps holding. Prints a line per holder asked:\n"
+    "                           \"asked LOCKPATH/NODE IDENTITY\" (--json: {\"path\", \"asked\":\n"
+    "                           [nodes]}), or \"nobody holds LOCKPATH\"\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
@@ -53,11 +60,13 @@ static const char usage_text[] =
     "than 80 characters is cut (...); --json is always valid JSON, in ASCII, with bytes\n"
     "that are not UTF-8 replaced by U+FFFD.\n"
     "\n"
-    "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed); 64 bad\n"
-    "usage; 65 invalid lock path; 69 ZooKeeper unreachable or failing; 77 not allowed by\n"
-    "an ACL, or the credentials were rejected.\n";
+    "Exit status: 0 success; 1 -R stopped at --limit (what it found is printed), or with\n"
+    "--revoke nobody held a LOCKPATH (nobody was asked); 64 bad usage; 65 invalid lock\n"
+    "path; 69 ZooKeeper unreachable or failing; 77 not allowed by an ACL (with --revoke:\n"
+    "also a holder's node that may not be written), or the credentials were rejected.\n";
 
-enum { EXIT_LIMIT = 1 }; /* -R looked at --limit nodes before the end */
+enum { EXIT_LIMIT = 1 };  /* -R looked at --limit nodes before the end */
+enum { EXIT_NOBODY = 1 }; /* --revoke: nobody held a lock path */
 
 static bool json;
 static struct tool_security sec; /* --auth-file, --tls-* */
@@ -538,7 +547,7 @@ static void walk(struct walk *w, const char *path)
 
 struct options {
     const char *servers;
-    bool follow, recursive;
+    bool follow, recursive, revoke;
     long limit;
     double connect_s;
 };
@@ -551,7 +560,7 @@ static void usage_error(const char *msg)
 
 static int parse(int argc, char **argv, struct options *o)
 {
-    enum { OPT_LIMIT = 256, OPT_CONNECT };
+    enum { OPT_LIMIT = 256, OPT_CONNECT, OPT_REVOKE };
     static const struct option longs[] = {
         {"servers", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},
@@ -560,6 +569,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"recursive", no_argument, NULL, 'R'},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT},
+        {"revoke", no_argument, NULL, OPT_REVOKE},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,
@@ -577,6 +587,7 @@ static int parse(int argc, char **argv, struct options *o)
         case 'R': o->recursive = true; break;
         case OPT_LIMIT: o->limit = tool_integer("--limit", optarg, 1, 100000000); break;
         case OPT_CONNECT: o->connect_s = tool_seconds("--connect-timeout", optarg); break;
+        case OPT_REVOKE: o->revoke = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock-ls %s\n", zklock_version()); exit(0);
         /* -w was --watch once, and is --write in zklock: neither, to be clear */
@@ -588,6 +599,8 @@ static int parse(int argc, char **argv, struct options *o)
     }
     if (o->follow && o->recursive)
         usage_error("-f (--follow) and -R (--recursive) do not go together");
+    if (o->revoke && (o->follow || o->recursive))
+        usage_error("--revoke goes with neither -f (--follow) nor -R (--recursive)");
     if (optind >= argc)
         usage_error(o->recursive ? "missing PATH" : "missing LOCKPATH");
     for (int i = optind; i < argc; i++)
@@ -605,6 +618,50 @@ static int show(zklock_session_t *s, const char *path)
     zklock_queue_free(q);
     zklock_queue_free(line);
     return rc == ZKLOCK_OK ? 0 : tool_read_failed(s, path, rc, &sec);
+}
+
+/* --revoke: asks path's holders to let go and says whom it asked. */
+static void print_asked(const char *path, const zklock_queue_t *asked)
+{
+    if (json) {
+        json_t *o = json_object(), *nodes = json_array();
+        char *line;
+        if (!o || !nodes)
+            tool_die(EXIT_OSERR, "out of memory");
+        set(o, "path", json_text(path));
+        for (size_t i = 0; i < asked->count; i++)
+            if (json_array_append_new(nodes, json_node(&asked->nodes[i], true, i + 1, tool_wall_ms())) != 0)
+                tool_die(EXIT_OSERR, "out of memory");
+        set(o, "asked", nodes);
+        if (!(line = tool_json_line(o)))
+            tool_die(EXIT_OSERR, "out of memory");
+        puts(line);
+        free(line);
+        json_decref(o);
+        return;
+    }
+    if (asked->count == 0)
+        printf("nobody holds %s\n", path);
+    for (size_t i = 0; i < asked->count; i++) {
+        const zklock_node_t *n = &asked->nodes[i];
+        char *name = tool_identity_text(n->name, "-"), *identity = tool_identity_text(n->identity, "-");
+        printf("asked %s/%s %s\n", strcmp(asked->path, "/") ? asked->path : "", name, identity);
+        free(name);
+        free(identity);
+    }
+}
+
+static int revoke_holders(zklock_session_t *s, const char *path)
+{
+    zklock_queue_t *asked = NULL;
+    int rc = zklock_revoke_nodes(s, path, &asked), status;
+
+    if (asked && (rc == ZKLOCK_OK || asked->count > 0))
+        print_asked(path, asked);
+    status = rc != ZKLOCK_OK ? tool_read_failed(s, path, rc, &sec)
+             : asked->count == 0 ? EXIT_NOBODY : 0;
+    zklock_queue_free(asked);
+    return status;
 }
 
 static void follow(zklock_session_t *s, char **paths, int npaths)
@@ -642,7 +699,7 @@ int main(int argc, char **argv)
             walk(&w, argv[i]);
             status = w.status ? w.status : w.refused ? EXIT_NOPERM : status;
         } else {
-            int rc = show(s, argv[i]);
+            int rc = o.revoke ? revoke_holders(s, argv[i]) : show(s, argv[i]);
             status = rc ? rc : status;
         }
     }

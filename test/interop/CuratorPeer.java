@@ -7,6 +7,12 @@
 // lead, release = close) or selector (LeaderSelector: lead in takeLeadership
 // until released); ID is the participant's id. MODE who prints the leader's
 // id as LeaderLatch.getLeader() sees it (ITERATIONS and the rest ignored).
+// MODE revoke: Revoker.attemptRevoke on PATH (a holder's node), then exit.
+// MODE revocable: an InterProcessMutex made revocable (makeRevocable before
+// acquiring): once held it logs "enter", and when its listener is called
+// (someone wrote __REVOKE__ into its node) it logs "leave ID revocable
+// revoked" and releases (on its own thread: the listener only signals);
+// exit 1 if nobody asks within 60 s.
 // For each iteration: acquire (60 s at most), append "<ns> enter ID MODE" to
 // LOG, hold for HOLD_MS (or, with GOFILE, until that file exists), append
 // "<ns> leave ID MODE", release. Timestamps are the wall clock in ns, as
@@ -27,6 +33,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorPeer {
@@ -115,6 +122,26 @@ public class CuratorPeer {
             System.exit(1);
         }
         InterProcessLock lock;
+        if (mode.equals("revoke")) {
+            Revoker.attemptRevoke(c, path);
+            c.close();
+            System.exit(0);
+        }
+        if (mode.equals("revocable")) {
+            InterProcessMutex m = new InterProcessMutex(c, path);
+            CountDownLatch asked = new CountDownLatch(1);
+            m.makeRevocable(forLock -> asked.countDown());
+            if (!m.acquire(60, TimeUnit.SECONDS)) {
+                System.err.println("CuratorPeer " + id + ": timed out");
+                System.exit(1);
+            }
+            log(logFile, wallNs() + " enter " + id + " " + mode);
+            boolean revoked = asked.await(60, TimeUnit.SECONDS);
+            log(logFile, wallNs() + " leave " + id + " " + mode + (revoked ? " revoked" : ""));
+            m.release();
+            c.close();
+            System.exit(revoked ? 0 : 1);
+        }
         if (mode.equals("who")) {
             System.out.println(new LeaderLatch(c, path, "observer").getLeader().getId());
             c.close();
