@@ -213,6 +213,55 @@ static void test_lost_delete_reply(void)
     tu_assert_clean(path);
 }
 
+/* The previous holder's record (track_previous) across lost replies: the
+ * reply to the grant's write (check + create/set, one multi) and to the
+ * release's are swallowed; the client reconnects, reads the record again,
+ * and finds its write there. The next holder learns a clean end, with the
+ * token of the hold that lost both replies. */
+static void test_lost_record_replies(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-record");
+    zklock_opts_t o = {.track_previous = 1};
+    zklock_session_t *other = tu_session();
+    zklock_t *l, *next;
+    char rec[512], data[256], want[64];
+    int64_t token = 0, told = -1;
+    int how = -1;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, 4000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1); /* the fault did happen */
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "none");
+    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 2);
+    snprintf(want, sizeof want, "1 released %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, &told), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
+    TU_ASSERT_INT(told, ==, token);
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -1564,6 +1613,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
     {"lost_create_reply", test_lost_create_reply},
+    {"lost_record_replies", test_lost_record_replies},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
     {"lost_heir_reply", test_lost_heir_reply},
