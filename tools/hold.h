@@ -20,6 +20,10 @@ struct hold_options {
     int conflict_code, session_ms;
     double connect_s, kill_after_s;
     bool stop_on_suspend; /* --on-suspend stop */
+    /* zklock --track-previous, --lock-delay (a mutex only): COMMAND is told
+     * how the previous hold ended (ZKLOCK_PREVIOUS) */
+    bool track_previous;
+    int lock_delay_ms;
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;
