@@ -423,8 +423,10 @@ typedef struct zklock_opts {
      * holder's fate"), and its release records that it released, so that
      * the next holder learns how the previous one left (zklock_previous).
      * Costs a read and a write when a hold begins and a write when it ends.
-     * Mutexes only (other recipes answer ZKLOCK_EINVAL), and the blocking
-     * zklock_acquire() only (zklock_acquire_async answers ZKLOCK_EINVAL). */
+     * Mutexes only (other recipes answer ZKLOCK_EINVAL), on a session that
+     * zklock opened (an adopted one: ZKLOCK_EINVAL), and the blocking
+     * zklock_acquire()/zklock_release() only (zklock_acquire_async and
+     * zklock_release_async answer ZKLOCK_EINVAL). */
     int track_previous;
     /* Milliseconds (>= 0; implies track_previous when > 0) that an
      * acquisition waits, holding, after a previous hold that ended

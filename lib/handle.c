@@ -31,6 +31,11 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
      * mutex's kazoo sibling tags, refuse before anything is made. */
     if (l->tracks && curator_tag != ZKL_TAG_LOCK)
         return ZKLOCK_EINVAL;
+    /* The record's synchronous calls borrow the session's handle, which
+     * an adopted session's application may close at any time after an
+     * expiry: not there. */
+    if (l->tracks && s->adopted)
+        return ZKLOCK_EINVAL;
     l->s = s;
     l->recipe = &no_recipe;
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;

@@ -33,7 +33,6 @@
 
 /* What a hold knows of itself, copied under s->mu. */
 struct hold_facts {
-    zhandle_t *zh;
     char *node;          /* our node's path */
     int64_t token;
     int32_t seq;
@@ -118,8 +117,7 @@ static bool hold_facts_get(zklock_t *l, struct hold_facts *h)
     memset(h, 0, sizeof *h);
     pthread_mutex_lock(&l->s->mu);
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD && c->node && l->s->zh) {
-        h->zh = l->s->zh;
+    if (c && c->phase == ZKL_HELD && c->node) {
         h->node = strdup(c->node);
         h->token = c->czxid;
         h->seq = c->seq;
@@ -133,44 +131,62 @@ static bool hold_facts_get(zklock_t *l, struct hold_facts *h)
     return ok;
 }
 
-/* Waits, without spinning, until the handle is connected again or `until`
- * (NULL: a session timeout from now) passes; false then. */
-static bool wait_connected(zhandle_t *zh, const struct timespec *until)
+/* Waits until the session is connected again or `until` (NULL: a session
+ * timeout from now) passes; false then. */
+static bool wait_connected(zklock_session_t *s, const struct timespec *until)
 {
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cond;
     struct timespec end, tick;
+    bool up;
 
-    if (zklock__cond_init(&cond) != 0)
-        return false;
+    pthread_mutex_lock(&s->mu);
     if (until)
         end = *until;
     else
-        zklock__deadline(&end, zoo_recv_timeout(zh));
-    pthread_mutex_lock(&mu);
-    /* The client has no event for us to wait on here (its watcher is the
-     * session's): look again every 20 ms, within the deadline. */
-    while (zoo_state(zh) != ZOO_CONNECTED_STATE && !zklock__passed(&end)) {
+        zklock__deadline(&end, s->opts.timeout_ms);
+    /* The session's state changes broadcast s->cond; the cap looks again
+     * every 20 ms in case one is missed. */
+    while (!(up = zklock__connected(s)) && s->state != ZKL_S_CLOSED && !zklock__passed(&end)) {
         zklock__deadline(&tick, 20);
         if (zklock__earlier(&end, &tick))
             tick = end;
-        zklock__cond_wait_until(&cond, &mu, &tick, 0);
+        zklock__cond_wait_until(&s->cond, &s->mu, &tick, 0);
     }
-    pthread_mutex_unlock(&mu);
-    pthread_cond_destroy(&cond);
-    return zoo_state(zh) == ZOO_CONNECTED_STATE;
+    pthread_mutex_unlock(&s->mu);
+    return up;
+}
+
+/* One synchronous call on the session's handle, lent for its duration. */
+static zhandle_t *borrow(zklock_session_t *s)
+{
+    zhandle_t *zh;
+
+    pthread_mutex_lock(&s->mu);
+    zh = zklock__zh_borrow(s);
+    pthread_mutex_unlock(&s->mu);
+    return zh;
+}
+
+static void give_back(zklock_session_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    zklock__zh_return(s);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Reads the record: ZOK (*rec, *version set; *present), ZNONODE (absent),
  * or the error. */
-static int record_read(zhandle_t *zh, const char *path, struct zkl_record_view *rec,
+static int record_read(zklock_session_t *s, const char *path, struct zkl_record_view *rec,
                        bool *parsed, int *version, int64_t *writer)
 {
     char buf[96];
     int len = sizeof buf, rc;
     struct Stat st;
+    zhandle_t *zh = borrow(s);
 
+    if (!zh)
+        return ZCONNECTIONLOSS; /* between two handles: wait for the next */
     rc = zoo_get(zh, path, 0, buf, &len, &st);
+    give_back(s);
     if (rc != ZOK)
         return rc;
     *version = st.version;
@@ -181,7 +197,7 @@ static int record_read(zhandle_t *zh, const char *path, struct zkl_record_view *
 
 /* Writes the record (create if version < 0) in one multi with a check that
  * our node stands. Returns the multi's rc; *written the new version. */
-static int record_write(zhandle_t *zh, const char *path, const struct hold_facts *h,
+static int record_write(zklock_session_t *s, const char *path, const struct hold_facts *h,
                         const char *text, int len, int version, const struct ACL_vector *acl,
                         int *written)
 {
@@ -189,13 +205,17 @@ static int record_write(zhandle_t *zh, const char *path, const struct hold_facts
     zoo_op_result_t results[2];
     struct Stat st;
     int rc;
+    zhandle_t *zh = borrow(s);
 
+    if (!zh)
+        return ZCONNECTIONLOSS;
     zoo_check_op_init(&ops[0], h->node, -1);
     if (version < 0)
         zoo_create_op_init(&ops[1], path, text, len, acl, ZOO_PERSISTENT, NULL, 0);
     else
         zoo_set_op_init(&ops[1], path, text, len, version, &st);
     rc = zoo_multi(zh, 2, ops, results);
+    give_back(s);
     if (rc == ZOK)
         *written = version < 0 ? 0 : st.version;
     else if (rc != ZOK && !transient(rc) && results[0].err == ZNONODE)
@@ -217,7 +237,7 @@ static int record(zklock_t *l, const struct hold_facts *h, const char *path, boo
     if (!text)
         return ZKLOCK_ENOMEM;
     for (int attempt = 0; attempt < 50; attempt++) {
-        rc = record_read(h->zh, path, &rec, &parsed, &version, &writer);
+        rc = record_read(l->s, path, &rec, &parsed, &version, &writer);
         if (rc == ZNONODE)
             version = -1;
         else if (transient(rc))
@@ -243,11 +263,11 @@ static int record(zklock_t *l, const struct hold_facts *h, const char *path, boo
             *written = version;
             break;
         }
-        rc = record_write(h->zh, path, h, text, len, version, l->acl, written);
+        rc = record_write(l->s, path, h, text, len, version, l->acl, written);
         if (rc == ZOK || (!transient(rc) && rc != ZBADVERSION && rc != ZNODEEXISTS))
             break;
     retry:
-        if (transient(rc) && !wait_connected(h->zh, until))
+        if (transient(rc) && !wait_connected(l->s, until))
             break;
     }
     free(text);
