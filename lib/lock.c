@@ -20,6 +20,7 @@
 #include "lease.h"
 #include "lockstats.h"
 #include "owner.h"
+#include "previous.h"
 #include "recipe.h"
 
 #include <stdlib.h>
@@ -112,6 +113,17 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
+/* A tracking mutex's hold was granted: its record (previous.c), and the
+ * lock-delay; a hold that cannot record is released, and the call fails. */
+static int previous_granted(zklock_t *l, const struct timespec *until)
+{
+    int rc = zklock__previous_granted(l, until);
+
+    if (rc != ZKLOCK_OK)
+        zklock_release(l); /* ELOST if it was lost: on_lost says so */
+    return rc;
+}
+
 /* done: NULL for a blocking call. */
 static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
@@ -163,16 +175,21 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
+    struct timespec until;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (l->tracks)
+        zklock__deadline(&until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
     zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
+    if (rc == ZKLOCK_OK && l->tracks)
+        rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
     return rc;
 }
 
@@ -181,8 +198,8 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     struct zkl_done *done;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1)
-        return ZKLOCK_EINVAL;
+    if (!l || !fn || timeout_ms < -1 || l->tracks)
+        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
     if (!handle_owned(l))
         return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
@@ -246,12 +263,29 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     return rc;
 }
 
+/* Does the caller hold l once, so that its release ends the hold? And
+ * may it wait for ZooKeeper here (not on its completion thread)? */
+static bool last_hold(zklock_t *l)
+{
+    const zkl_contender_t *c;
+    bool last;
+
+    pthread_mutex_lock(&l->s->mu);
+    c = zklock__owner_contender(l);
+    last = c && c->phase == ZKL_HELD && c->holds == 1 && !c->parent &&
+           !zklock__on_completion_thread(l->s);
+    pthread_mutex_unlock(&l->s->mu);
+    return last;
+}
+
 int zklock_release(zklock_t *l)
 {
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
+    if (l->tracks && last_hold(l))
+        zklock__previous_releasing(l); /* "released", while we still hold */
     pthread_mutex_lock(&l->s->mu);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
@@ -266,8 +300,8 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     struct zkl_done *done = NULL;
     int rc;
 
-    if (!l)
-        return ZKLOCK_EINVAL;
+    if (!l || l->tracks)
+        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
     if (!handle_owned(l))
         return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);

@@ -219,6 +219,119 @@ static void test_lost_delete_reply(void)
     tu_assert_clean(path);
 }
 
+/* The previous holder's record (track_previous) across lost replies: the
+ * reply to the grant's write (check + create/set, one multi) and to the
+ * release's are swallowed; the client reconnects, reads the record again,
+ * and finds its write there. The next holder learns a clean end, with the
+ * token of the hold that lost both replies. */
+static void test_lost_record_replies(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-record");
+    zklock_opts_t o = {.track_previous = 1};
+    zklock_session_t *other = tu_session();
+    zklock_t *l, *next;
+    char rec[512], data[256], want[64];
+    int64_t token = 0, told = -1;
+    int how = -1;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, 4000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1); /* the fault did happen */
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "none");
+    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 2);
+    snprintf(want, sizeof want, "1 released %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, &told), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
+    TU_ASSERT_INT(told, ==, token);
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+static bool dropped_once(void *proxy)
+{
+    return zkproxy_dropped(proxy) >= 1;
+}
+
+/* A tracking holder A whose hold ends between its grant and its record's
+ * write (its connection cut as its read of the record goes out, its node
+ * deleted meanwhile): the record still says the hold before A released.
+ * B, queued behind A, must not read that as CLEAN: A's node was the last to
+ * block it, and A is not the record's holder: UNKNOWN. A's acquisition
+ * fails and leaves no node. */
+static void test_hold_ends_before_its_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("record-race");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *other = tu_session();
+    zklock_t *la, *lb;
+    struct tu_acquirer a, b;
+    char full[512], **kids;
+    int n, how = -1;
+    int64_t token = -1;
+
+    faulty_open(&f, 4000);
+    la = tu_mutex(f.s, path, &o);
+    lb = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(lb, 20000), ZKLOCK_OK); /* the record: "released" by B */
+    TU_REQUIRE_RC(zklock_release(lb), ZKLOCK_OK);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
+    tu_start_acquirer(&a, la, 20000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
+    tu_start_acquirer(&b, lb, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_children(path, 3)); /* the record, A's node, B's */
+    kids = tu_children(path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 3);
+    /* A's node sorts first among the lock nodes (after the names' prefixes:
+     * pick by sequence, the lower one). */
+    {
+        const char *first = NULL;
+        for (int i = 0; i < n; i++)
+            if (strcmp(kids[i], "zklock.previous") != 0 &&
+                (!first || strcmp(kids[i] + strlen(kids[i]) - 10, first + strlen(first) - 10) < 0))
+                first = kids[i];
+        snprintf(full, sizeof full, "%s/%s", path, first);
+    }
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* A's hold ends, unrecorded */
+    TU_ASSERT_RC(tu_join_acquirer(&b), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lb, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unknown"); /* never "clean" */
+    TU_ASSERT_INT(token, ==, 0);
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -1863,6 +1976,8 @@ static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
     {"lost_create_reply", test_lost_create_reply},
+    {"lost_record_replies", test_lost_record_replies},
+    {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
     {"lost_heir_reply", test_lost_heir_reply},
