@@ -154,6 +154,7 @@ bool zklock__become_holder(zkl_contender_t *c)
                                                    ? "its turn, on a run-out lease"
                                                    : "its turn, on an old lease");
         zklock__lease_renew(s);
+        zklock__lease_keep(s); /* a heartbeat refused or lost is sent again (T/6) */
         return false;
     }
     zklock__set_phase(c, ZKL_HELD, "its turn");
