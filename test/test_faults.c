@@ -694,6 +694,64 @@ static void test_granting_heartbeat_refused(void)
     tu_assert_clean(path);
 }
 
+/* A holding session's heartbeat goes at heard_at + T/2, and a reconnection
+ * sends one at once: a lease fresh from a write answered just now needs
+ * none. An answer that no session event follows (ZTHROTTLEDOP: the server
+ * is overloaded) makes the session retry every ZKL_RETRY_MS through the
+ * layers' "resumed", as if it had reconnected: it must not cost a
+ * heartbeat each time (up to ten a second, on the overloaded server). */
+#define THROTTLED_TIMEOUT_MS 10000
+
+struct sent_count {
+    zkproxy_t *proxy;
+    int type, at_least;
+};
+
+static bool sent_at_least(void *arg)
+{
+    struct sent_count *sc = arg;
+    return zkproxy_sent(sc->proxy, sc->type) >= sc->at_least;
+}
+
+static void test_throttled_answer_sends_no_heartbeat(void)
+{
+    struct faulty f;
+    zklock_opts_t wo = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *h = tu_session();
+    const char *held = tu_path("throttled-held"), *path = tu_path("throttled-wanted");
+    zklock_t *la, *lh = tu_mutex(h, path, NULL), *lb;
+    struct tu_acquirer w;
+    struct sent_count relisted;
+    int heartbeats;
+
+    faulty_open(&f, THROTTLED_TIMEOUT_MS);
+    la = tu_mutex(f.s, held, NULL);
+    lb = tu_mutex(f.s, path, &wo);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK); /* f holds: its lease is kept */
+    heartbeats = zkproxy_sent(f.proxy, ZOO_SETDATA_OP);
+    relisted = (struct sent_count){f.proxy, ZOO_GETCHILDREN2_OP,
+                                   zkproxy_sent(f.proxy, ZOO_GETCHILDREN2_OP) + 2};
+    zkproxy_fail_reply(f.proxy, ZOO_GETCHILDREN2_OP, ZTHROTTLEDOP); /* B's listing */
+    tu_start_acquirer(&w, lb, -1, false);
+    /* Listed again after the throttled answer: B's create was answered a
+     * moment ago, its heartbeat is due half a timeout (5 s) after it. */
+    CU_ASSERT_FATAL(tu_wait_until(sent_at_least, &relisted, TU_WAIT_MS));
+    TU_ASSERT_INT(zkproxy_failed(f.proxy), ==, 1);
+    TU_ASSERT_INT(zkproxy_sent(f.proxy, ZOO_SETDATA_OP), ==, heartbeats);
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_free(lb);
+    zklock_free(la);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(held);
+}
+
 /* The czxid of a node made now: the ensemble's last committed zxid + 1. */
 static int64_t next_zxid(const char *path)
 {
@@ -1848,6 +1906,7 @@ static const tu_test_t fault_tests[] = {
     {"slow_callback_keeps_holds", test_slow_callback_keeps_holds},
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
     {"granting_heartbeat_refused", test_granting_heartbeat_refused},
+    {"throttled_answer_sends_no_heartbeat", test_throttled_answer_sends_no_heartbeat},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define MAX_PAIRS 64
+#define OP_TYPES 128 /* request types counted (ZOO_*_OP below it) */
 #define BUF_MAX (1 << 20)
 
 struct msg {      /* a whole message waiting for its time */
@@ -73,6 +74,7 @@ struct zkproxy {
     int dropped;     /* replies swallowed so far */
     int fail_type, fail_err; /* arm: answer the next request of this type with fail_err */
     int failed;      /* replies rewritten so far */
+    int sent[OP_TYPES]; /* requests forwarded so far, by type */
     int accepted;    /* connections accepted so far */
     int delay_min, delay_max; /* ms */
     unsigned seed;
@@ -192,6 +194,8 @@ static bool inspect(struct zkproxy *p, struct pair *pr, bool upward, unsigned ch
     }
     if (len < 4)
         return true;
+    if (upward && len >= 8 && be32(msg + 4) < OP_TYPES)
+        p->sent[be32(msg + 4)]++;
     if (upward && len >= 8 && p->drop_type != 0 && (int)be32(msg + 4) == p->drop_type) {
         pr->doomed = true;
         pr->doomed_xid = (int32_t)be32(msg);
@@ -482,6 +486,17 @@ void zkproxy_fail_reply(zkproxy_t *p, int optype, int err)
     p->fail_type = optype;
     p->fail_err = err;
     pthread_mutex_unlock(&p->mu);
+}
+
+int zkproxy_sent(zkproxy_t *p, int optype)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (optype >= 0 && optype < OP_TYPES)
+        n = p->sent[optype];
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 int zkproxy_failed(zkproxy_t *p)

@@ -28,6 +28,8 @@ void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype);
 void zkproxy_fail_reply(zkproxy_t *p, int optype, int err);
 /* Replies so rewritten so far. */
 int zkproxy_failed(zkproxy_t *p);
+/* Requests of this type (ZOO_SETDATA_OP, ...) forwarded so far. */
+int zkproxy_sent(zkproxy_t *p, int optype);
 /* Delays every message, each way, by min_ms..max_ms (uniformly at random),
  * keeping their order: a message never leaves before the one ahead of it,
  * as on one TCP connection. 0, 0 (the default) forwards at once. Applies to
