@@ -32,7 +32,8 @@
  * refused (never applied) but committed as an error transaction, the
  * cheapest request that needs a quorum. (A multi with one check did the
  * same, but ZooKeeper's C client leaks a multi still pending when its
- * session ends.) A reconnection sends one at once.
+ * session ends.) A reconnection sends one at once
+ * if the lease is past its first half.
  *
  * A session opened with ZKLOCK_LEASE_SESSION keeps no lease: no heartbeat,
  * no belief timer, no hold ended by a run-out lease. Its holds last while
@@ -312,13 +313,16 @@ static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
     zklock__timer_arm_in(s, t, s->negotiated_ms / HEARTBEAT_RETRY_DIVISOR);
 }
 
-/* Connected again: only a write answered on this connection proves the
- * session lives on (a deposed leader revalidates sessions too). */
+/* Connected again (or retrying after a throttled answer): only a write
+ * answered on this connection proves the session lives on (a deposed
+ * leader revalidates sessions too). A lease still in its first half needs
+ * none yet: the timer sends it when due, with the whole reserve ahead. */
 void zklock__lease_resumed(zklock_session_t *s)
 {
     if (!lease_needed(s))
         return; /* a waiter's turn proves the session if need be */
-    zklock__lease_renew(s);
+    if (!zklock__lease_fresh(s))
+        zklock__lease_renew(s);
     zklock__lease_keep(s); /* the first connection of an adopted handle, say */
 }
 

@@ -15,7 +15,8 @@ void zklock__lease_check(zklock_session_t *s);
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 /* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
 void zklock__lease_keep(zklock_session_t *s);
-/* Connected again: a heartbeat at once, if anyone holds (or is granted). */
+/* Connected again: a heartbeat at once, if anyone holds (or is granted)
+ * and the lease is past its first half. */
 void zklock__lease_resumed(zklock_session_t *s);
 /* A heartbeat now (unless one is in flight). */
 void zklock__lease_renew(zklock_session_t *s);
