@@ -218,8 +218,9 @@ typedef struct zklock_session_opts {
 
 /* zklock_session_opts_t.lease: what a hold costs the ensemble, and what it
  * promises (docs/design.md, "The two lease modes").
- *  ZKLOCK_LEASE_STRICT (the default): while the session holds or waits, a
- *    heartbeat write every so often (a transaction the ensemble commits);
+ *  ZKLOCK_LEASE_STRICT (the default): while the session holds, a
+ *    heartbeat write every so often (a transaction the ensemble commits; a
+ *    session that only waits sends none, its turn one);
  *    a holder cut off is told (on_lost, ZKLOCK_LOST_UNSURE) before the
  *    ensemble may expire its session, so before any other client can hold
  *    (zklock_valid_until()).
