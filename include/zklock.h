@@ -220,8 +220,9 @@ typedef struct zklock_session_opts {
 
 /* zklock_session_opts_t.lease: what a hold costs the ensemble, and what it
  * promises (docs/design.md, "The two lease modes").
- *  ZKLOCK_LEASE_STRICT (the default): while the session holds or waits, a
- *    heartbeat write every so often (a transaction the ensemble commits);
+ *  ZKLOCK_LEASE_STRICT (the default): while the session holds, a
+ *    heartbeat write every so often (a transaction the ensemble commits; a
+ *    session that only waits sends none, its turn one);
  *    a holder cut off is told (on_lost, ZKLOCK_LOST_UNSURE) before the
  *    ensemble may expire its session, so before any other client can hold
  *    (zklock_valid_until()).
@@ -702,13 +703,14 @@ ZKLOCK_API int zklock_hold_count(const zklock_t *l);
 
 /* How long the caller's hold may still be acted on without hearing from the
  * ensemble: a ZKLOCK_CLOCK time (CLOCK_BOOTTIME on Linux: not
- * CLOCK_MONOTONIC, see above). zklock keeps the lease fresh while it
- * holds or waits (a write that needs a quorum every sixth of the session
- * timeout, unless one of its own was answered meanwhile); it is the send
- * time of the latest of its writes (creates, deletes, multis) answered,
- * plus the negotiated session timeout, minus a margin (a twentieth of it)
- * for clock-rate drift and delivery. A waiter is never granted a hold on a
- * lease that ran out while it waited. No server expires the session before then, so no other
+ * CLOCK_MONOTONIC, see above). zklock keeps the lease fresh while the
+ * session holds (a write that needs a quorum half a session timeout after
+ * the last one of its own answered: at most two per timeout); it is the
+ * send time of the latest of its writes (creates, deletes, multis)
+ * answered, plus the negotiated session timeout, minus a margin (a
+ * twentieth of it) for clock-rate drift and delivery. A waiter keeps none:
+ * its turn is granted at once on a lease heard from within half a timeout,
+ * else once such a write has been answered (never on one that ran out). No server expires the session before then, so no other
  * client can hold the lock; when it passes without a fresher answer, the
  * hold is lost (on_lost, ZKLOCK_LOST_UNSURE) and its node is deleted as soon
  * as the session is heard from again. It is lost the moment the time

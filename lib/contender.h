@@ -18,7 +18,8 @@
 /* A contender's phases; phase.c draws the transitions between them. */
 enum zkl_phase {
     ZKL_QUEUING,  /* wants the lock: creating, listing or watching */
-    ZKL_GRANTING, /* its turn came on a lease that ran out: holds once a
+    ZKL_GRANTING, /* its turn came on an old lease (heard from more than
+                     half a timeout ago, or run out): holds once a
                      heartbeat proves the session lives (lease.c) */
     ZKL_HELD,     /* holds it */
     ZKL_LOST,     /* held it; the session ended or the node was deleted */

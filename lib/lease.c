@@ -19,13 +19,21 @@
  * Only writes count: a deposed leader that has not noticed yet that it lost
  * its quorum still answers syncs and revalidates reconnecting sessions, for
  * up to a tick after a new leader restarted every session's timeout (the
- * partition rig saw it). To keep heard_at fresh while the session holds or
- * waits, a heartbeat goes out every sixth of the session timeout unless a
- * write was answered meanwhile: a write of the root's data with a version
- * no node has, refused (never applied) but committed as an error
- * transaction, the cheapest request that needs a quorum. (A multi with one
- * check did the same, but ZooKeeper's C client leaks a multi still pending
- * when its session ends.) A reconnection sends one at once.
+ * partition rig saw it). Only a session that holds (or whose contender's
+ * turn came: GRANTING) needs the lease; a waiter needs none until its
+ * turn, which is granted only on a lease in its first half, or once a
+ * heartbeat proves the session (step.c). A holding session renews it as
+ * late as it can with room to spare: half a session timeout after
+ * heard_at, unless a write was answered meanwhile (the engine's writes
+ * count), so that it commits at most two heartbeats per timeout and the
+ * answer has T/2 - T/20 (0.45 T) before the lease's end: a round trip, a
+ * reconnection, a blip (design.md, "Told first", has the figures). The
+ * heartbeat is a write of the root's data with a version no node has,
+ * refused (never applied) but committed as an error transaction, the
+ * cheapest request that needs a quorum. (A multi with one check did the
+ * same, but ZooKeeper's C client leaks a multi still pending when its
+ * session ends.) A reconnection sends one at once
+ * if the lease is past its first half.
  *
  * A session opened with ZKLOCK_LEASE_SESSION keeps no lease: no heartbeat,
  * no belief timer, no hold ended by a run-out lease. Its holds last while
@@ -40,7 +48,12 @@
  * apart over one session timeout (NTP slews at most 0.05%), and enough for
  * the session thread's timer and the delivery of on_lost. */
 #define LEASE_MARGIN_DIVISOR ZKL_LEASE_MARGIN_DIVISOR
-#define HEARTBEATS_PER_TIMEOUT 6
+/* A holder's heartbeat goes out HEARTBEAT_AFTER_DIVISOR-th of the session
+ * timeout after heard_at (at most two per timeout); one unanswered (in
+ * flight, or refused without proof) is looked at again, and sent again if
+ * it failed, every HEARTBEAT_RETRY_DIVISOR-th. */
+#define HEARTBEAT_AFTER_DIVISOR 2
+#define HEARTBEAT_RETRY_DIVISOR 6
 
 struct zkl_heartbeat {
     zklock_session_t *s;
@@ -51,10 +64,10 @@ struct zkl_heartbeat {
 /* A version no node has: the write is refused, never applied. */
 #define NO_SUCH_VERSION (-2)
 
-static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
+static bool anyone_holds(const zklock_session_t *s, bool or_granting)
 {
     for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_HELD || (!held_only && ZKL_WANTS(c)))
+        if (c->phase == ZKL_HELD || (or_granting && c->phase == ZKL_GRANTING))
             return true;
     return false;
 }
@@ -63,6 +76,14 @@ static bool anyone_in_queue(const zklock_session_t *s, bool held_only)
 static bool needs_heartbeats(const zklock_session_t *s)
 {
     return s->opts.lease != ZKLOCK_LEASE_SESSION;
+}
+
+/* Who needs the lease kept: holders, and contenders whose turn came on a
+ * lease too old to grant on (GRANTING). A waiter does not, nor a session
+ * that keeps no lease. */
+static bool lease_needed(const zklock_session_t *s)
+{
+    return needs_heartbeats(s) && anyone_holds(s, true);
 }
 
 static int lease_ms(const zklock_session_t *s)
@@ -105,7 +126,7 @@ static void arm_belief(zklock_session_t *s)
 {
     struct timespec until;
 
-    if (anyone_in_queue(s, true) && zklock__lease_valid_until(s, &until))
+    if (anyone_holds(s, false) && zklock__lease_valid_until(s, &until))
         zklock__timer_arm(s, &s->belief_timer, &until);
 }
 
@@ -134,7 +155,7 @@ bool zklock__lease_over(const zklock_session_t *s)
 /* Holds that rest on a lease that ran out (whether anyone noticed yet). */
 static bool holds_past_lease(const zklock_session_t *s)
 {
-    return anyone_in_queue(s, true) && zklock__lease_over(s);
+    return anyone_holds(s, false) && zklock__lease_over(s);
 }
 
 static void regrant(zklock_session_t *s);
@@ -257,44 +278,51 @@ void zklock__lease_renew(zklock_session_t *s)
     s->heartbeat = hb;
 }
 
-static int heartbeat_ms(const zklock_session_t *s)
+/* When the lease is to be renewed: half a timeout after heard_at. False if
+ * nothing was heard yet (renew now). */
+static bool renewal_due(const zklock_session_t *s, struct timespec *due)
 {
-    return s->negotiated_ms / HEARTBEATS_PER_TIMEOUT;
+    if (!s->heard_known || s->negotiated_ms <= 0)
+        return false;
+    zklock__later(due, &s->heard_at, s->negotiated_ms / HEARTBEAT_AFTER_DIVISOR);
+    return true;
 }
 
-/* A write of ours was answered within the last heartbeat interval. */
-static bool heard_lately(const zklock_session_t *s)
+/* A session that keeps no lease grants on its belief alone: no heartbeat
+ * would come to prove it (GRANTING would wait for ever). */
+bool zklock__lease_fresh(const zklock_session_t *s)
 {
-    struct timespec now;
+    struct timespec due;
 
-    zklock__now(&now);
-    return s->heard_known && zklock__ms_between(&s->heard_at, &now) < heartbeat_ms(s);
+    return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(&due));
 }
 
 static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
-    struct timespec next;
+    struct timespec due;
 
-    if (!anyone_in_queue(s, false))
-        return; /* nobody to keep a lease for: the next contender restarts it */
-    if (heard_lately(s)) {
-        /* An interval after that write, not after now: heard_at then never
-         * ages past one interval and a round trip. */
-        zklock__later(&next, &s->heard_at, heartbeat_ms(s));
-        zklock__timer_arm(s, t, &next);
+    if (!lease_needed(s))
+        return; /* nobody holds: the next holder restarts it (lease_keep) */
+    if (renewal_due(s, &due) && !zklock__passed(&due)) {
+        zklock__timer_arm(s, t, &due); /* a write answered meanwhile postpones it */
         return;
     }
-    zklock__lease_renew(s);
-    zklock__timer_arm_in(s, t, heartbeat_ms(s));
+    zklock__lease_renew(s); /* unless one is in flight */
+    /* Answered, the next is due half a timeout after its send; if not (lost
+     * with its connection, refused without proof), look again then. */
+    zklock__timer_arm_in(s, t, s->negotiated_ms / HEARTBEAT_RETRY_DIVISOR);
 }
 
-/* Connected again: only a write answered on this connection proves the
- * session lives on (a deposed leader revalidates sessions too). */
+/* Connected again (or retrying after a throttled answer): only a write
+ * answered on this connection proves the session lives on (a deposed
+ * leader revalidates sessions too). A lease still in its first half needs
+ * none yet: the timer sends it when due, with the whole reserve ahead. */
 void zklock__lease_resumed(zklock_session_t *s)
 {
-    if (!needs_heartbeats(s) || !anyone_in_queue(s, false))
-        return;
-    zklock__lease_renew(s);
+    if (!lease_needed(s))
+        return; /* a waiter's turn proves the session if need be */
+    if (!zklock__lease_fresh(s))
+        zklock__lease_renew(s);
     zklock__lease_keep(s); /* the first connection of an adopted handle, say */
 }
 
@@ -308,15 +336,22 @@ void zklock__lease_handle_closed(zklock_session_t *s)
     s->heartbeat = NULL;
 }
 
-/* A contender queues or holds: keep the lease fresh, and bounded. */
+/* A contender queues or holds: keep the lease fresh (if it holds: the
+ * timer finds out when it fires), and bounded. */
 void zklock__lease_keep(zklock_session_t *s)
 {
+    struct timespec due;
+
     s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
     s->belief_timer.fire = belief_over;
     if (s->negotiated_ms <= 0 || !needs_heartbeats(s))
         return;
-    if (!zklock__timer_armed(&s->heartbeat_timer))
-        zklock__timer_arm_in(s, &s->heartbeat_timer, heartbeat_ms(s));
+    if (!zklock__timer_armed(&s->heartbeat_timer)) {
+        if (renewal_due(s, &due))
+            zklock__timer_arm(s, &s->heartbeat_timer, &due);
+        else
+            zklock__timer_arm_in(s, &s->heartbeat_timer, 0); /* nothing heard yet */
+    }
     if (!zklock__timer_armed(&s->belief_timer))
         arm_belief(s);
 }

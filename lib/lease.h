@@ -15,12 +15,16 @@ void zklock__lease_check(zklock_session_t *s);
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 /* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
 void zklock__lease_keep(zklock_session_t *s);
-/* Connected again: a heartbeat at once, if anyone queues or holds. */
+/* Connected again: a heartbeat at once, if anyone holds (or is granted)
+ * and the lease is past its first half. */
 void zklock__lease_resumed(zklock_session_t *s);
 /* A heartbeat now (unless one is in flight). */
 void zklock__lease_renew(zklock_session_t *s);
 /* rc, the answer to a write of ours, proves the session's lease. */
 bool zklock__lease_proves(int rc);
+/* The lease is in its first half (heard within half a session timeout):
+ * a hold granted on it has the whole reserve for its first heartbeat. */
+bool zklock__lease_fresh(const zklock_session_t *s);
 /* The lease is known and ran out. */
 bool zklock__lease_over(const zklock_session_t *s);
 /* The handle is closed: forget its heartbeat in flight. */

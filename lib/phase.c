@@ -3,9 +3,9 @@
  *
  *            +------------------ requeued (its node or its place went) ----+
  *            v                                                             |
- *   QUEUING ---- its turn, lease running ----------------------------> HELD ----> LOST
+ *   QUEUING ---- its turn, lease fresh ------------------------------> HELD ----> LOST
  *      |  \                                                            ^  |   lost (node deleted,
- *      |   +-- its turn on a run-out lease --> GRANTING -- proved -----+  |   session ended, lease)
+ *      |   +-- its turn on an old lease -----> GRANTING -- proved -----+  |   session ended, lease)
  *      |                                          |                       |
  *      +------ gives up (deadline, cancel, -------+-----------------------+--> LEAVING --> GONE
  *              try-once, error) / released                                  (its node goes)

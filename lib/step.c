@@ -141,15 +141,21 @@ bool zklock__become_holder(zkl_contender_t *c)
     zklock_session_t *s = session_of(c);
 
     zklock__forget_blocker(c);
-    if (zklock__lease_over(s)) {
-        /* The lease ran out while c waited (its process did not run, or a
-         * watch event came late): the session may have expired, and
-         * another client may hold. Granted once a heartbeat proves the
-         * session lives (step_granting): then it never expired, our node
-         * never went, and this turn still stands. */
+    if (!zklock__lease_fresh(s)) {
+        /* A waiter keeps no lease (lease.c): its last write was answered
+         * more than half a session timeout ago, or the lease even ran out
+         * (its process did not run, a watch event came late) and the
+         * session may have expired, another client may hold. Granted once
+         * a heartbeat proves the session lives (step_granting): then it
+         * never expired, our node never went, and this turn still stands;
+         * and the hold starts with the whole reserve before its first
+         * heartbeat must be answered. */
         if (c->phase != ZKL_GRANTING)
-            zklock__set_phase(c, ZKL_GRANTING, "its turn, on a run-out lease");
+            zklock__set_phase(c, ZKL_GRANTING, zklock__lease_over(s)
+                                                   ? "its turn, on a run-out lease"
+                                                   : "its turn, on an old lease");
         zklock__lease_renew(s);
+        zklock__lease_keep(s); /* a heartbeat refused or lost is sent again (T/6) */
         return false;
     }
     zklock__set_phase(c, ZKL_HELD, "its turn");
@@ -901,15 +907,15 @@ static void step_leaving(zkl_contender_t *c)
         send_delete(c);
 }
 
-/* Its turn came on a lease that ran out: once the session is heard from
- * (a heartbeat's answer marks c), it never expired, its node never went,
- * and the turn stands: a heir's only if its writer still holds; a
- * multi-lock looks at its members again. */
+/* Its turn came on a lease that ran out, or is old: once the session is
+ * heard from (a heartbeat's answer marks c), it never expired, its node
+ * never went, and the turn stands: a heir's only if its writer still
+ * holds; a multi-lock looks at its members again. */
 static void step_granting(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
 
-    if (zklock__lease_over(s)) {
+    if (!zklock__lease_fresh(s)) {
         zklock__lease_renew(s); /* unless one is in flight */
         return;
     }

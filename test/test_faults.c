@@ -760,6 +760,111 @@ static void test_no_grant_on_a_run_out_lease(void)
     tu_assert_clean(path);
 }
 
+/* A waiter's turn that comes on an old lease (its create answered more than
+ * half a timeout ago) is granted once a heartbeat proves the session. The
+ * server may answer that heartbeat without proof and keep the connection
+ * (ZTHROTTLEDOP, an overloaded server's refusal): no reconnection follows
+ * to send another, so the turn must try again by itself (lease.c: "looked
+ * at again every T/6"), not wait for its deadline. */
+#define GRANTING_RETRY_TIMEOUT_MS 4000
+
+static bool ms_reached(void *at)
+{
+    return clock_ms() >= *(int64_t *)at;
+}
+
+static void test_granting_heartbeat_refused(void)
+{
+    struct faulty f;
+    zklock_opts_t wo = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *h = tu_session();
+    const char *path = tu_path("granting-refused");
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw;
+    struct tu_acquirer w;
+    int64_t old_at;
+
+    faulty_open(&f, GRANTING_RETRY_TIMEOUT_MS);
+    lw = tu_mutex(f.s, path, &wo);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    tu_start_acquirer(&w, lw, 6 * GRANTING_RETRY_TIMEOUT_MS, false);
+    CU_ASSERT_FATAL(tu_wait_children(path, 2));
+    /* Its create's answer is the last word of its session: half a timeout
+     * later (and some), its lease is too old to grant on. */
+    old_at = clock_ms() + GRANTING_RETRY_TIMEOUT_MS / 2 + 500;
+    CU_ASSERT_FATAL(tu_wait_until(ms_reached, &old_at, TU_WAIT_MS));
+    zkproxy_fail_reply(f.proxy, ZOO_SETDATA_OP, ZTHROTTLEDOP); /* the heartbeat's */
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    /* The first heartbeat refused, a second one within T/6 proves the
+     * session: held well within a session timeout, not at the deadline. */
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &w, GRANTING_RETRY_TIMEOUT_MS));
+    TU_ASSERT_INT(zkproxy_failed(f.proxy), ==, 1);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    zklock_free(lw);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+}
+
+/* A holding session's heartbeat goes at heard_at + T/2, and a reconnection
+ * sends one at once: a lease fresh from a write answered just now needs
+ * none. An answer that no session event follows (ZTHROTTLEDOP: the server
+ * is overloaded) makes the session retry every ZKL_RETRY_MS through the
+ * layers' "resumed", as if it had reconnected: it must not cost a
+ * heartbeat each time (up to ten a second, on the overloaded server). */
+#define THROTTLED_TIMEOUT_MS 10000
+
+struct sent_count {
+    zkproxy_t *proxy;
+    int type, at_least;
+};
+
+static bool sent_at_least(void *arg)
+{
+    struct sent_count *sc = arg;
+    return zkproxy_sent(sc->proxy, sc->type) >= sc->at_least;
+}
+
+static void test_throttled_answer_sends_no_heartbeat(void)
+{
+    struct faulty f;
+    zklock_opts_t wo = {.owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *h = tu_session();
+    const char *held = tu_path("throttled-held"), *path = tu_path("throttled-wanted");
+    zklock_t *la, *lh = tu_mutex(h, path, NULL), *lb;
+    struct tu_acquirer w;
+    struct sent_count relisted;
+    int heartbeats;
+
+    faulty_open(&f, THROTTLED_TIMEOUT_MS);
+    la = tu_mutex(f.s, held, NULL);
+    lb = tu_mutex(f.s, path, &wo);
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(la, -1), ZKLOCK_OK); /* f holds: its lease is kept */
+    heartbeats = zkproxy_sent(f.proxy, ZOO_SETDATA_OP);
+    relisted = (struct sent_count){f.proxy, ZOO_GETCHILDREN2_OP,
+                                   zkproxy_sent(f.proxy, ZOO_GETCHILDREN2_OP) + 2};
+    zkproxy_fail_reply(f.proxy, ZOO_GETCHILDREN2_OP, ZTHROTTLEDOP); /* B's listing */
+    tu_start_acquirer(&w, lb, -1, false);
+    /* Listed again after the throttled answer: B's create was answered a
+     * moment ago, its heartbeat is due half a timeout (5 s) after it. */
+    CU_ASSERT_FATAL(tu_wait_until(sent_at_least, &relisted, TU_WAIT_MS));
+    TU_ASSERT_INT(zkproxy_failed(f.proxy), ==, 1);
+    TU_ASSERT_INT(zkproxy_sent(f.proxy, ZOO_SETDATA_OP), ==, heartbeats);
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(la), ZKLOCK_OK);
+    zklock_free(lb);
+    zklock_free(la);
+    zklock_free(lh);
+    faulty_close(&f);
+    zklock_session_close(h);
+    tu_assert_clean(path);
+    tu_assert_clean(held);
+}
+
 /* The czxid of a node made now: the ensemble's last committed zxid + 1. */
 static int64_t next_zxid(const char *path)
 {
@@ -1996,6 +2101,8 @@ static const tu_test_t fault_tests[] = {
     {"heartbeat_needs_a_quorum", test_heartbeat_needs_a_quorum},
     {"slow_callback_keeps_holds", test_slow_callback_keeps_holds},
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
+    {"granting_heartbeat_refused", test_granting_heartbeat_refused},
+    {"throttled_answer_sends_no_heartbeat", test_throttled_answer_sends_no_heartbeat},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},

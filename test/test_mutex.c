@@ -1483,7 +1483,7 @@ static void test_one_wakeup_per_release(void)
  * session timeouts, short ones so that the window is short. */
 #define COST_TIMEOUT_MS 4000 /* 2000 lost its lease once under a loaded distcheck */
 #define COST_WINDOW_TIMEOUTS 2
-#define COST_HEARTBEATS_PER_TIMEOUT 6 /* lease.c's rate today: a cut only lowers it */
+#define COST_HEARTBEATS_PER_TIMEOUT 2 /* lease.c: one half a timeout after the last (issue 24) */
 
 struct idle_cost {
     uint64_t txns;     /* what the ensemble committed in the window */
@@ -1589,6 +1589,51 @@ static void test_session_lease_unknown(void)
     CU_ASSERT_PTR_NULL(s);
     o.lease = -1;
     TU_ASSERT_RC(zklock_session_open(&s, tu_hosts(), &o), ZKLOCK_EINVAL);
+}
+
+/* A session that only waits keeps no lease (lib/lease.c): behind another
+ * session's hold it sends nothing for a few session timeouts (a heartbeat
+ * is a request, and a committed transaction), and its turn, come on a
+ * lease that old, is proved by a heartbeat before it is granted. */
+static void test_waiter_sends_no_heartbeat(void)
+{
+    zklock_session_opts_t o = {.timeout_ms = COST_TIMEOUT_MS};
+    zklock_session_t *h = tu_session_opts(&o), *w = tu_session_opts(&o);
+    const char *path = tu_path("idle-waiter");
+    zklock_opts_t wo = {.owner = ZKLOCK_OWNER_HANDLE}; /* acquired by a thread, read here */
+    zklock_t *lh = tu_mutex(h, path, NULL), *lw = tu_mutex(w, path, &wo);
+    struct timespec window = {COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS / 1000, 0}, until, now;
+    /* its create and listing, its predecessor's watch, its own node's */
+    struct tu_requests queued = {w, TU_STAT(w, requests) + 4};
+    struct tu_acquirer a;
+    uint64_t r0, r1;
+
+    TU_REQUIRE_RC(zklock_acquire(lh, -1), ZKLOCK_OK);
+    tu_start_acquirer(&a, lw, -1, false);
+    CU_ASSERT_FATAL(tu_wait_until(tu_sent_requests, &queued, TU_WAIT_MS));
+    tu_barrier(w);
+    r0 = TU_STAT(w, requests);
+    nanosleep(&window, NULL); /* the window measured: nothing to wait for */
+    r1 = TU_STAT(w, requests);
+    printf("\n  a waiter sent %llu requests in %d ms of waiting (%d ms session)\n",
+           (unsigned long long)(r1 - r0), COST_TIMEOUT_MS * COST_WINDOW_TIMEOUTS, COST_TIMEOUT_MS);
+    TU_ASSERT_INT(r1 - r0, ==, 0);
+    CU_ASSERT(!tu_acquirer_done(&a));
+    TU_ASSERT_RC(zklock_release(lh), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    /* Its create is two timeouts old: only a heartbeat answered after its
+     * turn came can back the hold, and leaves most of a lease ahead. */
+    TU_ASSERT_INT(TU_STAT(w, requests), >, r1);
+    TU_ASSERT_RC(zklock_valid_until(lw, &until), ZKLOCK_OK);
+    clock_gettime(ZKLOCK_CLOCK, &now);
+    TU_ASSERT_INT((until.tv_sec - now.tv_sec) * 1000 + (until.tv_nsec - now.tv_nsec) / 1000000, >,
+                  COST_TIMEOUT_MS / 2);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    zklock_free(lw);
+    zklock_free(lh);
+    zklock_session_close(w);
+    zklock_session_close(h);
+    tu_assert_clean(path);
 }
 
 /* ---- lock paths ------------------------------------------------------------------------------------------ */
@@ -2158,6 +2203,7 @@ static const tu_test_t mutex_tests[] = {
     {"heartbeat_per_session", test_heartbeat_per_session},
     {"session_lease_costs_nothing", test_session_lease_costs_nothing},
     {"session_lease_unknown", test_session_lease_unknown},
+    {"waiter_sends_no_heartbeat", test_waiter_sends_no_heartbeat},
     {"parents_are_containers", test_parents_are_containers},
     {"sequence_counter_runs_out", test_sequence_counter_runs_out},
     {"waiter_sees_negative_number", test_waiter_sees_negative_number},

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define MAX_PAIRS 64
+#define OP_TYPES 128 /* request types counted (ZOO_*_OP below it) */
 #define BUF_MAX (1 << 20)
 
 struct msg {      /* a whole message waiting for its time */
@@ -54,6 +55,9 @@ struct pair {
     struct stream up, down; /* client->server, server->client */
     int32_t doomed_xid;     /* reply to swallow; 0 = none */
     bool doomed;
+    int32_t failing_xid;    /* reply whose error code to replace */
+    bool failing;
+    int fail_err;
 };
 
 struct zkproxy {
@@ -68,6 +72,9 @@ struct zkproxy {
     int drop_type;   /* arm: swallow the reply to the next request of this type */
     bool cut_on_drop; /* ... and refuse connections from then on */
     int dropped;     /* replies swallowed so far */
+    int fail_type, fail_err; /* arm: answer the next request of this type with fail_err */
+    int failed;      /* replies rewritten so far */
+    int sent[OP_TYPES]; /* requests forwarded so far, by type */
     int accepted;    /* connections accepted so far */
     int delay_min, delay_max; /* ms */
     unsigned seed;
@@ -176,7 +183,7 @@ static bool write_all(int fd, const unsigned char *b, size_t n)
 }
 
 /* Looks at one whole message; false: swallow it and cut the pair. */
-static bool inspect(struct zkproxy *p, struct pair *pr, bool upward, const unsigned char *msg,
+static bool inspect(struct zkproxy *p, struct pair *pr, bool upward, unsigned char *msg,
                     size_t len)
 {
     struct stream *st = upward ? &pr->up : &pr->down;
@@ -187,10 +194,29 @@ static bool inspect(struct zkproxy *p, struct pair *pr, bool upward, const unsig
     }
     if (len < 4)
         return true;
+    if (upward && len >= 8 && be32(msg + 4) < OP_TYPES)
+        p->sent[be32(msg + 4)]++;
     if (upward && len >= 8 && p->drop_type != 0 && (int)be32(msg + 4) == p->drop_type) {
         pr->doomed = true;
         pr->doomed_xid = (int32_t)be32(msg);
         p->drop_type = 0;
+    }
+    if (upward && len >= 8 && p->fail_type != 0 && (int)be32(msg + 4) == p->fail_type) {
+        pr->failing = true;
+        pr->failing_xid = (int32_t)be32(msg);
+        pr->fail_err = p->fail_err;
+        p->fail_type = 0;
+    }
+    /* A reply header: xid, zxid (8 bytes), err. The body, if any, stays:
+     * the client reads none after an error. */
+    if (!upward && pr->failing && len >= 16 && (int32_t)be32(msg) == pr->failing_xid) {
+        uint32_t err = (uint32_t)pr->fail_err;
+        msg[12] = (unsigned char)(err >> 24);
+        msg[13] = (unsigned char)(err >> 16);
+        msg[14] = (unsigned char)(err >> 8);
+        msg[15] = (unsigned char)err;
+        pr->failing = false;
+        p->failed++;
     }
     if (!upward && pr->doomed && (int32_t)be32(msg) == pr->doomed_xid) {
         p->dropped++;
@@ -452,6 +478,35 @@ void zkproxy_drop_reply(zkproxy_t *p, int optype)
 void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype)
 {
     arm_drop(p, optype, true);
+}
+
+void zkproxy_fail_reply(zkproxy_t *p, int optype, int err)
+{
+    pthread_mutex_lock(&p->mu);
+    p->fail_type = optype;
+    p->fail_err = err;
+    pthread_mutex_unlock(&p->mu);
+}
+
+int zkproxy_sent(zkproxy_t *p, int optype)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (optype >= 0 && optype < OP_TYPES)
+        n = p->sent[optype];
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int zkproxy_failed(zkproxy_t *p)
+{
+    int n;
+
+    pthread_mutex_lock(&p->mu);
+    n = p->failed;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void zkproxy_set_delay(zkproxy_t *p, int min_ms, int max_ms)

@@ -22,6 +22,14 @@ void zkproxy_drop_reply(zkproxy_t *p, int optype);
 /* The same, and from the drop on, refuses connections until zkproxy_restore:
  * the client stays cut off while the test changes the server behind it. */
 void zkproxy_drop_reply_and_cut(zkproxy_t *p, int optype);
+/* Arms a refusal: the next request of this type reaches the server, and
+ * its reply reaches the client with its error code replaced by err (say
+ * ZTHROTTLEDOP, an overloaded server's answer): the connection stays up. */
+void zkproxy_fail_reply(zkproxy_t *p, int optype, int err);
+/* Replies so rewritten so far. */
+int zkproxy_failed(zkproxy_t *p);
+/* Requests of this type (ZOO_SETDATA_OP, ...) forwarded so far. */
+int zkproxy_sent(zkproxy_t *p, int optype);
 /* Delays every message, each way, by min_ms..max_ms (uniformly at random),
  * keeping their order: a message never leaves before the one ahead of it,
  * as on one TCP connection. 0, 0 (the default) forwards at once. Applies to

@@ -406,8 +406,8 @@ static void release(struct run *r)
  * The session expires no sooner than a timeout after the servers last
  * heard from it. While we believe we are connected, they heard from us
  * less than two thirds of a timeout ago (the client says the connection
- * lost after that long without a reply; connected, a heartbeat goes every
- * sixth, lib/lease.c): so at least a third of a timeout passes between our
+ * lost after that long without a reply, and pings every third of it when
+ * it sends nothing else): so at least a third of a timeout passes between our
  * death and the expiry, and SIGKILL at a sixth leaves the other half for
  * it to land before another client can take the lock. Without the
  * connection, or once the lock is lost, there is no such margin: SIGKILL

@@ -477,12 +477,12 @@ class Rig:
             self.progress(f, ev, [c])
 
     def sc_blip(self, f, events):
-        """1b: a holder's client silent for 1.5 s: no loss."""
+        """1b: a holder's client silent for 1.5 s (--blip-seconds): no loss."""
         for _ in range(self.a.repeat + 1):
             c, t = self.holder(f, SESSION_MS / 1000)
             ev = {"kind": "blip", "clients": [c], "thread": int(t), "t0": mono()}
             self.net.port(c, False)
-            self.sleep(1.5)
+            self.sleep(self.a.blip_seconds)
             self.net.port(c, True)
             ev["t1"] = mono()
             events.append(ev)
@@ -733,6 +733,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=2, help="faults per scenario where they repeat")
     ap.add_argument("--only", default="", help="scenarios whose names start so (comma-separated)")
     ap.add_argument("--cut-seconds", type=float, default=6.0, help="cuts and pauses (1.5 session timeouts)")
+    ap.add_argument("--blip-seconds", type=float, default=1.5,
+                    help="1b's blips (longer ones measure what the lease rides out)")
     ap.add_argument("--minority-seconds", type=float, default=12.0)
     ap.add_argument("--flap-seconds", type=float, default=20.0)
     ap.add_argument("--slow-seconds", type=float, default=60.0)
