@@ -876,6 +876,57 @@ static void test_paused_holder_told_expired(void)
     tu_assert_clean(path);
 }
 
+/* The same frozen holder with a maximum hold that passes while it is frozen,
+ * before its lease would run out: when it runs again, both are due, the
+ * session has expired and another client has held meanwhile. The hold ended
+ * with the session, not by the limit: it must be told ZSESSIONEXPIRED, as
+ * without a limit (design.md, "Maximum hold": "until the process runs again
+ * or until the session expires, whichever comes first"), not
+ * ZKLOCK_LOST_MAX_HOLD ("zklock deleted its node"). Timing: session 4000
+ * (lease 3800, a heartbeat every 667), limit 3000: stopped within 3 s of
+ * "held", the limit falls before the lease's end. */
+static void test_paused_holder_max_hold_told_expired(void)
+{
+    const char *path = tu_path("paused-max-hold"), *helper = getenv("ZKLOCK_TEST_HOLDER");
+    zklock_session_t *other = tu_session();
+    zklock_t *l = tu_mutex(other, path, NULL);
+    char out[] = "/tmp/zklock-holder-XXXXXX";
+    char *held[] = {out, "held "}, *done[] = {out, "lost-calls "}, *lost[] = {out, "lost "};
+    int fd = mkstemp(out), pid;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    {
+        char *argv[] = {(char *)helper, (char *)tu_hosts(), (char *)path, "4000", out, "3000",
+                        NULL};
+        pid = tu_spawn(argv);
+    }
+    CU_ASSERT_FATAL(tu_wait_until(file_has, held, TU_WAIT_MS));
+    kill(pid, SIGSTOP); /* deliberate fault: frozen past its limit and its session */
+    CU_ASSERT_FATAL(!file_has(lost)); /* frozen before the limit (else: too slow to judge) */
+    TU_ASSERT_RC(zklock_acquire(l, TU_WAIT_MS), ZKLOCK_OK); /* the ensemble expired it */
+    kill(pid, SIGCONT);
+    TU_ASSERT_INT(tu_wait_pid(pid), ==, 0);
+    CU_ASSERT(file_has((char *[]){out, "lost ZSESSIONEXPIRED"}));
+    CU_ASSERT(file_has((char *[]){out, "release ZKLOCK_ELOST"}));
+    CU_ASSERT(file_has(done) && file_has((char *[]){out, "lost-calls 1"}));
+    if (!file_has((char *[]){out, "lost ZSESSIONEXPIRED"})) {
+        char buf[512];
+        FILE *f = fopen(out, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[n] = 0;
+        if (f)
+            fclose(f);
+        fprintf(stderr, "paused_holder_max_hold_told_expired: the holder said:\n%s", buf);
+    }
+    unlink(out);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
 /* A release that finds its node deleted answers ZKLOCK_ELOST, and on_lost is
  * told once all the same (whether the own-node watch saw it first or not). */
 static void test_release_finds_node_deleted(void)
@@ -1883,6 +1934,7 @@ static const tu_test_t fault_tests[] = {
     {"no_grant_on_a_run_out_lease", test_no_grant_on_a_run_out_lease},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
+    {"paused_holder_max_hold_told_expired", test_paused_holder_max_hold_told_expired},
     {"release_finds_node_deleted", test_release_finds_node_deleted},
     {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
     {"election_re_session_one_leader", test_election_re_session_one_leader},
