@@ -238,6 +238,10 @@ static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer));
 
+    /* Due with the lease's end (this process was stopped, the host
+     * slept): the run-out is read first, and its probe says why the hold
+     * really ended (most likely the session expired meanwhile). */
+    zklock__lease_check(s);
     c->max_hold_over = true; /* its step ends the hold, if it still holds */
     zklock__mark(c);
     zklock__entry_done(s);
