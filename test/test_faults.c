@@ -885,9 +885,9 @@ static void test_paused_holder_told_expired(void)
  * ZKLOCK_LOST_MAX_HOLD ("zklock deleted its node"). Timing: session 4000
  * (lease 3800, a heartbeat every 667), limit 3000: stopped within 3 s of
  * "held", the limit falls before the lease's end. */
-static void test_paused_holder_max_hold_told_expired(void)
+static void paused_holder_max_hold(const char *name, bool session_lease)
 {
-    const char *path = tu_path("paused-max-hold"), *helper = getenv("ZKLOCK_TEST_HOLDER");
+    const char *path = tu_path(name), *helper = getenv("ZKLOCK_TEST_HOLDER");
     zklock_session_t *other = tu_session();
     zklock_t *l = tu_mutex(other, path, NULL);
     char out[] = "/tmp/zklock-holder-XXXXXX";
@@ -899,7 +899,7 @@ static void test_paused_holder_max_hold_told_expired(void)
     close(fd);
     {
         char *argv[] = {(char *)helper, (char *)tu_hosts(), (char *)path, "4000", out, "3000",
-                        NULL};
+                        session_lease ? "session" : NULL, NULL};
         pid = tu_spawn(argv);
     }
     CU_ASSERT_FATAL(tu_wait_until(file_has, held, TU_WAIT_MS));
@@ -918,13 +918,25 @@ static void test_paused_holder_max_hold_told_expired(void)
         buf[n] = 0;
         if (f)
             fclose(f);
-        fprintf(stderr, "paused_holder_max_hold_told_expired: the holder said:\n%s", buf);
+        fprintf(stderr, "%s: the holder said:\n%s", name, buf);
     }
     unlink(out);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_session_close(other);
     tu_assert_clean(path);
+}
+
+static void test_paused_holder_max_hold_told_expired(void)
+{
+    paused_holder_max_hold("paused-max-hold", false);
+}
+
+/* The same with ZKLOCK_LEASE_SESSION: no lease to run out, the local
+ * expiry (or the server's word) ends the hold; the limit must not claim it. */
+static void test_paused_holder_max_hold_told_expired_session_lease(void)
+{
+    paused_holder_max_hold("paused-max-hold-session", true);
 }
 
 /* A release that finds its node deleted answers ZKLOCK_ELOST, and on_lost is
@@ -1935,6 +1947,8 @@ static const tu_test_t fault_tests[] = {
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
     {"paused_holder_max_hold_told_expired", test_paused_holder_max_hold_told_expired},
+    {"paused_holder_max_hold_told_expired_session_lease",
+     test_paused_holder_max_hold_told_expired_session_lease},
     {"release_finds_node_deleted", test_release_finds_node_deleted},
     {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
     {"election_re_session_one_leader", test_election_re_session_one_leader},
