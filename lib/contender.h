@@ -77,6 +77,7 @@ struct zkl_contender {
      * firing is a fact for the step (max_hold_over), which ends the hold. */
     struct zkl_timer max_hold_timer;
     bool max_hold_over;
+    bool max_hold_late; /* fired past the margin: this process did not run */
     char *check_path;      /* zklock_check_op's copy of the held node */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */

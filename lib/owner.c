@@ -237,7 +237,16 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
 static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer));
+    struct timespec now;
 
+    /* Due with the lease's end, or late past the lease's margin (this
+     * process was stopped, the host slept): the session may have ended
+     * first. The run-out is read first; a late end is probed, and the
+     * answer says why the hold really ended (zklock__lose_unconfirmed). */
+    zklock__lease_check(s);
+    zklock__now(&now);
+    c->max_hold_late =
+        zklock__ms_between(&t->at, &now) > s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     c->max_hold_over = true; /* its step ends the hold, if it still holds */
     zklock__mark(c);
     zklock__entry_done(s);

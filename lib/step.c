@@ -730,7 +730,10 @@ static void read_max_hold(zkl_contender_t *c)
     if (c->phase != ZKL_HELD || c->releasing || c->waiting)
         return;
     zklock__stale_add(c);
-    zklock__lose(c, ZKLOCK_LOST_MAX_HOLD);
+    if (c->max_hold_late) /* stopped past it: the session may have ended first */
+        zklock__lose_unconfirmed(c, ZKLOCK_LOST_MAX_HOLD);
+    else
+        zklock__lose(c, ZKLOCK_LOST_MAX_HOLD);
     zklock__stale_sweep(session_of(c));
 }
 

@@ -136,6 +136,9 @@
 #ifndef OPDELS
 #define OPDELS 0 /* an operator deletes a node */
 #endif
+#ifndef MAXHOLDS
+#define MAXHOLDS 0 /* a hold reaches opts.max_hold_ms while connected (issue 25) */
+#endif
 #ifndef EXPIRES
 #define EXPIRES 0 /* the server expires a disconnected client's session */
 #endif
@@ -219,6 +222,7 @@ byte lim_inc[NK];
 
 byte b_loss = LOSSES, b_opdel = OPDELS, b_exp = EXPIRES, b_lexp = LEXPIRES;
 byte b_reap = REAPS, b_give = GIVEUPS, b_limbo = LIMBOS, b_down = DOWNGRADES;
+byte b_maxhold = MAXHOLDS;
 
 /* ---- messages ------------------------------------------------------------------ */
 
@@ -1596,6 +1600,13 @@ proctype client(byte k) {
         :: !conn[k] && HELD_IN(k) -> /* the lease runs out */
             printf("@ client %d: the lease runs out, holds are lost\n", k);
             lease_out(k)
+        :: conn[k] && HELD_IN(k) && b_maxhold > 0 -> /* a maximum hold (owner.c, step.c
+             * read_max_hold): the hold ends as a run-out lease's does, its
+             * node a stale one, but connected: its delete goes at once */
+            printf("@ client %d: the maximum hold passes, holds are lost\n", k);
+            b_maxhold--;
+            lease_out(k);
+            stale_sweep(k)
         :: !conn[k] && !HELD_IN(k) && b_lexp > 0 -> /* local expiry: give the session up */
             printf("@ client %d gives its session up (local expiry)\n", k);
             b_lexp--;

@@ -1,6 +1,6 @@
 /* holder.c: a test helper process that holds one lock and reports.
  *
- *   holder HOSTS PATH SESSION_TIMEOUT_MS OUTFILE
+ *   holder HOSTS PATH SESSION_TIMEOUT_MS OUTFILE [MAX_HOLD_MS [session]]
  *
  * Takes the mutex PATH, writes "held TOKEN" to OUTFILE, then waits for
  * on_lost and writes "lost REASON" (REASON as zklock_err_name names it),
@@ -42,8 +42,9 @@ int main(int argc, char **argv)
     char buf[32];
     int rc;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: holder HOSTS PATH SESSION_TIMEOUT_MS OUTFILE\n");
+    if (argc < 5 || argc > 7) {
+        fprintf(stderr,
+                "usage: holder HOSTS PATH SESSION_TIMEOUT_MS OUTFILE [MAX_HOLD_MS [session]]\n");
         return 2;
     }
     out = fopen(argv[4], "w");
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
         return 2;
     zoo_set_debug_level(0);
     so.timeout_ms = atoi(argv[3]);
+    lo.max_hold_ms = argc >= 6 ? atoi(argv[5]) : 0;
+    so.lease = argc == 7 ? ZKLOCK_LEASE_SESSION : ZKLOCK_LEASE_STRICT;
     if ((rc = zklock_session_open(&s, argv[1], &so)) != 0 ||
         (rc = zklock_mutex_new(&l, s, argv[2], &lo)) != 0 || (rc = zklock_acquire(l, 30000)) != 0 ||
         (rc = zklock_fence(l, &token)) != 0) {

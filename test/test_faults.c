@@ -1057,6 +1057,19 @@ static bool node_watched(void *path)
     return tu_fourlw(1, "wchp", buf, sizeof buf) > 0 && strstr(buf, (const char *)path) != NULL;
 }
 
+/* The frozen holder `pid`: another client (l) takes the lock once the
+ * ensemble expired the holder's session; thawed, the holder must say it was
+ * told so, once, and that its release found the hold lost. */
+static void other_takes_over_then_thaw(zklock_t *l, int pid, char *out)
+{
+    TU_ASSERT_RC(zklock_acquire(l, TU_WAIT_MS), ZKLOCK_OK); /* the ensemble expired it */
+    kill(pid, SIGCONT);
+    TU_ASSERT_INT(tu_wait_pid(pid), ==, 0);
+    CU_ASSERT(file_has((char *[]){out, "lost ZSESSIONEXPIRED"}));
+    CU_ASSERT(file_has((char *[]){out, "release ZKLOCK_ELOST"}));
+    CU_ASSERT(file_has((char *[]){out, "lost-calls "}) && file_has((char *[]){out, "lost-calls 1"}));
+}
+
 /* A holder frozen past its session timeout (a stopped process, a long GC
  * pause) sees its node's deletion before it hears that the session expired:
  * it must still be told the real reason, once. */
@@ -1066,7 +1079,7 @@ static void test_paused_holder_told_expired(void)
     zklock_session_t *other = tu_session();
     zklock_t *l = tu_mutex(other, path, NULL);
     char out[] = "/tmp/zklock-holder-XXXXXX";
-    char *held[] = {out, "held "}, *done[] = {out, "lost-calls "};
+    char *held[] = {out, "held "};
     int fd = mkstemp(out), pid;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
@@ -1081,17 +1094,76 @@ static void test_paused_holder_told_expired(void)
      * node's deletion before it closes the expired session's connection. */
     CU_ASSERT_FATAL(tu_wait_until(node_watched, (void *)path, TU_WAIT_MS));
     kill(pid, SIGSTOP); /* deliberate fault: frozen past its session timeout */
-    TU_ASSERT_RC(zklock_acquire(l, TU_WAIT_MS), ZKLOCK_OK); /* the ensemble expired it */
-    kill(pid, SIGCONT);
-    TU_ASSERT_INT(tu_wait_pid(pid), ==, 0);
-    CU_ASSERT(file_has((char *[]){out, "lost ZSESSIONEXPIRED"}));
-    CU_ASSERT(file_has((char *[]){out, "release ZKLOCK_ELOST"}));
-    CU_ASSERT(file_has(done) && file_has((char *[]){out, "lost-calls 1"}));
+    other_takes_over_then_thaw(l, pid, out);
     unlink(out);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     zklock_session_close(other);
     tu_assert_clean(path);
+}
+
+/* The same frozen holder with a maximum hold that passes while it is frozen,
+ * before its lease would run out: when it runs again, both are due, the
+ * session has expired and another client has held meanwhile. The hold ended
+ * with the session, not by the limit: it must be told ZSESSIONEXPIRED, as
+ * without a limit (design.md, "Maximum hold": "until the process runs again
+ * or until the session expires, whichever comes first"), not
+ * ZKLOCK_LOST_MAX_HOLD ("zklock deleted its node"). Timing: session 4000
+ * (lease 3800, a heartbeat every 667), limit 3000: stopped within 3 s of
+ * "held", the limit falls before the lease's end. */
+static void paused_holder_max_hold(const char *name, bool session_lease)
+{
+    const char *path = tu_path(name), *helper = getenv("ZKLOCK_TEST_HOLDER");
+    zklock_session_t *other = tu_session();
+    zklock_t *l = tu_mutex(other, path, NULL);
+    char out[] = "/tmp/zklock-holder-XXXXXX";
+    char *held[] = {out, "held "}, *lost[] = {out, "lost "};
+    int fd = mkstemp(out), pid;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(helper);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    {
+        char *argv[] = {(char *)helper, (char *)tu_hosts(), (char *)path, "4000", out, "3000",
+                        session_lease ? "session" : NULL, NULL};
+        pid = tu_spawn(argv);
+    }
+    CU_ASSERT_FATAL(tu_wait_until(file_has, held, TU_WAIT_MS));
+    kill(pid, SIGSTOP); /* deliberate fault: frozen past its limit and its session */
+    if (file_has(lost)) {
+        /* The limit came before the stop (3 s after "held"): nothing to judge. */
+        kill(pid, SIGKILL);
+        tu_wait_pid(pid);
+        unlink(out);
+        CU_FAIL_FATAL("the holder was not frozen within its limit: too slow to judge");
+    }
+    other_takes_over_then_thaw(l, pid, out);
+    if (!file_has((char *[]){out, "lost ZSESSIONEXPIRED"})) {
+        char buf[512];
+        FILE *f = fopen(out, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[n] = 0;
+        if (f)
+            fclose(f);
+        fprintf(stderr, "%s: the holder said:\n%s", name, buf);
+    }
+    unlink(out);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(other);
+    tu_assert_clean(path);
+}
+
+static void test_paused_holder_max_hold_told_expired(void)
+{
+    paused_holder_max_hold("paused-max-hold", false);
+}
+
+/* The same with ZKLOCK_LEASE_SESSION: no lease to run out, the local
+ * expiry (or the server's word) ends the hold; the limit must not claim it. */
+static void test_paused_holder_max_hold_told_expired_session_lease(void)
+{
+    paused_holder_max_hold("paused-max-hold-session", true);
 }
 
 /* A release that finds its node deleted answers ZKLOCK_ELOST, and on_lost is
@@ -2105,6 +2177,9 @@ static const tu_test_t fault_tests[] = {
     {"throttled_answer_sends_no_heartbeat", test_throttled_answer_sends_no_heartbeat},
     {"waiter_node_deleted", test_waiter_node_deleted},
     {"paused_holder_told_expired", test_paused_holder_told_expired},
+    {"paused_holder_max_hold_told_expired", test_paused_holder_max_hold_told_expired},
+    {"paused_holder_max_hold_told_expired_session_lease",
+     test_paused_holder_max_hold_told_expired_session_lease},
     {"release_finds_node_deleted", test_release_finds_node_deleted},
     {"stale_node_after_local_expiry", test_stale_node_after_local_expiry},
     {"election_re_session_one_leader", test_election_re_session_one_leader},
