@@ -332,6 +332,96 @@ static void test_hold_ends_before_its_record(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+struct blocked_release {
+    zklock_t *l;
+    int rc, done; /* done: __atomic */
+};
+
+static void *blocked_release_main(void *arg)
+{
+    struct blocked_release *r = arg;
+    r->rc = zklock_release(r->l);
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Review (issue 25): zklock_free() waits for the callers inside a blocking
+ * call on the handle (l->users); a tracking acquisition writes its record
+ * after it left the engine's wait, uncounted. A is granted, its read of the
+ * record is dropped and the connection cut: A waits for the connection in
+ * previous.c. zklock_free(la) meanwhile must wait for A (or A must not touch
+ * la again); it frees la, and A, once the connection is back, reads la->s. */
+static void test_free_during_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("free-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *la;
+    struct tu_acquirer a;
+    char full[512];
+
+    faulty_open(&f, 8000);
+    la = tu_mutex(f.s, path, &o);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
+    tu_start_acquirer(&a, la, 20000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
+    zklock_free(la); /* A is inside zklock_acquire(la) */
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+/* Review (issue 25): a handle-owned tracking hold, released by one thread
+ * while another re-enters it. The release writes "released" (its reply
+ * dropped and the connection cut: it waits), B's zklock_acquire(l, 0)
+ * re-enters the hold meanwhile (holds 2), and the release then only counts
+ * down: the hold goes on, under a record that says "released". It ends
+ * unclean (the session closes, nobody releases): the next holder must be
+ * told UNCLEAN, not CLEAN. */
+static void test_reenter_during_release_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("reenter-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *other = tu_session();
+    struct blocked_release r = {NULL, -1, 0};
+    zklock_t *l, *next;
+    pthread_t t;
+    char full[512];
+    int how = -1;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "released" sent */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK); /* re-entered: holds 2 */
+    zkproxy_restore(f.proxy);
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* the hold goes on */
+    zklock_session_close(f.s); /* ... and ends unclean: no release */
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -1525,19 +1615,6 @@ static void test_readopt_does_not_wait(void)
 
 /* ---- several threads on one handle-owned lock --------------------------------------------- */
 
-struct blocked_release {
-    zklock_t *l;
-    int rc, done; /* done: __atomic */
-};
-
-static void *blocked_release_main(void *arg)
-{
-    struct blocked_release *r = arg;
-    r->rc = zklock_release(r->l);
-    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
-    return NULL;
-}
-
 static bool not_held(void *l)
 {
     return zklock_hold_count(l) == 0;
@@ -2116,6 +2193,8 @@ static const tu_test_t fault_tests[] = {
     {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
     {"readopt_multi_in_flight", test_readopt_multi_in_flight},
     {"queue_readers_at_close", test_queue_readers_at_close},
+    {"free_during_record", test_free_during_record},
+    {"reenter_during_release_record", test_reenter_during_release_record},
     {NULL, NULL},
 };
 
