@@ -187,9 +187,17 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
     zklock__drive(l->s);
-    pthread_mutex_unlock(&l->s->mu);
     if (rc == ZKLOCK_OK && l->tracks)
+        enter(l); /* the record's calls: zklock_free() waits for them */
+    pthread_mutex_unlock(&l->s->mu);
+    if (rc == ZKLOCK_OK && l->tracks) {
+        zklock_session_t *s = l->s;
+
         rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
+        pthread_mutex_lock(&s->mu);
+        leave(l);
+        pthread_mutex_unlock(&s->mu);
+    }
     return rc;
 }
 
