@@ -415,7 +415,7 @@ static void test_reenter_during_release_record(void)
     zklock_free(l);
     zklock_free(next);
     zklock_session_close(other);
-    faulty_close(&f);
+    zkproxy_stop(f.proxy); /* f.s is closed (above) and freed with l */
     tu_assert_clean(path);
     snprintf(full, sizeof full, "%s/zklock.previous", path);
     TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
