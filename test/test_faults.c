@@ -422,6 +422,74 @@ static void test_reenter_during_release_record(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+struct release_on_suspend {
+    zklock_t *tracked;
+    int rc; /* __atomic */
+};
+
+static void release_on_suspend_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct release_on_suspend *r = ctx;
+
+    (void)s;
+    if (state == ZKLOCK_SUSPENDED && r->tracked)
+        __atomic_store_n(&r->rc, zklock_release(r->tracked), __ATOMIC_SEQ_CST);
+}
+
+/* Review (issue 25): the told-first promise across a tracking release made
+ * in a callback. An application releases its tracking lock l1 when its
+ * session is suspended (on_state, on the callback thread); its release
+ * writes the record with ZooKeeper's synchronous calls, and waits for the
+ * connection up to a session timeout. Another hold of the same session, l2,
+ * must still be told its loss (on_lost, queued behind) before the session
+ * timeout has passed since the cut: the server may expire it then. */
+static void test_tracking_release_in_callback_told_first(void)
+{
+    const int timeout = 6000;
+    const char *p1 = tu_path("cb-release-tracked"), *p2 = tu_path("cb-release-other");
+    struct release_on_suspend r = {NULL, -1};
+    zklock_session_opts_t so = {.timeout_ms = timeout, .on_state = release_on_suspend_state,
+                                .ctx = &r, .lease = ZKLOCK_LEASE_STRICT};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o1 = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t o2 = {.on_lost = tu_on_lost, .ctx = &lost};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *s;
+    zklock_t *l1, *l2;
+    int64_t t0;
+    char full[512];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    l1 = tu_mutex(s, p1, &o1);
+    l2 = tu_mutex(s, p2, &o2);
+    TU_REQUIRE_RC(zklock_acquire(l1, 20000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(l2, 20000), ZKLOCK_OK);
+    r.tracked = l1;
+    t0 = tu_now_ms();
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, 3 * timeout));
+    pthread_mutex_lock(&lost.mu);
+    TU_ASSERT_INT(lost.lost_at_ms - t0, <, timeout); /* told first */
+    pthread_mutex_unlock(&lost.mu);
+    zkproxy_restore(proxy);
+    zklock_release(l2);
+    zklock_free(l1);
+    zklock_free(l2);
+    zklock_session_close(s);
+    zkproxy_stop(proxy);
+    /* The session's close may not reach the server through the cut: its
+     * nodes go at its expiry. */
+    CU_ASSERT(tu_wait_children(p1, 1)); /* the record */
+    CU_ASSERT(tu_wait_children(p2, 0));
+    tu_assert_clean(p1);
+    tu_assert_clean(p2);
+    snprintf(full, sizeof full, "%s/zklock.previous", p1);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), p1, -1);
+    zoo_delete(tu_zk(), p2, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -2195,6 +2263,7 @@ static const tu_test_t fault_tests[] = {
     {"queue_readers_at_close", test_queue_readers_at_close},
     {"free_during_record", test_free_during_record},
     {"reenter_during_release_record", test_reenter_during_release_record},
+    {"tracking_release_in_callback_told_first", test_tracking_release_in_callback_told_first},
     {NULL, NULL},
 };
 
