@@ -374,19 +374,37 @@ int zklock__previous_granted(zklock_t *l, const struct timespec *until)
     return rc;
 }
 
+/* May the record's calls wait here? Not in a callback while disconnected:
+ * the callbacks queued behind it (another hold's on_lost, told first) would
+ * wait for the connection as long as it does. */
+static bool may_record_here(zklock_session_t *s)
+{
+    bool ok;
+
+    pthread_mutex_lock(&s->mu);
+    ok = !zklock__in_callback(s) || zklock__connected(s);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
 void zklock__previous_releasing(zklock_t *l)
 {
     struct hold_facts h;
+    struct timespec now, *until = NULL;
     int version;
     char *path;
 
     if (!hold_facts_get(l, &h))
         return;
-    if (h.known && (path = zklock__record_path(l))) {
+    if (zklock__in_callback(l->s)) {
+        zklock__deadline(&now, 0); /* and no wait for the connection */
+        until = &now;
+    }
+    if (h.known && may_record_here(l->s) && (path = zklock__record_path(l))) {
         /* Best effort: a release that cannot record (the connection stays
          * down past a session timeout) leaves "held", which the next holder
          * reads as unclean: the safe side. */
-        record(l, &h, path, true, NULL, NULL, NULL, &version);
+        record(l, &h, path, true, until, NULL, NULL, &version);
         free(path);
     }
     free(h.node);
