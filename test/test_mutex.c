@@ -1237,6 +1237,33 @@ static void test_lock_delay_loss_during_delay(void)
     forget_record(path);
 }
 
+/* Review (issue 25): a hold ended by max_hold_ms never released: the next
+ * holder is told UNCLEAN, with its token. */
+static void test_previous_after_max_hold(void)
+{
+    const char *path = tu_path("previous-max-hold");
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o = {.track_previous = 1, .max_hold_ms = 300, .on_lost = tu_on_lost,
+                       .ctx = &lost};
+    zklock_opts_t t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t);
+    int64_t ended = 0;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_RC(zklock_fence(l, &ended), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    CU_ASSERT(zklock_release(l) != ZKLOCK_OK);
+    acquire_expecting(lw, ZKLOCK_PREV_UNCLEAN, ended);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 static void ignore_done(zklock_t *l, int rc, void *ctx)
 {
     (void)l, (void)rc, (void)ctx;
@@ -2304,6 +2331,7 @@ static const tu_test_t mutex_tests[] = {
     {"previous_fate", test_previous_fate},
     {"previous_unknown_behind_untracked", test_previous_unknown_behind_untracked},
     {"lock_delay", test_lock_delay},
+    {"previous_after_max_hold", test_previous_after_max_hold},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"previous_refused", test_previous_refused},
