@@ -377,11 +377,13 @@ static void test_free_during_record(void)
 
 /* Review (issue 25): a handle-owned tracking hold, released by one thread
  * while another re-enters it. The release writes "released" (its reply
- * dropped and the connection cut: it waits), B's zklock_acquire(l, 0)
- * re-enters the hold meanwhile (holds 2), and the release then only counts
- * down: the hold goes on, under a record that says "released". It ends
- * unclean (the session closes, nobody releases): the next holder must be
- * told UNCLEAN, not CLEAN. */
+ * dropped and the connection cut: it waits). A re-entry meanwhile used to
+ * succeed (holds 2): the release then only counted down, and the hold went
+ * on under a record that said "released", so its unclean end read clean.
+ * Now the ending hold takes no re-entry: a try-once is busy, a blocking
+ * acquisition waits for the release and holds afresh (its own record).
+ * That new hold ends unclean (the session closes, nobody releases): the
+ * next holder must be told UNCLEAN, not CLEAN. */
 static void test_reenter_during_release_record(void)
 {
     struct faulty f;
@@ -389,6 +391,7 @@ static void test_reenter_during_release_record(void)
     zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
     zklock_session_t *other = tu_session();
     struct blocked_release r = {NULL, -1, 0};
+    struct tu_acquirer again;
     zklock_t *l, *next;
     pthread_t t;
     char full[512];
@@ -402,12 +405,16 @@ static void test_reenter_during_release_record(void)
     r.l = l;
     pthread_create(&t, NULL, blocked_release_main, &r);
     CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "released" sent */
-    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK); /* re-entered: holds 2 */
+    /* The hold is ending: a try-once is busy, a blocking re-entry waits
+     * for the release and acquires afresh (a new hold, a new record). */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY);
+    tu_start_acquirer(&again, l, 20000, false);
     zkproxy_restore(f.proxy);
     pthread_join(t, NULL);
     TU_ASSERT_RC(r.rc, ZKLOCK_OK);
-    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* the hold goes on */
-    zklock_session_close(f.s); /* ... and ends unclean: no release */
+    TU_ASSERT_RC(tu_join_acquirer(&again), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* the new hold */
+    zklock_session_close(f.s); /* ... ends unclean: no release */
     TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_previous(next, &how, NULL), ZKLOCK_OK);
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
