@@ -144,6 +144,7 @@ struct zkl_contender {
     bool prev_known;       /* the hold's record is written: prev_* are set */
     int prev_how;          /* ZKLOCK_PREV_* */
     int64_t prev_token;
+    bool prev_releasing;   /* its last release writes "released": a re-entry waits */
     int prev_version;      /* the record's version after our write */
     void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
                               or by its recipe's free_data hook):

@@ -279,25 +279,36 @@ char *zklock__record_path(const zklock_t *l)
     return zklock__child_path(l->path, ZKL_RECORD_NAME);
 }
 
+/* Is the caller's hold of l still a hold, its handle not being freed?
+ * With s->mu. */
+static bool still_held(zklock_t *l)
+{
+    const zkl_contender_t *c = zklock__owner_contender(l);
+
+    return c && c->phase == ZKL_HELD && !l->freeing;
+}
+
 /* Waits, holding, for the lock-delay (until `delay_end`), within the
  * acquisition's deadline (`until`, NULL: none): ZKLOCK_ETIMEDOUT if that
- * comes first. */
-static int lock_delay(const struct timespec *delay_end, const struct timespec *until)
+ * comes first, ZKLOCK_ELOST if the hold ends meanwhile (looked at on the
+ * session's state changes, and every 20 ms in case one is missed). */
+static int lock_delay(zklock_t *l, const struct timespec *delay_end, const struct timespec *until)
 {
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cond;
-    const struct timespec *end = delay_end;
+    zklock_session_t *s = l->s;
+    struct timespec tick;
+    bool held;
 
     if (until && zklock__earlier(until, delay_end))
         return ZKLOCK_ETIMEDOUT; /* it would end inside the delay */
-    if (zklock__cond_init(&cond) != 0)
-        return ZKLOCK_ESYSTEM;
-    pthread_mutex_lock(&mu);
-    while (!zklock__passed(end))
-        zklock__cond_wait_until(&cond, &mu, end, 0);
-    pthread_mutex_unlock(&mu);
-    pthread_cond_destroy(&cond);
-    return ZKLOCK_OK;
+    pthread_mutex_lock(&s->mu);
+    while ((held = still_held(l)) && !zklock__passed(delay_end)) {
+        zklock__deadline(&tick, 20);
+        if (zklock__earlier(delay_end, &tick))
+            tick = *delay_end;
+        zklock__cond_wait_until(&s->cond, &s->mu, &tick, 0);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return held ? ZKLOCK_OK : ZKLOCK_ELOST;
 }
 
 /* Stores what the hold learnt, under s->mu; false if the hold is gone. */
@@ -317,6 +328,18 @@ static bool hold_facts_put(zklock_t *l, int how, int64_t token, int version)
     }
     pthread_mutex_unlock(&l->s->mu);
     return held;
+}
+
+/* The hold's record is not to be written "released" by its release. */
+static void hold_facts_forget(zklock_t *l)
+{
+    zkl_contender_t *c;
+
+    pthread_mutex_lock(&l->s->mu);
+    c = zklock__owner_contender(l);
+    if (c)
+        c->prev_known = false;
+    pthread_mutex_unlock(&l->s->mu);
 }
 
 int zklock__previous_granted(zklock_t *l, const struct timespec *until)
@@ -341,24 +364,47 @@ int zklock__previous_granted(zklock_t *l, const struct timespec *until)
     if (rc == ZOK && !hold_facts_put(l, how, token, version))
         rc = ZKLOCK_ELOST;
     if (rc == ZOK && l->opts.lock_delay_ms > 0 &&
-        (how == ZKLOCK_PREV_UNCLEAN || how == ZKLOCK_PREV_UNKNOWN))
-        rc = lock_delay(&delay_end, until);
+        (how == ZKLOCK_PREV_UNCLEAN || how == ZKLOCK_PREV_UNKNOWN)) {
+        rc = lock_delay(l, &delay_end, until);
+        /* Never the caller's hold: its release leaves "held", so that the
+         * unclean end it did not repair stays unclean to the next. */
+        if (rc != ZKLOCK_OK)
+            hold_facts_forget(l);
+    }
     return rc;
+}
+
+/* May the record's calls wait here? Not in a callback while disconnected:
+ * the callbacks queued behind it (another hold's on_lost, told first) would
+ * wait for the connection as long as it does. */
+static bool may_record_here(zklock_session_t *s)
+{
+    bool ok;
+
+    pthread_mutex_lock(&s->mu);
+    ok = !zklock__in_callback(s) || zklock__connected(s);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
 }
 
 void zklock__previous_releasing(zklock_t *l)
 {
     struct hold_facts h;
+    struct timespec now, *until = NULL;
     int version;
     char *path;
 
     if (!hold_facts_get(l, &h))
         return;
-    if (h.known && (path = zklock__record_path(l))) {
+    if (zklock__in_callback(l->s)) {
+        zklock__deadline(&now, 0); /* and no wait for the connection */
+        until = &now;
+    }
+    if (h.known && may_record_here(l->s) && (path = zklock__record_path(l))) {
         /* Best effort: a release that cannot record (the connection stays
          * down past a session timeout) leaves "held", which the next holder
          * reads as unclean: the safe side. */
-        record(l, &h, path, true, NULL, NULL, NULL, &version);
+        record(l, &h, path, true, until, NULL, NULL, &version);
         free(path);
     }
     free(h.node);

@@ -332,6 +332,171 @@ static void test_hold_ends_before_its_record(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+struct blocked_release {
+    zklock_t *l;
+    int rc, done; /* done: __atomic */
+};
+
+static void *blocked_release_main(void *arg)
+{
+    struct blocked_release *r = arg;
+    r->rc = zklock_release(r->l);
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Review (issue 25): zklock_free() waits for the callers inside a blocking
+ * call on the handle (l->users); a tracking acquisition writes its record
+ * after it left the engine's wait, uncounted. A is granted, its read of the
+ * record is dropped and the connection cut: A waits for the connection in
+ * previous.c. zklock_free(la) meanwhile must wait for A (or A must not touch
+ * la again); it frees la, and A, once the connection is back, reads la->s. */
+static void test_free_during_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("free-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *la;
+    struct tu_acquirer a;
+    char full[512];
+
+    faulty_open(&f, 8000);
+    la = tu_mutex(f.s, path, &o);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
+    tu_start_acquirer(&a, la, 20000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
+    zklock_free(la); /* A is inside zklock_acquire(la) */
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+/* Review (issue 25): a handle-owned tracking hold, released by one thread
+ * while another re-enters it. The release writes "released" (its reply
+ * dropped and the connection cut: it waits). A re-entry meanwhile used to
+ * succeed (holds 2): the release then only counted down, and the hold went
+ * on under a record that said "released", so its unclean end read clean.
+ * Now the ending hold takes no re-entry: a try-once is busy, a blocking
+ * acquisition waits for the release and holds afresh (its own record).
+ * That new hold ends unclean (the session closes, nobody releases): the
+ * next holder must be told UNCLEAN, not CLEAN. */
+static void test_reenter_during_release_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("reenter-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *other = tu_session();
+    struct blocked_release r = {NULL, -1, 0};
+    struct tu_acquirer again;
+    zklock_t *l, *next;
+    pthread_t t;
+    char full[512];
+    int how = -1;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "released" sent */
+    /* The hold is ending: a try-once is busy, a blocking re-entry waits
+     * for the release and acquires afresh (a new hold, a new record). */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY);
+    tu_start_acquirer(&again, l, 20000, false);
+    zkproxy_restore(f.proxy);
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&again), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* the new hold */
+    zklock_session_close(f.s); /* ... ends unclean: no release */
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    zkproxy_stop(f.proxy); /* f.s is closed (above) and freed with l */
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+struct release_on_suspend {
+    zklock_t *tracked;
+    int rc; /* __atomic */
+};
+
+static void release_on_suspend_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct release_on_suspend *r = ctx;
+
+    (void)s;
+    if (state == ZKLOCK_SUSPENDED && r->tracked)
+        __atomic_store_n(&r->rc, zklock_release(r->tracked), __ATOMIC_SEQ_CST);
+}
+
+/* Review (issue 25): the told-first promise across a tracking release made
+ * in a callback. An application releases its tracking lock l1 when its
+ * session is suspended (on_state, on the callback thread); its release
+ * writes the record with ZooKeeper's synchronous calls, and waits for the
+ * connection up to a session timeout. Another hold of the same session, l2,
+ * must still be told its loss (on_lost, queued behind) before the session
+ * timeout has passed since the cut: the server may expire it then. */
+static void test_tracking_release_in_callback_told_first(void)
+{
+    const int timeout = 6000;
+    const char *p1 = tu_path("cb-release-tracked"), *p2 = tu_path("cb-release-other");
+    struct release_on_suspend r = {NULL, -1};
+    zklock_session_opts_t so = {.timeout_ms = timeout, .on_state = release_on_suspend_state,
+                                .ctx = &r, .lease = ZKLOCK_LEASE_STRICT};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o1 = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t o2 = {.on_lost = tu_on_lost, .ctx = &lost};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *s;
+    zklock_t *l1, *l2;
+    int64_t t0;
+    char full[512];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    l1 = tu_mutex(s, p1, &o1);
+    l2 = tu_mutex(s, p2, &o2);
+    TU_REQUIRE_RC(zklock_acquire(l1, 20000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(l2, 20000), ZKLOCK_OK);
+    r.tracked = l1;
+    t0 = tu_now_ms();
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, 3 * timeout));
+    pthread_mutex_lock(&lost.mu);
+    TU_ASSERT_INT(lost.lost_at_ms - t0, <, timeout); /* told first */
+    pthread_mutex_unlock(&lost.mu);
+    zkproxy_restore(proxy);
+    zklock_release(l2);
+    zklock_free(l1);
+    zklock_free(l2);
+    zklock_session_close(s);
+    zkproxy_stop(proxy);
+    /* The session's close may not reach the server through the cut: its
+     * nodes go at its expiry. */
+    CU_ASSERT(tu_wait_children(p1, 1)); /* the record */
+    CU_ASSERT(tu_wait_children(p2, 0));
+    tu_assert_clean(p1);
+    tu_assert_clean(p2);
+    snprintf(full, sizeof full, "%s/zklock.previous", p1);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), p1, -1);
+    zoo_delete(tu_zk(), p2, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -1597,19 +1762,6 @@ static void test_readopt_does_not_wait(void)
 
 /* ---- several threads on one handle-owned lock --------------------------------------------- */
 
-struct blocked_release {
-    zklock_t *l;
-    int rc, done; /* done: __atomic */
-};
-
-static void *blocked_release_main(void *arg)
-{
-    struct blocked_release *r = arg;
-    r->rc = zklock_release(r->l);
-    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
-    return NULL;
-}
-
 static bool not_held(void *l)
 {
     return zklock_hold_count(l) == 0;
@@ -2191,6 +2343,9 @@ static const tu_test_t fault_tests[] = {
     {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
     {"readopt_multi_in_flight", test_readopt_multi_in_flight},
     {"queue_readers_at_close", test_queue_readers_at_close},
+    {"free_during_record", test_free_during_record},
+    {"reenter_during_release_record", test_reenter_during_release_record},
+    {"tracking_release_in_callback_told_first", test_tracking_release_in_callback_told_first},
     {NULL, NULL},
 };
 

@@ -1155,6 +1155,115 @@ static void test_lock_delay(void)
     forget_record(path);
 }
 
+/* Review (issue 25): an acquisition whose deadline ends inside the
+ * lock-delay never held for its caller (ETIMEDOUT); the unclean end before
+ * it is still unrepaired. Its release must not record "released": the next
+ * holder would be told CLEAN and skip its recovery. */
+static void test_lock_delay_timeout_keeps_unclean(void)
+{
+    const char *path = tu_path("delay-timeout-unclean");
+    zklock_opts_t o = {.lock_delay_ms = 1500}, t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t), *lt = tu_mutex(s, path, &t);
+    int how = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    tu_expire(w); /* the holder dies without a release */
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT); /* inside the delay */
+    TU_REQUIRE_RC(zklock_acquire(lt, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lt, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_RC(zklock_release(lt), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_free(lt);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+struct delay_watch {
+    const char *path;
+    int64_t dead;
+};
+
+/* The record says "held" by someone other than the dead holder: the new
+ * holder wrote it, and waits out its lock-delay now. */
+static bool record_rewritten(void *arg)
+{
+    struct delay_watch *d = arg;
+    char data[256], dead[64];
+
+    snprintf(dead, sizeof dead, "1 held %lld ", (long long)d->dead);
+    return tu_get(record_of(d->path), data, sizeof data) > 0 && strncmp(data, "1 held ", 7) == 0 &&
+           strncmp(data, dead, strlen(dead)) != 0;
+}
+
+/* Review (issue 25): a hold lost during its lock-delay (its node deleted)
+ * must not be returned as ZKLOCK_OK when the delay ends. */
+static void test_lock_delay_loss_during_delay(void)
+{
+    const char *path = tu_path("delay-loss");
+    zklock_opts_t o = {.lock_delay_ms = 3000, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
+    struct delay_watch d = {path, 0};
+    struct tu_acquirer a;
+    char **kids, full[512];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
+    kids = tu_children(path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* the hold is lost */
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
+    zklock_release(l);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* Review (issue 25): a hold ended by max_hold_ms never released: the next
+ * holder is told UNCLEAN, with its token. */
+static void test_previous_after_max_hold(void)
+{
+    const char *path = tu_path("previous-max-hold");
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o = {.track_previous = 1, .max_hold_ms = 300, .on_lost = tu_on_lost,
+                       .ctx = &lost};
+    zklock_opts_t t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t);
+    int64_t ended = 0;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_RC(zklock_fence(l, &ended), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    CU_ASSERT(zklock_release(l) != ZKLOCK_OK);
+    acquire_expecting(lw, ZKLOCK_PREV_UNCLEAN, ended);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 static void ignore_done(zklock_t *l, int rc, void *ctx)
 {
     (void)l, (void)rc, (void)ctx;
@@ -2222,6 +2331,9 @@ static const tu_test_t mutex_tests[] = {
     {"previous_fate", test_previous_fate},
     {"previous_unknown_behind_untracked", test_previous_unknown_behind_untracked},
     {"lock_delay", test_lock_delay},
+    {"previous_after_max_hold", test_previous_after_max_hold},
+    {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
+    {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"previous_refused", test_previous_refused},
     {NULL, NULL},
 };
