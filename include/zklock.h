@@ -489,6 +489,25 @@ typedef struct zklock_opts {
      * A request written into the node is its data: it replaces the
      * holder's identity (zklock-ls shows __REVOKE__). */
     void (*on_revoke)(zklock_t *l, void *ctx);
+    /* ---- the previous holder's fate (issue 25; zklock_previous below) ---- */
+    /* Nonzero: every hold records itself in the lock path's child
+     * "zklock.previous" (a persistent node: design.md, "The previous
+     * holder's fate"), and its release records that it released, so that
+     * the next holder learns how the previous one left (zklock_previous).
+     * Costs a read and a write when a hold begins and a write when it ends.
+     * Mutexes only (other recipes answer ZKLOCK_EINVAL), on a session that
+     * zklock opened (an adopted one: ZKLOCK_EINVAL), and the blocking
+     * zklock_acquire()/zklock_release() only (zklock_acquire_async and
+     * zklock_release_async answer ZKLOCK_EINVAL). */
+    int track_previous;
+    /* Milliseconds (>= 0; implies track_previous when > 0) that an
+     * acquisition waits, holding, after a previous hold that ended
+     * unclean (ZKLOCK_PREV_UNCLEAN) or of unknown fate (ZKLOCK_PREV_UNKNOWN),
+     * before it returns: the dead holder's delayed writes drain first. None
+     * after a clean end or the first hold. Within the acquisition's
+     * timeout: if that ends first, the hold is released and the call
+     * answers ZKLOCK_ETIMEDOUT (also a try-once). */
+    int lock_delay_ms;
 } zklock_opts_t;
 
 /* A mutual-exclusion lock on `path` (absolute, no trailing or double slash,
@@ -508,6 +527,40 @@ ZKLOCK_API int zklock_mutex_new(zklock_t **out, zklock_session_t *s,
  * Errors: ZKLOCK_EINVAL (NULL, or not called from inside an on_lost of l).
  * Non-blocking. */
 ZKLOCK_API int zklock_lost_token(const zklock_t *l, int64_t *token);
+
+/* ------------------------------------------------------------------------
+ * The previous holder's fate (zklock_opts_t.track_previous)
+ */
+
+/* How the hold before the caller's ended (zklock_previous). */
+enum {
+    ZKLOCK_PREV_NONE = 1,    /* no record: no tracking holder held before,
+                                and nothing was seen ahead in the queue */
+    ZKLOCK_PREV_CLEAN = 2,   /* the previous holder released */
+    ZKLOCK_PREV_UNCLEAN = 3, /* the previous holder's hold ended without a
+                                release: its session expired, its node was
+                                deleted, its process was killed */
+    ZKLOCK_PREV_UNKNOWN = 4  /* a contender that writes no record (a Curator
+                                or kazoo peer, a zklock one without
+                                track_previous, or one that died between its
+                                grant and its record) was seen ahead in the
+                                queue, so the record may not be the last
+                                holder's */
+};
+
+/* "none", "clean", "unclean", "unknown", or "?" for any other value.
+ * Static string. */
+ZKLOCK_API const char *zklock_previous_name(int how);
+
+/* For the caller's current hold of l (a mutex made with track_previous or
+ * lock_delay_ms): *how = ZKLOCK_PREV_*, and, if token is not NULL, *token =
+ * the previous holder's fencing token (its node's czxid) where the record
+ * names it (CLEAN, UNCLEAN), else 0. What it cannot know: a hold by a
+ * contender that writes no record, begun and ended while no tracking
+ * contender was queued (design.md). Errors: ZKLOCK_EINVAL (NULL, l does not
+ * track), ZKLOCK_ENOTHELD (the caller holds nothing), ZKLOCK_ELOST.
+ * Non-blocking. */
+ZKLOCK_API int zklock_previous(const zklock_t *l, int *how, int64_t *token);
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)

@@ -136,6 +136,16 @@ struct zkl_contender {
      * granted: stat_held) when its hold began. */
     struct timespec stat_since;
     bool stat_held;
+    /* previous.c (zklock_opts_t.track_previous): the last node that
+     * blocked it (its sequence number), and what its hold learnt and wrote
+     * of the record (the caller's thread reads and writes it, with s->mu). */
+    bool was_blocked;
+    int32_t blocker_seq;
+    bool prev_known;       /* the hold's record is written: prev_* are set */
+    int prev_how;          /* ZKLOCK_PREV_* */
+    int64_t prev_token;
+    bool prev_releasing;   /* its last release writes "released": a re-entry waits */
+    int prev_version;      /* the record's version after our write */
     void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
                               or by its recipe's free_data hook):
                               a lease's room and guess, a multi-lock's

@@ -26,6 +26,18 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         l->opts = *opts;
     if (l->opts.owner != ZKLOCK_OWNER_THREAD && l->opts.owner != ZKLOCK_OWNER_HANDLE)
         return ZKLOCK_EINVAL;
+    if (l->opts.lock_delay_ms < 0)
+        return ZKLOCK_EINVAL;
+    l->tracks = l->opts.track_previous || l->opts.lock_delay_ms > 0;
+    /* Only a mutex records its holds (previous.c): other recipes, and a
+     * mutex's kazoo sibling tags, refuse before anything is made. */
+    if (l->tracks && curator_tag != ZKL_TAG_LOCK)
+        return ZKLOCK_EINVAL;
+    /* The record's synchronous calls borrow the session's handle, which
+     * an adopted session's application may close at any time after an
+     * expiry: not there. */
+    if (l->tracks && s->adopted)
+        return ZKLOCK_EINVAL;
     l->s = s;
     l->recipe = &no_recipe;
     l->tag = l->opts.wire == ZKLOCK_WIRE_KAZOO ? kazoo_tag : curator_tag;

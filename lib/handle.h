@@ -46,6 +46,7 @@ struct zklock {
     int32_t alone_seq;     /* that node's sequence number */
     int64_t alone_zxid;    /* ... and the zxid of its creation */
     unsigned alone_gen;    /* the session generation it was learnt in */
+    bool tracks;           /* opts.track_previous or a lock-delay (previous.c) */
 };
 
 /* ---- handle.c: the lock handle every recipe shares ------------------------------ */

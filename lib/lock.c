@@ -20,8 +20,11 @@
 #include "lease.h"
 #include "lockstats.h"
 #include "owner.h"
+#include "previous.h"
 #include "recipe.h"
+#include "timer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +115,36 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
+/* A tracking mutex's hold was granted: its record (previous.c), and the
+ * lock-delay; a hold that cannot record is released, and the call fails. */
+static int previous_granted(zklock_t *l, const struct timespec *until)
+{
+    int rc = zklock__previous_granted(l, until);
+
+    if (rc != ZKLOCK_OK)
+        zklock_release(l); /* ELOST if it was lost: on_lost says so */
+    return rc;
+}
+
+/* A tracking hold whose last release is writing "released" (previous.c)
+ * is ending: a re-entry now would go on under that record, and an unclean
+ * end later would read clean. It waits for the release, within its own
+ * timeout (a try-once: ZKLOCK_EBUSY), and then acquires afresh. */
+static int await_release_record(zklock_t *l, int timeout_ms, const struct timespec *until)
+{
+    const zkl_contender_t *c;
+
+    while ((c = zklock__owner_contender(l)) && c->prev_releasing) {
+        if (timeout_ms == 0)
+            return ZKLOCK_EBUSY;
+        if (timeout_ms < 0)
+            pthread_cond_wait(&l->s->cond, &l->s->mu);
+        else if (zklock__cond_wait_until(&l->s->cond, &l->s->mu, until, 0) == ETIMEDOUT)
+            return ZKLOCK_ETIMEDOUT;
+    }
+    return 0;
+}
+
 /* done: NULL for a blocking call. */
 static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
@@ -163,16 +196,31 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
+    struct timespec until;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (l->tracks)
+        zklock__deadline(&until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
+    if (rc == 0 && l->tracks)
+        rc = await_release_record(l, timeout_ms, &until);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
     zklock__drive(l->s);
+    if (rc == ZKLOCK_OK && l->tracks)
+        enter(l); /* the record's calls: zklock_free() waits for them */
     pthread_mutex_unlock(&l->s->mu);
+    if (rc == ZKLOCK_OK && l->tracks) {
+        zklock_session_t *s = l->s;
+
+        rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
+        pthread_mutex_lock(&s->mu);
+        leave(l);
+        pthread_mutex_unlock(&s->mu);
+    }
     return rc;
 }
 
@@ -181,8 +229,8 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     struct zkl_done *done;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1)
-        return ZKLOCK_EINVAL;
+    if (!l || !fn || timeout_ms < -1 || l->tracks)
+        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
     if (!handle_owned(l))
         return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
@@ -246,13 +294,44 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     return rc;
 }
 
+/* Does the caller hold l once, so that its release ends the hold? And
+ * may it wait for ZooKeeper here (not on its completion thread)? */
+static bool last_hold(zklock_t *l)
+{
+    zkl_contender_t *c;
+    bool last;
+
+    pthread_mutex_lock(&l->s->mu);
+    c = zklock__owner_contender(l);
+    last = c && c->phase == ZKL_HELD && c->holds == 1 && !c->parent &&
+           !zklock__on_completion_thread(l->s);
+    if (last)
+        c->prev_releasing = true; /* no re-entry until it is released */
+    pthread_mutex_unlock(&l->s->mu);
+    return last;
+}
+
+/* The record is written (or given up): re-entries may go on, afresh. */
+static void release_recorded(zklock_t *l)
+{
+    zkl_contender_t *c = zklock__owner_contender(l);
+
+    if (c && c->prev_releasing) {
+        c->prev_releasing = false;
+        pthread_cond_broadcast(&l->s->cond);
+    }
+}
+
 int zklock_release(zklock_t *l)
 {
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
+    if (l->tracks && last_hold(l))
+        zklock__previous_releasing(l); /* "released", while we still hold */
     pthread_mutex_lock(&l->s->mu);
+    release_recorded(l);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
     rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
@@ -266,8 +345,8 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     struct zkl_done *done = NULL;
     int rc;
 
-    if (!l)
-        return ZKLOCK_EINVAL;
+    if (!l || l->tracks)
+        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
     if (!handle_owned(l))
         return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);

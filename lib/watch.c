@@ -73,6 +73,8 @@ void zklock__watch_blocker(zkl_contender_t *c, const struct zkl_entry *blocker, 
     }
     c->watched = watched;
     c->sole_blocker = sole;
+    c->was_blocked = true;  /* previous.c: who held before us */
+    c->blocker_seq = blocker->seq;
     send_watch(c);
 }
 

@@ -541,6 +541,11 @@ static int check_members(zklock_t *const locks[], size_t n, zklock_session_t **s
     for (size_t i = 0; i < n; i++) {
         if (!locks[i] || locks[i]->s != *s || locks[i]->recipe->nodeless)
             return ZKLOCK_EINVAL;
+        /* A member held through the multi-lock writes no record
+         * (previous.c works on a mutex's own acquisition): refused rather
+         * than silently untracked. */
+        if (locks[i]->tracks)
+            return ZKLOCK_EINVAL;
         sorted[i] = locks[i];
     }
     qsort(sorted, n, sizeof *sorted, by_queue);
@@ -561,6 +566,8 @@ int zklock_multi_new(zklock_t **out, zklock_t *const locks[], size_t n, const zk
     *out = NULL;
     if ((rc = check_members(locks, n, &s)) != 0)
         return rc;
+    if (opts && (opts->track_previous || opts->lock_delay_ms != 0))
+        return ZKLOCK_EINVAL; /* no record of a whole multi-lock (design.md) */
     mu = calloc(1, sizeof *mu);
     if (!mu)
         return ZKLOCK_ENOMEM;

@@ -112,6 +112,31 @@ check "a Curator client on B queues behind zklock's node" wait_for 30 queued $P/
 touch "$T/go-cm"; wait $cm $zm $cb
 check "served in order: Curator on A, zklock on both, Curator on B" checklog "$L" --order CM,ZM,CB
 
+# ---- --track-previous (issue 25): behind a Curator holder the fate is unknown; Curator ignores the record
+L=$T/prev.log
+prev_of() { sed -n 's/^ZKLOCK_PREVIOUS=//p' "$1"; }
+"$ZKLOCK" --track-previous $P/p sh -c 'env >"$0"' "$T/prev-a"
+check "zklock --track-previous: the first holder is told none" [ "$(prev_of "$T/prev-a")" = none ]
+curator $P/p mutex 1 "$L" CP 0 "$T/go-cp" & cp=$!
+check "a Curator mutex holds beside the record (it is no contender to Curator)" wait_for 30 entered "$L" CP
+"$ZKLOCK" --track-previous $P/p sh -c 'env >"$0"' "$T/prev-b" & zp=$!
+check "zklock --track-previous queues behind the Curator holder" wait_for 20 queued $P/p 2
+touch "$T/go-cp"; wait $cp $zp
+check "...and is told unknown: Curator wrote no record" [ "$(prev_of "$T/prev-b")" = unknown ]
+"$ZKLOCK" --track-previous $P/p sh -c 'env >"$0"' "$T/prev-c"
+check "the next zklock, right behind a tracking one, is told clean" [ "$(prev_of "$T/prev-c")" = clean ]
+curator $P/p mutex 3 "$L" CQ 0 & cq=$!
+( for i in 1 2 3; do zk_section "$L" ZQ mutex 0.01 --track-previous $P/p; done ) & zq=$!
+wait $cq $zq
+check "Curator and tracking zklock holders exclude each other with the record there" \
+  checklog "$L" --count CP=1 --count CQ=3 --count ZQ=3
+if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+  /usr/bin/python3 -c 'import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+zk.delete(sys.argv[2] + "/zklock.previous"); zk.stop()' "$ZKLOCK_TEST_HOSTS" $P/p
+fi
+
 # ---- election: Curator's LeaderLatch and zklock-elect elect one leader between them -----------------
 ELECT=$B/tools/zklock-elect
 elect_term() { # LOG ID HOLD_S [zklock-elect options...] PATH: one term as leader, logged

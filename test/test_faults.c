@@ -219,6 +219,284 @@ static void test_lost_delete_reply(void)
     tu_assert_clean(path);
 }
 
+/* The previous holder's record (track_previous) across lost replies: the
+ * reply to the grant's write (check + create/set, one multi) and to the
+ * release's are swallowed; the client reconnects, reads the record again,
+ * and finds its write there. The next holder learns a clean end, with the
+ * token of the hold that lost both replies. */
+static void test_lost_record_replies(void)
+{
+    struct faulty f;
+    const char *path = tu_path("lost-record");
+    zklock_opts_t o = {.track_previous = 1};
+    zklock_session_t *other = tu_session();
+    zklock_t *l, *next;
+    char rec[512], data[256], want[64];
+    int64_t token = 0, told = -1;
+    int how = -1;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, 4000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 1); /* the fault did happen */
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "none");
+    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 2);
+    snprintf(want, sizeof want, "1 released %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, &told), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
+    TU_ASSERT_INT(told, ==, token);
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+static bool dropped_once(void *proxy)
+{
+    return zkproxy_dropped(proxy) >= 1;
+}
+
+/* A tracking holder A whose hold ends between its grant and its record's
+ * write (its connection cut as its read of the record goes out, its node
+ * deleted meanwhile): the record still says the hold before A released.
+ * B, queued behind A, must not read that as CLEAN: A's node was the last to
+ * block it, and A is not the record's holder: UNKNOWN. A's acquisition
+ * fails and leaves no node. */
+static void test_hold_ends_before_its_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("record-race");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *other = tu_session();
+    zklock_t *la, *lb;
+    struct tu_acquirer a, b;
+    char full[512], **kids;
+    int n, how = -1;
+    int64_t token = -1;
+
+    faulty_open(&f, 4000);
+    la = tu_mutex(f.s, path, &o);
+    lb = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(lb, 20000), ZKLOCK_OK); /* the record: "released" by B */
+    TU_REQUIRE_RC(zklock_release(lb), ZKLOCK_OK);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
+    tu_start_acquirer(&a, la, 20000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
+    tu_start_acquirer(&b, lb, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_children(path, 3)); /* the record, A's node, B's */
+    kids = tu_children(path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 3);
+    /* A's node sorts first among the lock nodes (after the names' prefixes:
+     * pick by sequence, the lower one). */
+    {
+        const char *first = NULL;
+        for (int i = 0; i < n; i++)
+            if (strcmp(kids[i], "zklock.previous") != 0 &&
+                (!first || strcmp(kids[i] + strlen(kids[i]) - 10, first + strlen(first) - 10) < 0))
+                first = kids[i];
+        snprintf(full, sizeof full, "%s/%s", path, first);
+    }
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* A's hold ends, unrecorded */
+    TU_ASSERT_RC(tu_join_acquirer(&b), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lb, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unknown"); /* never "clean" */
+    TU_ASSERT_INT(token, ==, 0);
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(lb), ZKLOCK_OK);
+    zklock_free(la);
+    zklock_free(lb);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+struct blocked_release {
+    zklock_t *l;
+    int rc, done; /* done: __atomic */
+};
+
+static void *blocked_release_main(void *arg)
+{
+    struct blocked_release *r = arg;
+    r->rc = zklock_release(r->l);
+    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Review (issue 25): zklock_free() waits for the callers inside a blocking
+ * call on the handle (l->users); a tracking acquisition writes its record
+ * after it left the engine's wait, uncounted. A is granted, its read of the
+ * record is dropped and the connection cut: A waits for the connection in
+ * previous.c. zklock_free(la) meanwhile must wait for A (or A must not touch
+ * la again); it frees la, and A, once the connection is back, reads la->s. */
+static void test_free_during_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("free-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *la;
+    struct tu_acquirer a;
+    char full[512];
+
+    faulty_open(&f, 8000);
+    la = tu_mutex(f.s, path, &o);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
+    tu_start_acquirer(&a, la, 20000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
+    zklock_free(la); /* A is inside zklock_acquire(la) */
+    zkproxy_restore(f.proxy);
+    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+/* Review (issue 25): a handle-owned tracking hold, released by one thread
+ * while another re-enters it. The release writes "released" (its reply
+ * dropped and the connection cut: it waits). A re-entry meanwhile used to
+ * succeed (holds 2): the release then only counted down, and the hold went
+ * on under a record that said "released", so its unclean end read clean.
+ * Now the ending hold takes no re-entry: a try-once is busy, a blocking
+ * acquisition waits for the release and holds afresh (its own record).
+ * That new hold ends unclean (the session closes, nobody releases): the
+ * next holder must be told UNCLEAN, not CLEAN. */
+static void test_reenter_during_release_record(void)
+{
+    struct faulty f;
+    const char *path = tu_path("reenter-record");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *other = tu_session();
+    struct blocked_release r = {NULL, -1, 0};
+    struct tu_acquirer again;
+    zklock_t *l, *next;
+    pthread_t t;
+    char full[512];
+    int how = -1;
+
+    faulty_open(&f, 8000);
+    l = tu_mutex(f.s, path, &o);
+    next = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    r.l = l;
+    pthread_create(&t, NULL, blocked_release_main, &r);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "released" sent */
+    /* The hold is ending: a try-once is busy, a blocking re-entry waits
+     * for the release and acquires afresh (a new hold, a new record). */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY);
+    tu_start_acquirer(&again, l, 20000, false);
+    zkproxy_restore(f.proxy);
+    pthread_join(t, NULL);
+    TU_ASSERT_RC(r.rc, ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&again), ZKLOCK_OK);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1); /* the new hold */
+    zklock_session_close(f.s); /* ... ends unclean: no release */
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(next);
+    zklock_session_close(other);
+    zkproxy_stop(f.proxy); /* f.s is closed (above) and freed with l */
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+struct release_on_suspend {
+    zklock_t *tracked;
+    int rc; /* __atomic */
+};
+
+static void release_on_suspend_state(zklock_session_t *s, int state, void *ctx)
+{
+    struct release_on_suspend *r = ctx;
+
+    (void)s;
+    if (state == ZKLOCK_SUSPENDED && r->tracked)
+        __atomic_store_n(&r->rc, zklock_release(r->tracked), __ATOMIC_SEQ_CST);
+}
+
+/* Review (issue 25): the told-first promise across a tracking release made
+ * in a callback. An application releases its tracking lock l1 when its
+ * session is suspended (on_state, on the callback thread); its release
+ * writes the record with ZooKeeper's synchronous calls, and waits for the
+ * connection up to a session timeout. Another hold of the same session, l2,
+ * must still be told its loss (on_lost, queued behind) before the session
+ * timeout has passed since the cut: the server may expire it then. */
+static void test_tracking_release_in_callback_told_first(void)
+{
+    const int timeout = 6000;
+    const char *p1 = tu_path("cb-release-tracked"), *p2 = tu_path("cb-release-other");
+    struct release_on_suspend r = {NULL, -1};
+    zklock_session_opts_t so = {.timeout_ms = timeout, .on_state = release_on_suspend_state,
+                                .ctx = &r, .lease = ZKLOCK_LEASE_STRICT};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o1 = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_opts_t o2 = {.on_lost = tu_on_lost, .ctx = &lost};
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_t *s;
+    zklock_t *l1, *l2;
+    int64_t t0;
+    char full[512];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    l1 = tu_mutex(s, p1, &o1);
+    l2 = tu_mutex(s, p2, &o2);
+    TU_REQUIRE_RC(zklock_acquire(l1, 20000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(l2, 20000), ZKLOCK_OK);
+    r.tracked = l1;
+    t0 = tu_now_ms();
+    zkproxy_cut(proxy);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, 3 * timeout));
+    pthread_mutex_lock(&lost.mu);
+    TU_ASSERT_INT(lost.lost_at_ms - t0, <, timeout); /* told first */
+    pthread_mutex_unlock(&lost.mu);
+    zkproxy_restore(proxy);
+    zklock_release(l2);
+    zklock_free(l1);
+    zklock_free(l2);
+    zklock_session_close(s);
+    zkproxy_stop(proxy);
+    /* The session's close may not reach the server through the cut: its
+     * nodes go at its expiry. */
+    CU_ASSERT(tu_wait_children(p1, 1)); /* the record */
+    CU_ASSERT(tu_wait_children(p2, 0));
+    tu_assert_clean(p1);
+    tu_assert_clean(p2);
+    snprintf(full, sizeof full, "%s/zklock.previous", p1);
+    zoo_delete(tu_zk(), full, -1);
+    zoo_delete(tu_zk(), p1, -1);
+    zoo_delete(tu_zk(), p2, -1);
+}
+
 /* ---- connection loss, session alive ---------------------------------------------- */
 
 static void test_hold_through_connection_loss(void)
@@ -1484,19 +1762,6 @@ static void test_readopt_does_not_wait(void)
 
 /* ---- several threads on one handle-owned lock --------------------------------------------- */
 
-struct blocked_release {
-    zklock_t *l;
-    int rc, done; /* done: __atomic */
-};
-
-static void *blocked_release_main(void *arg)
-{
-    struct blocked_release *r = arg;
-    r->rc = zklock_release(r->l);
-    __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
-    return NULL;
-}
-
 static bool not_held(void *l)
 {
     return zklock_hold_count(l) == 0;
@@ -2040,6 +2305,8 @@ static const tu_test_t fault_tests[] = {
     {"lost_auth_answer", test_lost_auth_answer},
     {"lost_auth_rejection", test_lost_auth_rejection},
     {"lost_create_reply", test_lost_create_reply},
+    {"lost_record_replies", test_lost_record_replies},
+    {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
     {"lost_heir_reply", test_lost_heir_reply},
@@ -2076,6 +2343,9 @@ static const tu_test_t fault_tests[] = {
     {"readopt_old_answers_stay_old", test_readopt_old_answers_stay_old},
     {"readopt_multi_in_flight", test_readopt_multi_in_flight},
     {"queue_readers_at_close", test_queue_readers_at_close},
+    {"free_during_record", test_free_during_record},
+    {"reenter_during_release_record", test_reenter_during_release_record},
+    {"tracking_release_in_callback_told_first", test_tracking_release_in_callback_told_first},
     {NULL, NULL},
 };
 

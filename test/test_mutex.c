@@ -996,6 +996,308 @@ static void test_lock_stats(void)
     tu_assert_clean(path);
 }
 
+/* ---- the previous holder's fate (issue 25: track_previous, lock_delay_ms) --------- */
+
+/* The record a tracking mutex keeps under its lock path. */
+static char *record_of(const char *path)
+{
+    static char rec[512];
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    return rec;
+}
+
+/* Deletes the record, then the path: what a test leaves is only what it
+ * documents (the record), removed here. */
+static void forget_record(const char *path)
+{
+    TU_ASSERT_INT(zoo_delete(tu_zk(), record_of(path), -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
+/* Acquires l, reads its previous holder's fate and token, checks it. */
+static void acquire_expecting(zklock_t *l, int want_how, int64_t want_token)
+{
+    int how = -1;
+    int64_t token = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(l, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), zklock_previous_name(want_how));
+    TU_ASSERT_INT(token, ==, want_token);
+}
+
+/* none -> clean -> unclean (a holder's session expires): each holder learns
+ * how the hold before it ended, and the record is the only node left. */
+static void test_previous_fate(void)
+{
+    const char *path = tu_path("previous-fate");
+    zklock_opts_t o = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
+    int64_t first = 0, dead = 0;
+    char data[256];
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_RC(zklock_fence(l, &first), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_get(record_of(path), data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, "1 held ", 7) == 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_get(record_of(path), data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, "1 released ", 11) == 0);
+    /* The record is not a contender, and keeps the path: */
+    TU_ASSERT_INT(tu_count(path), ==, 1);
+
+    acquire_expecting(lw, ZKLOCK_PREV_CLEAN, first);
+    TU_ASSERT_RC(zklock_fence(lw, &dead), ZKLOCK_OK);
+    tu_expire(w); /* the holder dies without a release */
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    acquire_expecting(l, ZKLOCK_PREV_UNCLEAN, dead);
+    /* Reentrant: the same answer, no new record. */
+    TU_REQUIRE_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(tu_count(path), ==, 1); /* the record only */
+    forget_record(path);
+}
+
+/* Behind a holder that writes no record (a zklock mutex without
+ * track_previous: to the record, as a Curator peer), the fate is unknown,
+ * though the record says "released"; a tracking holder's turn handed
+ * straight over is clean. */
+static void test_previous_unknown_behind_untracked(void)
+{
+    const char *path = tu_path("previous-unknown");
+    /* handle-owned: the acquirer threads' holds are read and released here */
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session(), *u = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lt = tu_mutex(u, path, &o);
+    zklock_t *plain = tu_mutex(u, path, NULL);
+    struct tu_acquirer a;
+    int how = -1;
+    int64_t token = -1, mine = 0;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 3)); /* record, plain holder, l */
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unknown");
+    TU_ASSERT_INT(token, ==, 0);
+    /* A tracking waiter right behind a tracking holder: clean. */
+    TU_ASSERT_RC(zklock_fence(l, &mine), ZKLOCK_OK);
+    tu_start_acquirer(&a, lt, 30000, false);
+    CU_ASSERT(tu_wait_children(path, 3));
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lt, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
+    TU_ASSERT_INT(token, ==, mine);
+    TU_ASSERT_RC(zklock_release(lt), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lt);
+    zklock_free(plain);
+    zklock_session_close(s);
+    zklock_session_close(u);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* The lock-delay: waited after an unclean end only, measured by the clock;
+ * a timeout shorter than the delay answers ETIMEDOUT and leaves no node. */
+static void test_lock_delay(void)
+{
+    const char *path = tu_path("lock-delay");
+    const int delay = 1500;
+    zklock_opts_t o = {.lock_delay_ms = delay};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
+    int64_t t0, dead = 0;
+
+    t0 = tu_now_ms();
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, delay); /* the first hold: no wait */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    t0 = tu_now_ms();
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK); /* clean: no wait */
+    TU_ASSERT_INT(tu_now_ms() - t0, <, delay);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    /* Unclean: a deadline inside the delay gives up, holding nothing. */
+    t0 = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(l, 500), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    CU_ASSERT(tu_wait_children(path, 1)); /* the record only */
+    /* ... and one that leaves room waits the delay, then holds. Our
+     * timed-out hold wrote "held", and its release "released": clean now.
+     * So the unclean end is made again. */
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lw, &dead), ZKLOCK_OK);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    t0 = tu_now_ms();
+    acquire_expecting(l, ZKLOCK_PREV_UNCLEAN, dead);
+    TU_ASSERT_INT(tu_now_ms() - t0, >=, delay);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* Review (issue 25): an acquisition whose deadline ends inside the
+ * lock-delay never held for its caller (ETIMEDOUT); the unclean end before
+ * it is still unrepaired. Its release must not record "released": the next
+ * holder would be told CLEAN and skip its recovery. */
+static void test_lock_delay_timeout_keeps_unclean(void)
+{
+    const char *path = tu_path("delay-timeout-unclean");
+    zklock_opts_t o = {.lock_delay_ms = 1500}, t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t), *lt = tu_mutex(s, path, &t);
+    int how = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    tu_expire(w); /* the holder dies without a release */
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT); /* inside the delay */
+    TU_REQUIRE_RC(zklock_acquire(lt, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lt, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_RC(zklock_release(lt), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_free(lt);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+struct delay_watch {
+    const char *path;
+    int64_t dead;
+};
+
+/* The record says "held" by someone other than the dead holder: the new
+ * holder wrote it, and waits out its lock-delay now. */
+static bool record_rewritten(void *arg)
+{
+    struct delay_watch *d = arg;
+    char data[256], dead[64];
+
+    snprintf(dead, sizeof dead, "1 held %lld ", (long long)d->dead);
+    return tu_get(record_of(d->path), data, sizeof data) > 0 && strncmp(data, "1 held ", 7) == 0 &&
+           strncmp(data, dead, strlen(dead)) != 0;
+}
+
+/* Review (issue 25): a hold lost during its lock-delay (its node deleted)
+ * must not be returned as ZKLOCK_OK when the delay ends. */
+static void test_lock_delay_loss_during_delay(void)
+{
+    const char *path = tu_path("delay-loss");
+    zklock_opts_t o = {.lock_delay_ms = 3000, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
+    struct delay_watch d = {path, 0};
+    struct tu_acquirer a;
+    char **kids, full[512];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
+    kids = tu_children(path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* the hold is lost */
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
+    zklock_release(l);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* Review (issue 25): a hold ended by max_hold_ms never released: the next
+ * holder is told UNCLEAN, with its token. */
+static void test_previous_after_max_hold(void)
+{
+    const char *path = tu_path("previous-max-hold");
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t o = {.track_previous = 1, .max_hold_ms = 300, .on_lost = tu_on_lost,
+                       .ctx = &lost};
+    zklock_opts_t t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t);
+    int64_t ended = 0;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
+    TU_ASSERT_RC(zklock_fence(l, &ended), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    CU_ASSERT(zklock_release(l) != ZKLOCK_OK);
+    acquire_expecting(lw, ZKLOCK_PREV_UNCLEAN, ended);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+static void ignore_done(zklock_t *l, int rc, void *ctx)
+{
+    (void)l, (void)rc, (void)ctx;
+}
+
+/* Bad values and recipes that keep no record: ZKLOCK_EINVAL, nothing made. */
+static void test_previous_refused(void)
+{
+    const char *path = tu_path("previous-refused");
+    zklock_session_t *s = tu_session();
+    zklock_opts_t bad = {.lock_delay_ms = -1}, o = {.track_previous = 1};
+    zklock_t *l = NULL, *plain, *m = NULL;
+    zklock_rwlock_t *rw = NULL;
+    int how;
+
+    TU_ASSERT_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(l);
+    TU_ASSERT_RC(zklock_rwlock_new(&rw, s, path, &o), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_semaphore_new(&l, s, path, 2, &o), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_election_new(&l, s, path, &o), ZKLOCK_EINVAL);
+    plain = tu_mutex(s, path, NULL);
+    TU_ASSERT_RC(zklock_previous(plain, &how, NULL), ZKLOCK_EINVAL);
+    o.owner = ZKLOCK_OWNER_HANDLE;
+    l = tu_mutex(s, path, &o);
+    TU_ASSERT_RC(zklock_acquire_async(l, 0, ignore_done, NULL), ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *const[]){l, plain}, 2, NULL),
+                 ZKLOCK_EINVAL);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_ENOTHELD);
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_session_close(s);
+    TU_ASSERT_INT(tu_count(path), ==, -1);
+}
+
 /* zklock_lock_stats takes the sizes zklock_lock_stats_t ever had (one, so
  * far) and a newer header's larger one (zeros past what it knows). */
 static void test_lock_stats_sizes(void)
@@ -2026,6 +2328,13 @@ static const tu_test_t mutex_tests[] = {
     {"trace", test_trace},
     {"lock_stats", test_lock_stats},
     {"lock_stats_sizes", test_lock_stats_sizes},
+    {"previous_fate", test_previous_fate},
+    {"previous_unknown_behind_untracked", test_previous_unknown_behind_untracked},
+    {"lock_delay", test_lock_delay},
+    {"previous_after_max_hold", test_previous_after_max_hold},
+    {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
+    {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
+    {"previous_refused", test_previous_refused},
     {NULL, NULL},
 };
 

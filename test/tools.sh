@@ -609,6 +609,58 @@ check "...which is gone" wait_for 5 dead "$T/mh-pid"
 check "...and zklock says why" grep -q "lost $P/maxhold (--max-hold passed: released); stopping sh" "$T/mh-err"
 check "...the lock is free after" "$ZKLOCK" -t 0 $P/maxhold true
 expect_status 0 "a command that ends within --max-hold: its own status" "$ZKLOCK" --max-hold 30 $P/maxhold true
+# ---- --track-previous, --lock-delay (issue 25): none -> clean -> unclean -------------------------------
+tp=$P/prev
+envvar() { sed -n "s/^$2=//p" "$1"; } # FILE NAME
+ms_now() { date +%s%3N; }
+expect_status 0 "--track-previous: the first holder" "$ZKLOCK" --track-previous $tp sh -c 'env >"$0"' "$T/prev-1"
+check "...is told none, and no token" [ "$(envvar "$T/prev-1" ZKLOCK_PREVIOUS)" = none -a \
+  -z "$(envvar "$T/prev-1" ZKLOCK_PREVIOUS_TOKEN)" ]
+check "...and the record is no contender" queued $tp 0
+"$ZKLOCK" --track-previous $tp sh -c 'env >"$0"' "$T/prev-2"
+check "the next is told clean, with the first's token" \
+  [ "$(envvar "$T/prev-2" ZKLOCK_PREVIOUS)" = clean -a \
+  "$(envvar "$T/prev-2" ZKLOCK_PREVIOUS_TOKEN)" = "$(envvar "$T/prev-1" ZKLOCK_FENCE)" ]
+# kill_holder N: a --track-previous holder with a short session is killed
+# (kill -9 of its whole group); waits until its node is gone (the session
+# expired).
+kill_holder() {
+  local pid
+  rm -f "$T/prev-k$1"
+  setsid "$ZKLOCK" --track-previous --session-timeout 4000 $tp sh -c 'env >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60' \
+    "$T/prev-k$1" 2>/dev/null & pid=$!
+  check "a --track-previous holder runs ($1)" wait_for 20 started "$T/prev-k$1"
+  kill -KILL -- -$pid; wait $pid 2>/dev/null
+  check "...is killed, and its session expires" wait_for 30 queued $tp 0
+}
+kill_holder 1
+expect_status 0 "after a kill -9" "$ZKLOCK" --track-previous $tp sh -c 'env >"$0"' "$T/prev-3"
+check "...the next is told unclean, with the dead holder's token" \
+  [ "$(envvar "$T/prev-3" ZKLOCK_PREVIOUS)" = unclean -a \
+  "$(envvar "$T/prev-3" ZKLOCK_PREVIOUS_TOKEN)" = "$(envvar "$T/prev-k1" ZKLOCK_FENCE)" ]
+kill_holder 2
+t0=$(ms_now)
+expect_status 0 "--lock-delay 2 after an unclean end" "$ZKLOCK" --lock-delay 2 $tp sh -c 'env >"$0"' "$T/prev-4"
+t1=$(ms_now)
+check "...waits at least 2 s (took $((t1 - t0)) ms)" [ $((t1 - t0)) -ge 2000 ]
+check "...and says unclean" [ "$(envvar "$T/prev-4" ZKLOCK_PREVIOUS)" = unclean ]
+t0=$(ms_now)
+expect_status 0 "--lock-delay 2 after a clean end" "$ZKLOCK" --lock-delay 2 $tp sh -c 'env >"$0"' "$T/prev-5"
+t1=$(ms_now)
+check "...does not wait (took $((t1 - t0)) ms)" [ $((t1 - t0)) -lt 2000 ]
+check "...and says clean" [ "$(envvar "$T/prev-5" ZKLOCK_PREVIOUS)" = clean ]
+expect_status 64 "--lock-delay -1 is refused" "$ZKLOCK" --lock-delay -1 $tp true
+expect_status 64 "--track-previous with -r is refused" "$ZKLOCK" --track-previous -r $tp true
+expect_status 64 "--track-previous with --and is refused" "$ZKLOCK" --track-previous --and $P/prev2 $tp true
+check "no node left under $tp but the record" queued $tp 0
+if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+  /usr/bin/python3 -c 'import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+print(sorted(zk.get_children(sys.argv[2])))
+zk.delete(sys.argv[2] + "/zklock.previous"); zk.stop()' "$ZKLOCK_TEST_HOSTS" $tp >"$T/prev-kids"
+  check "...which is the only child, and is deleted" grep -qx "\['zklock.previous'\]" "$T/prev-kids"
+fi
 
 # ---- nothing left behind -------------------------------------------------------------------------------
 for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2 maxhold; do

@@ -89,6 +89,8 @@ struct holder {
     int timeout_ms;
     int acquired_rc, released_rc;
     int64_t token;
+    int prev_how;       /* --track-previous: ZKLOCK_PREV_*, 0: not asked */
+    int64_t prev_token;
     int answers; /* write end: the thread reports here */
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -110,6 +112,9 @@ static void *lock_thread(void *arg)
     h->acquired_rc = zklock_acquire(h->lock, h->timeout_ms);
     if (h->acquired_rc == ZKLOCK_OK)
         zklock_fence(h->lock, &h->token); /* the hold, and its token, are this thread's */
+    if (h->acquired_rc == ZKLOCK_OK &&
+        zklock_previous(h->lock, &h->prev_how, &h->prev_token) != ZKLOCK_OK)
+        h->prev_how = 0; /* not a tracking lock */
     report(h->answers, "A", 1);
     if (h->acquired_rc != ZKLOCK_OK)
         return NULL;
@@ -270,34 +275,50 @@ static void *monitor_thread(void *arg)
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-static char **command_env(const char *path, int64_t token)
+/* The variables zklock sets: an inherited one of these names is dropped. */
+static bool ours(const char *var)
+{
+    static const char *const names[] = {"ZKLOCK_FENCE=", "ZKLOCK_PATH=", "ZKLOCK_PREVIOUS=",
+                                        "ZKLOCK_PREVIOUS_TOKEN="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(var, names[i], strlen(names[i])) == 0)
+            return true;
+    return false;
+}
+
+/* COMMAND's environment: ours after the inherited ones, from index *mine on. */
+static char **command_env(const char *path, const struct holder *h, size_t *mine)
 {
     extern char **environ;
     size_t n = 0, k = 0;
     char **env;
+    bool failed = false;
 
     while (environ[n])
         n++;
-    env = calloc(n + 3, sizeof *env);
+    env = calloc(n + 5, sizeof *env);
     if (!env)
         tool_die(EXIT_OSERR, "out of memory");
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "ZKLOCK_FENCE=", 13) && strncmp(environ[i], "ZKLOCK_PATH=", 12))
+        if (!ours(environ[i]))
             env[k++] = environ[i];
-    if (asprintf(&env[k++], "ZKLOCK_FENCE=%lld", (long long)token) < 0 ||
-        asprintf(&env[k++], "ZKLOCK_PATH=%s", path) < 0)
+    *mine = k;
+    failed |= asprintf(&env[k++], "ZKLOCK_FENCE=%lld", (long long)h->token) < 0;
+    failed |= asprintf(&env[k++], "ZKLOCK_PATH=%s", path) < 0;
+    if (h->prev_how) /* --track-previous: how the hold before ours ended */
+        failed |= asprintf(&env[k++], "ZKLOCK_PREVIOUS=%s", zklock_previous_name(h->prev_how)) < 0;
+    if (h->prev_how == ZKLOCK_PREV_CLEAN || h->prev_how == ZKLOCK_PREV_UNCLEAN)
+        failed |= asprintf(&env[k++], "ZKLOCK_PREVIOUS_TOKEN=%lld", (long long)h->prev_token) < 0;
+    if (failed)
         tool_die(EXIT_OSERR, "out of memory");
     return env;
 }
 
-/* The last two entries are the ones command_env() made. */
-static void free_command_env(char **env)
+/* The entries from `mine` on are the ones command_env() made. */
+static void free_command_env(char **env, size_t mine)
 {
-    size_t n = 0;
-    while (env[n])
-        n++;
-    free(env[n - 1]);
-    free(env[n - 2]);
+    for (size_t i = mine; env[i]; i++)
+        free(env[i]);
     free(env);
 }
 
@@ -411,10 +432,11 @@ static void update_guard(struct run *r)
 
 static void start_job(struct run *r)
 {
-    char **env = command_env(r->o->path, r->h.token);
+    size_t mine;
+    char **env = command_env(r->o->path, &r->h, &mine);
     int rc = job_start(&r->job, r->o->command, env);
 
-    free_command_env(env);
+    free_command_env(env, mine);
     if (rc) {
         tool_say("cannot run %s: %s", r->o->command[0], strerror(rc));
         r->exit_code = rc == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
@@ -820,7 +842,9 @@ static void make_locks(struct run *r)
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
                         .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR,
                         .max_hold_ms = (int)(r->o->max_hold_s * 1000),
-                        .on_revoke = r->o->revocable ? on_revoke : NULL};
+                        .on_revoke = r->o->revocable ? on_revoke : NULL,
+                        .track_previous = r->o->track_previous,
+                        .lock_delay_ms = r->o->lock_delay_ms};
     zklock_opts_t member = lo;
     struct locks *k = &r->locks;
     int rc;

@@ -25,6 +25,10 @@ struct hold_options {
     /* --revocable: a request to let go (zklock_revoke, Curator's Revoker)
      * stops COMMAND as a loss does, then releases; exit EXIT_REVOKED */
     bool revocable;
+    /* zklock --track-previous, --lock-delay (a mutex only): COMMAND is told
+     * how the previous hold ended (ZKLOCK_PREVIOUS) */
+    bool track_previous;
+    int lock_delay_ms;
     /* NULL (zklock-elect without COMMAND): once held, print "leader" and
      * hold until a signal, then release and exit 0 */
     char **command;

@@ -63,6 +63,12 @@ static const char usage_text[] =
     "                               timeout(1): then COMMAND's group is stopped as on a loss\n"
     "                               (SIGTERM, SIGKILL after --kill-after), the lock is\n"
     "                               released, and zklock exits with 124\n"
+    "      --track-previous         record this hold in LOCKPATH/zklock.previous and tell\n"
+    "                               COMMAND how the previous hold ended: ZKLOCK_PREVIOUS=\n"
+    "                               none|clean|unclean|unknown (-x only; see zklock(1))\n"
+    "      --lock-delay SECONDS     after an unclean or unknown end, wait this long, holding,\n"
+    "                               before COMMAND starts (implies --track-previous; within\n"
+    "                               --timeout)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
     "                               who holds a busy lock, the connection lost and back,\n"
     "                               at the end how long it waited and held;\n"
@@ -76,7 +82,8 @@ static const char usage_text[] =
     "\n"
     "COMMAND runs with ZKLOCK_PATH (the lock path) and ZKLOCK_FENCE (the fencing token:\n"
     "pass it to storage that refuses tokens lower than the highest it has seen) in its\n"
-    "environment, in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
+    "environment (with --track-previous also ZKLOCK_PREVIOUS, and ZKLOCK_PREVIOUS_TOKEN,\n"
+    "the previous holder's token, after a clean or unclean end), in a process group of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent\n"
     "to zklock are passed on to that group. If the lock is lost while it runs (the session\n"
     "expired, the node was deleted, or ZooKeeper was not heard from for nearly a session\n"
     "timeout: then before any other client can take the lock; with --lease session only\n"
@@ -124,7 +131,7 @@ static void set_limit(struct hold_options *o, const char *arg, int *modes)
 
 static void parse(int argc, char **argv, struct hold_options *o)
 {
-    enum { OPT_IDENTITY = 256, OPT_LIMIT, OPT_AND };
+    enum { OPT_IDENTITY = 256, OPT_LIMIT, OPT_AND, OPT_TRACK_PREVIOUS, OPT_LOCK_DELAY };
     static const struct option longs[] = {
         HOLD_OPTIONS,
         {"exclusive", no_argument, NULL, 'x'},
@@ -134,6 +141,8 @@ static void parse(int argc, char **argv, struct hold_options *o)
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"and", required_argument, NULL, OPT_AND},
         {"identity", required_argument, NULL, OPT_IDENTITY},
+        {"track-previous", no_argument, NULL, OPT_TRACK_PREVIOUS},
+        {"lock-delay", required_argument, NULL, OPT_LOCK_DELAY},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         TOOL_CREDENTIAL_OPTIONS,
@@ -171,6 +180,11 @@ static void parse(int argc, char **argv, struct hold_options *o)
             o->and_paths[o->nand++] = optarg;
             break;
         case OPT_IDENTITY: o->identity = optarg; break;
+        case OPT_TRACK_PREVIOUS: o->track_previous = true; break;
+        case OPT_LOCK_DELAY:
+            o->lock_delay_ms = (int)(tool_seconds("--lock-delay", optarg) * 1000);
+            o->track_previous = true;
+            break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case 'V': printf("zklock %s\n", zklock_version()); exit(0);
         default:
@@ -180,6 +194,9 @@ static void parse(int argc, char **argv, struct hold_options *o)
     }
     if (modes > 1)
         usage_error("choose one of -x, -r, -w, --limit");
+    if (o->track_previous && (o->mode != 'x' || o->nand > 0))
+        usage_error("--track-previous and --lock-delay work with an exclusive lock (-x) of one "
+                    "path only");
     hold_check_options(o, "zklock");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
      * tool_open() can only take for a bad server list. */
