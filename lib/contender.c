@@ -84,6 +84,7 @@ void zklock__set_node(zkl_contender_t *c, char *node)
     c->node = node;
     c->own_due = false;
     c->alone = false;
+    c->was_blocked = false; /* a new place in the queue: nothing blocked it yet */
     if (node)
         zklock__timer_arm_in(session_of(c), &c->own_timer, ZKL_OWN_WATCH_DELAY_MS);
     else

@@ -29,8 +29,6 @@
 #include "session.h"
 #include "timer.h"
 
-#define ZKL_RECORD_VERSION 1
-
 /* What a hold knows of itself, copied under s->mu. */
 struct hold_facts {
     char *node;          /* our node's path */
@@ -41,44 +39,6 @@ struct hold_facts {
     int version;         /* the record's version we wrote (release) */
     bool known;
 };
-
-const char *zklock_previous_name(int how)
-{
-    switch (how) {
-    case ZKLOCK_PREV_NONE: return "none";
-    case ZKLOCK_PREV_CLEAN: return "clean";
-    case ZKLOCK_PREV_UNCLEAN: return "unclean";
-    case ZKLOCK_PREV_UNKNOWN: return "unknown";
-    default: return "?";
-    }
-}
-
-/* 0, or -1 for data that is not a record of a version we know (then the
- * previous holder's fate is unknown). */
-int zklock__record_parse(const char *data, int len, struct zkl_record_view *out)
-{
-    char buf[96], state[16];
-    int version, n = len < (int)sizeof buf - 1 ? len : (int)sizeof buf - 1;
-    long long token;
-    long seq;
-
-    if (!data || len <= 0)
-        return -1;
-    memcpy(buf, data, (size_t)n);
-    buf[n] = '\0';
-    if (sscanf(buf, "%d %15s %lld %ld", &version, state, &token, &seq) != 4 ||
-        version != ZKL_RECORD_VERSION)
-        return -1;
-    if (strcmp(state, "held") == 0)
-        out->released = false;
-    else if (strcmp(state, "released") == 0)
-        out->released = true;
-    else
-        return -1;
-    out->token = token;
-    out->seq = (int32_t)seq;
-    return 0;
-}
 
 /* The record's text for a hold (malloc'ed; *len its length). */
 static char *record_text(bool released, const struct hold_facts *h, const char *identity,
@@ -93,19 +53,6 @@ static char *record_text(bool released, const struct hold_facts *h, const char *
                     released ? "released" : "held", h->token, h->seq,
                     identity ? identity : "");
     return text;
-}
-
-/* The answer for a hold that read `rec` (NULL: no record). A node seen
- * ahead of us that is not the record's holder may have held after it
- * without a record: the fate is unknown then. */
-int zklock__previous_judge(const struct zkl_record_view *rec, bool was_blocked,
-                           int32_t blocker_seq)
-{
-    if (was_blocked && (!rec || blocker_seq != rec->seq))
-        return ZKLOCK_PREV_UNKNOWN;
-    if (!rec)
-        return ZKLOCK_PREV_NONE;
-    return rec->released ? ZKLOCK_PREV_CLEAN : ZKLOCK_PREV_UNCLEAN;
 }
 
 /* Copies what c's hold knows, under s->mu; false if the caller holds nothing. */
@@ -192,6 +139,7 @@ static int record_read(zklock_session_t *s, const char *path, struct zkl_record_
     *version = st.version;
     *parsed = zklock__record_parse(buf, len, rec) == 0;
     *writer = *parsed ? rec->token : 0;
+    rec->created = st.czxid;
     return ZOK;
 }
 
@@ -245,8 +193,12 @@ static int record(zklock_t *l, const struct hold_facts *h, const char *path, boo
         else if (rc != ZOK)
             break; /* e.g. ZNOAUTH: the record is not ours to read */
         if (!judged) {
-            *how = zklock__previous_judge(rc == ZOK && parsed ? &rec : NULL, h->was_blocked,
-                                          h->blocker_seq);
+            struct zkl_hold_view me = {.was_blocked = h->was_blocked,
+                                       .blocker_seq = h->blocker_seq,
+                                       .seq = h->seq,
+                                       .czxid = h->token};
+
+            *how = zklock__previous_judge(rc == ZOK && parsed ? &rec : NULL, &me);
             if (rc == ZOK && !parsed)
                 *how = ZKLOCK_PREV_UNKNOWN; /* a record of a later version */
             *prev_token = *how == ZKLOCK_PREV_CLEAN || *how == ZKLOCK_PREV_UNCLEAN ?

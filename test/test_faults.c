@@ -430,17 +430,18 @@ static void test_reenter_during_release_record(void)
 }
 
 struct release_on_suspend {
-    zklock_t *tracked;
-    int rc; /* __atomic */
+    zklock_t *tracked; /* __atomic: set while callbacks may run */
+    int rc;            /* __atomic */
 };
 
 static void release_on_suspend_state(zklock_session_t *s, int state, void *ctx)
 {
     struct release_on_suspend *r = ctx;
+    zklock_t *tracked = __atomic_load_n(&r->tracked, __ATOMIC_SEQ_CST);
 
     (void)s;
-    if (state == ZKLOCK_SUSPENDED && r->tracked)
-        __atomic_store_n(&r->rc, zklock_release(r->tracked), __ATOMIC_SEQ_CST);
+    if (state == ZKLOCK_SUSPENDED && tracked)
+        __atomic_store_n(&r->rc, zklock_release(tracked), __ATOMIC_SEQ_CST);
 }
 
 /* Review (issue 25): the told-first promise across a tracking release made
@@ -472,7 +473,7 @@ static void test_tracking_release_in_callback_told_first(void)
     l2 = tu_mutex(s, p2, &o2);
     TU_REQUIRE_RC(zklock_acquire(l1, 20000), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(l2, 20000), ZKLOCK_OK);
-    r.tracked = l1;
+    __atomic_store_n(&r.tracked, l1, __ATOMIC_SEQ_CST);
     t0 = tu_now_ms();
     zkproxy_cut(proxy);
     CU_ASSERT_FATAL(tu_wait_until(tu_lost_once, &lost, 3 * timeout));

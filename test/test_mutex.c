@@ -1068,8 +1068,9 @@ static void test_previous_fate(void)
 
 /* Behind a holder that writes no record (a zklock mutex without
  * track_previous: to the record, as a Curator peer), the fate is unknown,
- * though the record says "released"; a tracking holder's turn handed
- * straight over is clean. */
+ * though the record says "released": whether that hold ended before the
+ * tracker queued (its node was created in between) or while it waited.
+ * A tracking holder's turn handed straight over is clean. */
 static void test_previous_unknown_behind_untracked(void)
 {
     const char *path = tu_path("previous-unknown");
@@ -1084,6 +1085,12 @@ static void test_previous_unknown_behind_untracked(void)
 
     acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    /* An untracked hold that began and ended while nobody waited. */
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_OK);
+    acquire_expecting(l, ZKLOCK_PREV_UNKNOWN, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    /* ... and one that held while the tracker waited. */
     TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK);
     tu_start_acquirer(&a, l, 30000, false);
     CU_ASSERT(tu_wait_children(path, 3)); /* record, plain holder, l */

@@ -3,6 +3,7 @@
 #include "../lib/contender.h"
 #include "../lib/rules.h"
 #include "../lib/lockstats.h"
+#include "../lib/previous.h"
 #include "../lib/session.h"
 #include "testutil.h"
 
@@ -733,6 +734,73 @@ static void test_phase_assert(void)
 #endif
 }
 
+/* The previous holder's fate (previous.c): the record speaks for the hold
+ * before ours only when nobody else can have held in between. The record's
+ * holder T has sequence number 10 and czxid 100. */
+static void test_previous_judge(void)
+{
+    static const struct {
+        const char *what;
+        bool record, released;
+        int64_t created;     /* the record node's czxid */
+        bool blocked;
+        int32_t blocker, seq;
+        int64_t czxid;       /* ours */
+        int how;
+    } t[] = {
+        {"no record, never blocked", false, false, 0, false, 0, 5, 50, ZKLOCK_PREV_NONE},
+        {"no record, blocked by somebody", false, false, 0, true, 4, 5, 50, ZKLOCK_PREV_UNKNOWN},
+        {"blocked by T: released", true, true, 90, true, 10, 14, 200, ZKLOCK_PREV_CLEAN},
+        {"blocked by T: held", true, false, 90, true, 10, 14, 200, ZKLOCK_PREV_UNCLEAN},
+        {"blocked by another", true, true, 90, true, 12, 14, 200, ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, right after T", true, true, 90, false, 0, 11, 200, ZKLOCK_PREV_CLEAN},
+        {"not blocked, right after T, T died", true, false, 90, false, 0, 11, 200,
+         ZKLOCK_PREV_UNCLEAN},
+        {"not blocked, T made the record between", true, true, 150, false, 0, 12, 200,
+         ZKLOCK_PREV_CLEAN},
+        {"not blocked, one more node between", true, true, 90, false, 0, 12, 200,
+         ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, record made between and one more node", true, true, 150, false, 0, 13,
+         200, ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, record made after our node", true, true, 250, false, 0, 12, 200,
+         ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, a number below T's (path made again)", true, true, 90, false, 0, 3, 200,
+         ZKLOCK_PREV_UNKNOWN},
+    };
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct zkl_record_view rec = {.released = t[i].released, .token = 100, .seq = 10,
+                                      .created = t[i].created};
+        struct zkl_hold_view me = {.was_blocked = t[i].blocked, .blocker_seq = t[i].blocker,
+                                   .seq = t[i].seq, .czxid = t[i].czxid};
+        int how = zklock__previous_judge(t[i].record ? &rec : NULL, &me);
+
+        if (how != t[i].how)
+            fprintf(stderr, "  %s: %s, expected %s\n", t[i].what, zklock_previous_name(how),
+                    zklock_previous_name(t[i].how));
+        CU_ASSERT_EQUAL(how, t[i].how);
+    }
+}
+
+/* The record's data: the versions and states it knows, nothing else. */
+static void test_record_parse(void)
+{
+    struct zkl_record_view r;
+    const char *ok = "1 released 4294967301 42 host:123";
+
+    CU_ASSERT_EQUAL(zklock__record_parse(ok, (int)strlen(ok), &r), 0);
+    CU_ASSERT(r.released);
+    CU_ASSERT_EQUAL(r.token, 4294967301LL);
+    CU_ASSERT_EQUAL(r.seq, 42);
+    CU_ASSERT_EQUAL(zklock__record_parse("1 held 7 3 ", 11, &r), 0);
+    CU_ASSERT(!r.released);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 x", 12, &r), -1);      /* a later version */
+    CU_ASSERT_EQUAL(zklock__record_parse("1 gone 7 3 x", 12, &r), -1);      /* no such state */
+    CU_ASSERT_EQUAL(zklock__record_parse("1 held 7", 8, &r), -1);           /* cut short */
+    CU_ASSERT_EQUAL(zklock__record_parse("__REVOKE__", 10, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse(NULL, 0, &r), -1);
+}
+
 static const tu_test_t unit_tests[] = {
     {"stats_buckets", test_stats_buckets},
     {"path_table", test_path_table},
@@ -753,6 +821,8 @@ static const tu_test_t unit_tests[] = {
     {"lease_rules", test_lease_rules},
     {"phase_table", test_phase_table},
     {"phase_assert", test_phase_assert},
+    {"previous_judge", test_previous_judge},
+    {"record_parse", test_record_parse},
     {NULL, NULL},
 };
 
