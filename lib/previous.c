@@ -20,6 +20,7 @@
 #include "previous.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,47 @@ static int record_read(zklock_session_t *s, const char *path, struct zkl_record_
     return ZOK;
 }
 
+/* zoo_multi(), but through the asynchronous call: the C client's
+ * synchronous multi leaks its per-operation entries when the connection is
+ * lost before the answer (free_completions() frees a synchronous request's
+ * entry only; the asynchronous path answers each operation and frees it).
+ * The completion always runs: the handle is borrowed, so it is not closed
+ * under us, and a lost connection or expiry answers every request. */
+struct multi_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool done;
+    int rc;
+};
+
+static void multi_answered(int rc, const void *data)
+{
+    struct multi_wait *w = (struct multi_wait *)data;
+
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int multi_call(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results)
+{
+    struct multi_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
+    int rc = zoo_amulti(zh, count, ops, results, multi_answered, &w);
+
+    if (rc == ZOK) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cond, &w.mu);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.mu);
+    }
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cond);
+    return rc;
+}
+
 /* Writes the record (create if version < 0) in one multi with a check that
  * our node stands. Returns the multi's rc; *written the new version. */
 static int record_write(zklock_session_t *s, const char *path, const struct hold_facts *h,
@@ -162,7 +204,7 @@ static int record_write(zklock_session_t *s, const char *path, const struct hold
         zoo_create_op_init(&ops[1], path, text, len, acl, ZOO_PERSISTENT, NULL, 0);
     else
         zoo_set_op_init(&ops[1], path, text, len, version, &st);
-    rc = zoo_multi(zh, 2, ops, results);
+    rc = multi_call(zh, 2, ops, results);
     give_back(s);
     if (rc == ZOK)
         *written = version < 0 ? 0 : st.version;
