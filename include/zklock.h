@@ -544,8 +544,9 @@ enum {
                                 or kazoo peer, a zklock one without
                                 track_previous, or one that died between its
                                 grant and its record) was seen ahead in the
-                                queue, so the record may not be the last
-                                holder's */
+                                queue, or a node was created between the
+                                record's holder's and ours: someone may have
+                                held in between without a record */
 };
 
 /* "none", "clean", "unclean", "unknown", or "?" for any other value.
