@@ -219,7 +219,7 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
         c->deadline_timer.fire = deadline_passed;
         zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
     }
-    zklock__lease_keep(s); /* someone queues: the lease is kept fresh */
+    zklock__lease_keep(s); /* the lease timers are armed; they heartbeat only for a hold */
     zklock__mark(c);
 }
 
