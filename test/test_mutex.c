@@ -1014,6 +1014,19 @@ static void forget_record(const char *path)
     zoo_delete(tu_zk(), path, -1);
 }
 
+/* The end of a tracking test with two sessions: frees both handles, closes
+ * both sessions, checks the path holds nothing but the record, removes it. */
+static void tracking_pair_end(zklock_t *a, zklock_t *b, zklock_session_t *s, zklock_session_t *w,
+                              const char *path)
+{
+    zklock_free(a);
+    zklock_free(b);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* Acquires l, reads its previous holder's fate and token, checks it. */
 static void acquire_expecting(zklock_t *l, int want_how, int64_t want_token)
 {
@@ -1154,12 +1167,7 @@ static void test_lock_delay(void)
     acquire_expecting(l, ZKLOCK_PREV_UNCLEAN, dead);
     TU_ASSERT_INT(tu_now_ms() - t0, >=, delay);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    zklock_free(l);
-    zklock_free(lw);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    tracking_pair_end(l, lw, s, w, path);
 }
 
 /* Review (issue 25): an acquisition whose deadline ends inside the
@@ -1183,12 +1191,7 @@ static void test_lock_delay_timeout_keeps_unclean(void)
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
     TU_ASSERT_RC(zklock_release(lt), ZKLOCK_OK);
     zklock_free(l);
-    zklock_free(lw);
-    zklock_free(lt);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    tracking_pair_end(lw, lt, s, w, path);
 }
 
 struct delay_watch {
@@ -1236,12 +1239,7 @@ static void test_lock_delay_loss_during_delay(void)
     TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* the hold is lost */
     TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
     zklock_release(l);
-    zklock_free(l);
-    zklock_free(lw);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    tracking_pair_end(l, lw, s, w, path);
 }
 
 /* Review (issue 25): a hold ended by max_hold_ms never released: the next
@@ -1263,12 +1261,7 @@ static void test_previous_after_max_hold(void)
     CU_ASSERT(zklock_release(l) != ZKLOCK_OK);
     acquire_expecting(lw, ZKLOCK_PREV_UNCLEAN, ended);
     TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
-    zklock_free(l);
-    zklock_free(lw);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    tracking_pair_end(l, lw, s, w, path);
 }
 
 static void ignore_done(zklock_t *l, int rc, void *ctx)
