@@ -506,7 +506,8 @@ typedef struct zklock_opts {
      * before it returns: the dead holder's delayed writes drain first. None
      * after a clean end or the first hold. Within the acquisition's
      * timeout: if that ends first, the hold is released and the call
-     * answers ZKLOCK_ETIMEDOUT (also a try-once). */
+     * answers ZKLOCK_ETIMEDOUT (also a try-once). Not shorter than a
+     * max_hold_ms: ZKLOCK_EINVAL. */
     int lock_delay_ms;
 } zklock_opts_t;
 

@@ -28,6 +28,10 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         return ZKLOCK_EINVAL;
     if (l->opts.lock_delay_ms < 0)
         return ZKLOCK_EINVAL;
+    /* A delay as long as the maximum hold would end every hold that
+     * follows an unclean end before its acquisition returned. */
+    if (l->opts.max_hold_ms > 0 && l->opts.lock_delay_ms >= l->opts.max_hold_ms)
+        return ZKLOCK_EINVAL;
     l->tracks = l->opts.track_previous || l->opts.lock_delay_ms > 0;
     /* Only a mutex records its holds (previous.c): other recipes, and a
      * mutex's kazoo sibling tags, refuse before anything is made. */

@@ -192,7 +192,7 @@ static int record_write(zklock_session_t *s, const char *path, const struct hold
                         int *written)
 {
     zoo_op_t ops[2];
-    zoo_op_result_t results[2];
+    zoo_op_result_t results[2] = {{0}}; /* read below even if the multi never went out */
     struct Stat st;
     int rc;
     zhandle_t *zh = borrow(s);

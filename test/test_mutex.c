@@ -1281,6 +1281,13 @@ static void test_previous_refused(void)
 
     TU_ASSERT_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_EINVAL);
     CU_ASSERT_PTR_NULL(l);
+    /* A delay that would outlast the maximum hold. */
+    bad = (zklock_opts_t){.lock_delay_ms = 2000, .max_hold_ms = 2000};
+    TU_ASSERT_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_EINVAL);
+    bad.lock_delay_ms = 1999;
+    TU_REQUIRE_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_OK);
+    zklock_free(l);
+    l = NULL;
     TU_ASSERT_RC(zklock_rwlock_new(&rw, s, path, &o), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_semaphore_new(&l, s, path, 2, &o), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_election_new(&l, s, path, &o), ZKLOCK_EINVAL);

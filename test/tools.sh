@@ -650,6 +650,7 @@ t1=$(ms_now)
 check "...does not wait (took $((t1 - t0)) ms)" [ $((t1 - t0)) -lt 2000 ]
 check "...and says clean" [ "$(envvar "$T/prev-5" ZKLOCK_PREVIOUS)" = clean ]
 expect_status 64 "--lock-delay -1 is refused" "$ZKLOCK" --lock-delay -1 $tp true
+expect_status 64 "--lock-delay no shorter than --max-hold is refused" "$ZKLOCK" --lock-delay 2 --max-hold 2 $tp true
 expect_status 64 "--track-previous with -r is refused" "$ZKLOCK" --track-previous -r $tp true
 expect_status 64 "--track-previous with --and is refused" "$ZKLOCK" --track-previous --and $P/prev2 $tp true
 check "no node left under $tp but the record" queued $tp 0
