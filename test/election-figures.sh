@@ -19,7 +19,7 @@ fi
 J=/usr/share/java
 CP=$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar
 [ -f $J/slf4j-nop.jar ] && CP=$CP:$J/slf4j-nop.jar
-T=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$T"' EXIT # no job left: kill fails, and set -e would end the trap there
 javac -nowarn -cp "$CP" -d "$T" "$here/interop/LatchBench.java"
 latch() { exec java -cp "$CP:$T" LatchBench "$ZKLOCK_TEST_HOSTS" "$@"; } # in a subshell: $! is java
 ELECT=$B/tools/zklock-elect
