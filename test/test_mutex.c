@@ -1244,6 +1244,49 @@ static void test_lock_delay_loss_during_delay(void)
     forget_record(path);
 }
 
+/* Review (issue 25): a handle-owned hold is re-entered from another thread
+ * while its first acquisition still waits out the lock-delay (or still
+ * reads the record). The re-entry must not hold before the delay is over
+ * (the dead holder's writes may still land), nor judge the record again
+ * (it would read its own "held" and say UNKNOWN): it waits for the first,
+ * and a try-once answers EBUSY. */
+static void test_lock_delay_reentry_waits(void)
+{
+    const char *path = tu_path("delay-reentry");
+    zklock_opts_t o = {.lock_delay_ms = 60000, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session(), *w = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
+    struct delay_watch d = {path, 0};
+    struct tu_acquirer a;
+    char **kids, full[512];
+    int n;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    tu_start_acquirer(&a, l, 90000, false);
+    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY); /* not a hold yet */
+    TU_ASSERT_INT(tu_acquirer_done(&a), ==, 0);
+    kids = tu_children(path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* ends the delay */
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
+    while (zklock_release(l) == ZKLOCK_OK)
+        ; /* a re-entry that wrongly held */
+    zklock_free(l);
+    zklock_free(lw);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* Review (issue 25): a hold ended by max_hold_ms never released: the next
  * holder is told UNCLEAN, with its token. */
 static void test_previous_after_max_hold(void)
@@ -2341,6 +2384,7 @@ static const tu_test_t mutex_tests[] = {
     {"previous_after_max_hold", test_previous_after_max_hold},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
+    {"lock_delay_reentry_waits", test_lock_delay_reentry_waits},
     {"previous_refused", test_previous_refused},
     {NULL, NULL},
 };
