@@ -1118,6 +1118,35 @@ static void test_previous_unknown_behind_untracked(void)
     forget_record(path);
 }
 
+/* Review (issue 25): no record yet, but a hold that wrote none came before
+ * (a zklock mutex without tracking; to the record, a Curator peer), and
+ * its node was created under the lock path before ours: the tracker is not
+ * the first holder, and must not be told NONE. After such a hold's unclean
+ * end (its session expired), the lock-delay waits. */
+static void test_previous_unknown_without_record(void)
+{
+    const char *path = tu_path("previous-no-record");
+    const int delay = 1000;
+    zklock_opts_t o = {.lock_delay_ms = delay};
+    zklock_session_t *s = tu_session(), *u = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *plain = tu_mutex(u, path, NULL);
+    int64_t t0;
+
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK);
+    tu_expire(u); /* the untracked holder dies, holding */
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_ELOST);
+    t0 = tu_now_ms();
+    acquire_expecting(l, ZKLOCK_PREV_UNKNOWN, 0);
+    TU_ASSERT_INT(tu_now_ms() - t0, >=, delay);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_session_close(s);
+    zklock_session_close(u);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* The lock-delay: waited after an unclean end only, measured by the clock;
  * a timeout shorter than the delay answers ETIMEDOUT and leaves no node. */
 static void test_lock_delay(void)
@@ -2380,6 +2409,7 @@ static const tu_test_t mutex_tests[] = {
     {"lock_stats_sizes", test_lock_stats_sizes},
     {"previous_fate", test_previous_fate},
     {"previous_unknown_behind_untracked", test_previous_unknown_behind_untracked},
+    {"previous_unknown_without_record", test_previous_unknown_without_record},
     {"lock_delay", test_lock_delay},
     {"previous_after_max_hold", test_previous_after_max_hold},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
