@@ -1244,40 +1244,71 @@ static bool record_rewritten(void *arg)
            strncmp(data, dead, strlen(dead)) != 0;
 }
 
+/* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
+ * caught in its delay. */
+struct in_delay {
+    const char *path;
+    zklock_session_t *s, *w;
+    zklock_t *l, *lw;
+    struct delay_watch d;
+    struct tu_acquirer a;
+};
+
+static void in_delay_start(struct in_delay *x, const char *name, int delay_ms)
+{
+    zklock_opts_t o = {.lock_delay_ms = delay_ms, .owner = ZKLOCK_OWNER_HANDLE};
+
+    x->path = tu_path(name);
+    x->s = tu_session();
+    x->w = tu_session();
+    x->l = tu_mutex(x->s, x->path, &o);
+    x->lw = tu_mutex(x->w, x->path, &o);
+    x->d = (struct delay_watch){x->path, 0};
+    TU_REQUIRE_RC(zklock_acquire(x->lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(x->lw, &x->d.dead), ZKLOCK_OK);
+    tu_expire(x->w);
+    TU_ASSERT_RC(zklock_release(x->lw), ZKLOCK_ELOST);
+    tu_start_acquirer(&x->a, x->l, delay_ms + 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &x->d, TU_WAIT_MS)); /* in its delay */
+}
+
+/* Deletes the acquisition's node: its hold is lost, its delay ends. */
+static void in_delay_lose(struct in_delay *x)
+{
+    char **kids, full[512];
+    int n;
+
+    kids = tu_children(x->path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", x->path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+}
+
+static void in_delay_end(struct in_delay *x)
+{
+    while (zklock_release(x->l) == ZKLOCK_OK)
+        ; /* a hold a failed check left */
+    zklock_free(x->l);
+    zklock_free(x->lw);
+    zklock_session_close(x->s);
+    zklock_session_close(x->w);
+    tu_assert_clean(x->path);
+    forget_record(x->path);
+}
+
 /* Review (issue 25): a hold lost during its lock-delay (its node deleted)
  * must not be returned as ZKLOCK_OK when the delay ends. */
 static void test_lock_delay_loss_during_delay(void)
 {
-    const char *path = tu_path("delay-loss");
-    zklock_opts_t o = {.lock_delay_ms = 3000, .owner = ZKLOCK_OWNER_HANDLE};
-    zklock_session_t *s = tu_session(), *w = tu_session();
-    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
-    struct delay_watch d = {path, 0};
-    struct tu_acquirer a;
-    char **kids, full[512];
-    int n;
+    struct in_delay x;
 
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
-    tu_expire(w);
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
-    tu_start_acquirer(&a, l, 30000, false);
-    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
-    kids = tu_children(path, &n);
-    CU_ASSERT_FATAL(kids != NULL && n == 2);
-    for (int i = 0; i < n; i++)
-        if (strcmp(kids[i], "zklock.previous") != 0)
-            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
-    tu_free_strings(kids);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* the hold is lost */
-    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
-    zklock_release(l);
-    zklock_free(l);
-    zklock_free(lw);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    in_delay_start(&x, "delay-loss", 3000);
+    in_delay_lose(&x);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    in_delay_end(&x);
 }
 
 /* Review (issue 25): a handle-owned hold is re-entered from another thread
@@ -1288,39 +1319,14 @@ static void test_lock_delay_loss_during_delay(void)
  * and a try-once answers EBUSY. */
 static void test_lock_delay_reentry_waits(void)
 {
-    const char *path = tu_path("delay-reentry");
-    zklock_opts_t o = {.lock_delay_ms = 60000, .owner = ZKLOCK_OWNER_HANDLE};
-    zklock_session_t *s = tu_session(), *w = tu_session();
-    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
-    struct delay_watch d = {path, 0};
-    struct tu_acquirer a;
-    char **kids, full[512];
-    int n;
+    struct in_delay x;
 
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
-    tu_expire(w);
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
-    tu_start_acquirer(&a, l, 90000, false);
-    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
-    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY); /* not a hold yet */
-    TU_ASSERT_INT(tu_acquirer_done(&a), ==, 0);
-    kids = tu_children(path, &n);
-    CU_ASSERT_FATAL(kids != NULL && n == 2);
-    for (int i = 0; i < n; i++)
-        if (strcmp(kids[i], "zklock.previous") != 0)
-            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
-    tu_free_strings(kids);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* ends the delay */
-    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
-    while (zklock_release(l) == ZKLOCK_OK)
-        ; /* a re-entry that wrongly held */
-    zklock_free(l);
-    zklock_free(lw);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    in_delay_start(&x, "delay-reentry", 60000);
+    TU_ASSERT_RC(zklock_acquire(x.l, 0), ZKLOCK_EBUSY); /* not a hold yet */
+    TU_ASSERT_INT(tu_acquirer_done(&x.a), ==, 0);
+    in_delay_lose(&x); /* ends the delay */
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    in_delay_end(&x);
 }
 
 /* Review (issue 25): a hold ended by max_hold_ms never released: the next
