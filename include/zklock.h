@@ -536,7 +536,8 @@ ZKLOCK_API int zklock_lost_token(const zklock_t *l, int64_t *token);
 /* How the hold before the caller's ended (zklock_previous). */
 enum {
     ZKLOCK_PREV_NONE = 1,    /* no record: no tracking holder held before,
-                                and nothing was seen ahead in the queue */
+                                nothing was seen ahead in the queue, and
+                                the caller's node is the lock path's first */
     ZKLOCK_PREV_CLEAN = 2,   /* the previous holder released */
     ZKLOCK_PREV_UNCLEAN = 3, /* the previous holder's hold ended without a
                                 release: its session expired, its node was

@@ -145,6 +145,9 @@ struct zkl_contender {
     int prev_how;          /* ZKLOCK_PREV_* */
     int64_t prev_token;
     bool prev_releasing;   /* its last release writes "released": a re-entry waits */
+    bool prev_granting;    /* its grant reads and writes the record, waits the
+                              lock-delay: a re-entry (another thread of a
+                              handle-owned lock) waits */
     int prev_version;      /* the record's version after our write */
     void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
                               or by its recipe's free_data hook):

@@ -128,13 +128,16 @@ static int previous_granted(zklock_t *l, const struct timespec *until)
 
 /* A tracking hold whose last release is writing "released" (previous.c)
  * is ending: a re-entry now would go on under that record, and an unclean
- * end later would read clean. It waits for the release, within its own
- * timeout (a try-once: ZKLOCK_EBUSY), and then acquires afresh. */
-static int await_release_record(zklock_t *l, int timeout_ms, const struct timespec *until)
+ * end later would read clean. A hold being granted (another thread of a
+ * handle-owned lock reads the record, or waits the lock-delay) is not the
+ * caller's yet: a re-entry would skip the delay, or judge the record
+ * again and read its own write. Either waits, within its own timeout (a
+ * try-once: ZKLOCK_EBUSY), and then acquires (re-enters or afresh). */
+static int await_record(zklock_t *l, int timeout_ms, const struct timespec *until)
 {
     const zkl_contender_t *c;
 
-    while ((c = zklock__owner_contender(l)) && c->prev_releasing) {
+    while ((c = zklock__owner_contender(l)) && (c->prev_releasing || c->prev_granting)) {
         if (timeout_ms == 0)
             return ZKLOCK_EBUSY;
         if (timeout_ms < 0)
@@ -143,6 +146,18 @@ static int await_release_record(zklock_t *l, int timeout_ms, const struct timesp
             return ZKLOCK_ETIMEDOUT;
     }
     return 0;
+}
+
+/* The caller's hold is being granted (its record, its lock-delay), or no
+ * longer: re-entries wait meanwhile (await_record). With s->mu. */
+static void granting(zklock_t *l, bool on)
+{
+    zkl_contender_t *c = zklock__owner_contender(l);
+
+    if (c)
+        c->prev_granting = on;
+    if (!on)
+        pthread_cond_broadcast(&l->s->cond); /* a failed grant let it go: wake them too */
 }
 
 /* done: NULL for a blocking call. */
@@ -206,18 +221,21 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0 && l->tracks)
-        rc = await_release_record(l, timeout_ms, &until);
+        rc = await_record(l, timeout_ms, &until);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
     zklock__drive(l->s);
-    if (rc == ZKLOCK_OK && l->tracks)
+    if (rc == ZKLOCK_OK && l->tracks) {
         enter(l); /* the record's calls: zklock_free() waits for them */
+        granting(l, true);
+    }
     pthread_mutex_unlock(&l->s->mu);
     if (rc == ZKLOCK_OK && l->tracks) {
         zklock_session_t *s = l->s;
 
         rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
         pthread_mutex_lock(&s->mu);
+        granting(l, false);
         leave(l);
         pthread_mutex_unlock(&s->mu);
     }

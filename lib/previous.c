@@ -258,7 +258,11 @@ static int record(zklock_t *l, const struct hold_facts *h, const char *path, boo
             break;
         }
         rc = record_write(l->s, path, h, text, len, version, l->acl, written);
-        if (rc == ZOK || (!transient(rc) && rc != ZBADVERSION && rc != ZNODEEXISTS))
+        /* Our node stands, and the record changed since we read it: it was
+         * rewritten, made, or removed (ZNONODE: an operator retired it
+         * meanwhile). Read again. */
+        if (rc == ZOK ||
+            (!transient(rc) && rc != ZBADVERSION && rc != ZNODEEXISTS && rc != ZNONODE))
             break;
     retry:
         if (transient(rc) && !wait_connected(l->s, until))

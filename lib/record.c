@@ -66,11 +66,15 @@ static bool nothing_created_between(const struct zkl_record_view *rec,
  * for the hold before ours only if nobody else can have held in between:
  * we were blocked last by the record's holder, or, never blocked (our
  * first listing came after it left), no node was created between its node
- * and ours. Otherwise someone may have held without a record: unknown. */
+ * and ours. No record: we are the first holder only if ours is the lock
+ * path's first node (a hold that wrote none, a Curator peer's, had its
+ * node created before ours). Otherwise someone may have held without a
+ * record: unknown. */
 int zklock__previous_judge(const struct zkl_record_view *rec, const struct zkl_hold_view *me)
 {
     bool vouched = me->was_blocked ? rec && me->blocker_seq == rec->seq
-                                   : !rec || nothing_created_between(rec, me);
+                   : rec           ? nothing_created_between(rec, me)
+                                   : me->seq == 0;
 
     if (!vouched)
         return ZKLOCK_PREV_UNKNOWN;

@@ -268,6 +268,58 @@ static void test_lost_record_replies(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+struct multi_sent {
+    zkproxy_t *proxy;
+    int before;
+};
+
+static bool multi_sent(void *arg)
+{
+    struct multi_sent *m = arg;
+    return zkproxy_sent(m->proxy, ZOO_MULTI_OP) > m->before;
+}
+
+/* Review (issue 25): the record is removed (an operator retiring it,
+ * zkCli's delete) after a grant read it and before its write: the write's
+ * setData answers "no node". That is not a failed acquisition: the grant
+ * reads again and creates the record. Every message through the proxy
+ * takes a second, so the delete, sent straight to the server once the
+ * write has left the client, lands between the two. */
+static void test_record_removed_before_its_write(void)
+{
+    struct faulty f;
+    const char *path = tu_path("record-removed");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l;
+    struct tu_acquirer a;
+    struct multi_sent m;
+    char rec[512], data[256], want[64];
+    int64_t token = 0;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, 20000);
+    l = tu_mutex(f.s, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK); /* the record exists */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    m = (struct multi_sent){f.proxy, zkproxy_sent(f.proxy, ZOO_MULTI_OP)};
+    zkproxy_set_delay(f.proxy, 1000, 1000);
+    tu_start_acquirer(&a, l, 60000, false);
+    CU_ASSERT_FATAL(tu_wait_until(multi_sent, &m, 60000)); /* the write is on its way */
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    zkproxy_set_delay(f.proxy, 0, 0);
+    TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
+    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
+    CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
+    zklock_release(l);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    zoo_delete(tu_zk(), rec, -1);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 static bool dropped_once(void *proxy)
 {
     return zkproxy_dropped(proxy) >= 1;
@@ -2307,6 +2359,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_auth_rejection", test_lost_auth_rejection},
     {"lost_create_reply", test_lost_create_reply},
     {"lost_record_replies", test_lost_record_replies},
+    {"record_removed_before_its_write", test_record_removed_before_its_write},
     {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},

@@ -1131,6 +1131,42 @@ static void test_previous_unknown_behind_untracked(void)
     forget_record(path);
 }
 
+/* Review (issue 25): no record yet, but a hold that wrote none came before
+ * (a zklock mutex without tracking; to the record, a Curator peer), and
+ * its node was created under the lock path before ours: the tracker is not
+ * the first holder, and must not be told NONE. After such a hold's unclean
+ * end (its session expired), the lock-delay waits. The path is persistent
+ * here: an empty container may be reaped (the harness's servers look every
+ * second), and then its history is gone with it (design.md). */
+static void test_previous_unknown_without_record(void)
+{
+    const char *path = tu_path("previous-no-record");
+    const int delay = 1000;
+    zklock_opts_t o = {.lock_delay_ms = delay};
+    zklock_session_t *s, *u;
+    zklock_t *l, *plain;
+    int64_t t0;
+
+    tu_make_lock_path(path);
+    s = tu_session();
+    u = tu_session();
+    l = tu_mutex(s, path, &o);
+    plain = tu_mutex(u, path, NULL);
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK);
+    tu_expire(u); /* the untracked holder dies, holding */
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_ELOST);
+    t0 = tu_now_ms();
+    acquire_expecting(l, ZKLOCK_PREV_UNKNOWN, 0);
+    TU_ASSERT_INT(tu_now_ms() - t0, >=, delay);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_session_close(s);
+    zklock_session_close(u);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* The lock-delay: waited after an unclean end only, measured by the clock;
  * a timeout shorter than the delay answers ETIMEDOUT and leaves no node. */
 static void test_lock_delay(void)
@@ -1211,35 +1247,89 @@ static bool record_rewritten(void *arg)
            strncmp(data, dead, strlen(dead)) != 0;
 }
 
+/* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
+ * caught in its delay. */
+struct in_delay {
+    const char *path;
+    zklock_session_t *s, *w;
+    zklock_t *l, *lw;
+    struct delay_watch d;
+    struct tu_acquirer a;
+};
+
+static void in_delay_start(struct in_delay *x, const char *name, int delay_ms)
+{
+    zklock_opts_t o = {.lock_delay_ms = delay_ms, .owner = ZKLOCK_OWNER_HANDLE};
+
+    x->path = tu_path(name);
+    x->s = tu_session();
+    x->w = tu_session();
+    x->l = tu_mutex(x->s, x->path, &o);
+    x->lw = tu_mutex(x->w, x->path, &o);
+    x->d = (struct delay_watch){x->path, 0};
+    TU_REQUIRE_RC(zklock_acquire(x->lw, 30000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(x->lw, &x->d.dead), ZKLOCK_OK);
+    tu_expire(x->w);
+    TU_ASSERT_RC(zklock_release(x->lw), ZKLOCK_ELOST);
+    tu_start_acquirer(&x->a, x->l, delay_ms + 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &x->d, TU_WAIT_MS)); /* in its delay */
+}
+
+/* Deletes the acquisition's node: its hold is lost, its delay ends. */
+static void in_delay_lose(struct in_delay *x)
+{
+    char **kids, full[512];
+    int n;
+
+    kids = tu_children(x->path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", x->path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+}
+
+static void in_delay_end(struct in_delay *x)
+{
+    while (zklock_release(x->l) == ZKLOCK_OK)
+        ; /* a hold a failed check left */
+    zklock_free(x->l);
+    zklock_free(x->lw);
+    zklock_session_close(x->s);
+    zklock_session_close(x->w);
+    tu_assert_clean(x->path);
+    forget_record(x->path);
+}
+
 /* Review (issue 25): a hold lost during its lock-delay (its node deleted)
  * must not be returned as ZKLOCK_OK when the delay ends. */
 static void test_lock_delay_loss_during_delay(void)
 {
-    const char *path = tu_path("delay-loss");
-    zklock_opts_t o = {.lock_delay_ms = 3000, .owner = ZKLOCK_OWNER_HANDLE};
-    zklock_session_t *s = tu_session(), *w = tu_session();
-    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
-    struct delay_watch d = {path, 0};
-    struct tu_acquirer a;
-    char **kids, full[512];
-    int n;
+    struct in_delay x;
 
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lw, &d.dead), ZKLOCK_OK);
-    tu_expire(w);
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
-    tu_start_acquirer(&a, l, 30000, false);
-    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &d, TU_WAIT_MS)); /* in its delay */
-    kids = tu_children(path, &n);
-    CU_ASSERT_FATAL(kids != NULL && n == 2);
-    for (int i = 0; i < n; i++)
-        if (strcmp(kids[i], "zklock.previous") != 0)
-            snprintf(full, sizeof full, "%s/%s", path, kids[i]);
-    tu_free_strings(kids);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK); /* the hold is lost */
-    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ELOST);
-    zklock_release(l);
-    tracking_pair_end(l, lw, s, w, path);
+    in_delay_start(&x, "delay-loss", 3000);
+    in_delay_lose(&x);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    in_delay_end(&x);
+}
+
+/* Review (issue 25): a handle-owned hold is re-entered from another thread
+ * while its first acquisition still waits out the lock-delay (or still
+ * reads the record). The re-entry must not hold before the delay is over
+ * (the dead holder's writes may still land), nor judge the record again
+ * (it would read its own "held" and say UNKNOWN): it waits for the first,
+ * and a try-once answers EBUSY. */
+static void test_lock_delay_reentry_waits(void)
+{
+    struct in_delay x;
+
+    in_delay_start(&x, "delay-reentry", 60000);
+    TU_ASSERT_RC(zklock_acquire(x.l, 0), ZKLOCK_EBUSY); /* not a hold yet */
+    TU_ASSERT_INT(tu_acquirer_done(&x.a), ==, 0);
+    in_delay_lose(&x); /* ends the delay */
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    in_delay_end(&x);
 }
 
 /* Review (issue 25): a hold ended by max_hold_ms never released: the next
@@ -2337,10 +2427,12 @@ static const tu_test_t mutex_tests[] = {
     {"lock_stats_sizes", test_lock_stats_sizes},
     {"previous_fate", test_previous_fate},
     {"previous_unknown_behind_untracked", test_previous_unknown_behind_untracked},
+    {"previous_unknown_without_record", test_previous_unknown_without_record},
     {"lock_delay", test_lock_delay},
     {"previous_after_max_hold", test_previous_after_max_hold},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
+    {"lock_delay_reentry_waits", test_lock_delay_reentry_waits},
     {"previous_refused", test_previous_refused},
     {NULL, NULL},
 };

@@ -748,7 +748,10 @@ static void test_previous_judge(void)
         int64_t czxid;       /* ours */
         int how;
     } t[] = {
-        {"no record, never blocked", false, false, 0, false, 0, 5, 50, ZKLOCK_PREV_NONE},
+        {"no record, never blocked, the path's first node", false, false, 0, false, 0, 0, 50,
+         ZKLOCK_PREV_NONE},
+        {"no record, never blocked, nodes created before ours", false, false, 0, false, 0, 5, 50,
+         ZKLOCK_PREV_UNKNOWN},
         {"no record, blocked by somebody", false, false, 0, true, 4, 5, 50, ZKLOCK_PREV_UNKNOWN},
         {"blocked by T: released", true, true, 90, true, 10, 14, 200, ZKLOCK_PREV_CLEAN},
         {"blocked by T: held", true, false, 90, true, 10, 14, 200, ZKLOCK_PREV_UNCLEAN},
