@@ -48,6 +48,12 @@ kill_round() {
     latch standby "$path" standby "$SESSION_MS" >"$out" & standby=$!
   fi
   wait_until queued "$path" 2
+  # Kill at a random point of the leader's touch cycle (its pings and
+  # heartbeats repeat every few seconds from its start): killed always the
+  # same time after it started, the kill lands at the same phase, just
+  # after a touch or just before one, and every round measures that one
+  # case instead of the spread.
+  sleep "$(python3 -c "import random; print(round(random.uniform(0, $SESSION_MS / 1000), 3))")"
   t0=$(date +%s%N)
   kill -KILL $leader; wait $leader 2>/dev/null || true
   wait $standby || true
