@@ -9,7 +9,6 @@
 #include "contender.h"
 #include "recipe.h"
 
-#include <assert.h>
 #include <inttypes.h>
 
 /* ---- marks: the contenders the driver is to step ------------------------------ */
@@ -56,12 +55,25 @@ static void trace(const zkl_contender_t *c, enum zkl_phase to, const char *why)
     fflush(s->trace);
 }
 
+/* The guards hold in every build: a phase changes only in a step, and only
+ * along the table (an internal error otherwise: zklock__internal_error). */
+static void check_transition(const zkl_contender_t *c, enum zkl_phase to, const char *why)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (!s->driving || !zklock__phase_allowed(c->phase, to))
+        zklock__internal_error(s, "c%u %s %s -> %s: %s (%s)", c->id, c->l->queue,
+                               zklock__phase_name(c->phase), zklock__phase_name(to),
+                               s->driving ? "not a transition of the table"
+                                          : "a phase changed outside a step",
+                               why);
+}
+
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 {
     zklock_session_t *s = session_of(c);
 
-    assert(s->driving && "a phase changes only in a step");
-    zklock__phase_check(c->phase, to);
+    check_transition(c, to, why);
     if (s->trace)
         trace(c, to, why);
     c->phase = to;
@@ -92,16 +104,15 @@ void zklock__set_node(zkl_contender_t *c, char *node)
 }
 
 
-/* The session thread's timer: our node has lived ZKL_OWN_WATCH_DELAY_MS,
- * its watch is due (its step sets it now, or on the next resume if the
- * connection is down). */
-static void own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+/* The own-watch delay's timer (its door, doors.c): our node has lived
+ * ZKL_OWN_WATCH_DELAY_MS, its watch is due (its step sets it now, or on the
+ * next resume if the connection is down). */
+void zklock__own_watch_due(struct zkl_timer *t)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
 
     c->own_due = true;
     zklock__mark(c);
-    zklock__entry_done(s);
 }
 
 zkl_contender_t *zklock__contender_new(zklock_t *l)
@@ -115,12 +126,9 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
         free(c);
         return NULL;
     }
-    if (zklock__cond_init(&c->cond) != 0) {
-        zklock__timers_unreserve(s, ZKL_CONTENDER_TIMERS);
-        free(c);
-        return NULL;
-    }
-    c->own_timer.fire = own_watch_due;
+    c->own_timer.fire = s->doors->own_watch_due;
+    c->deadline_timer.fire = s->doors->deadline_passed;
+    c->max_hold_timer.fire = s->doors->max_hold_passed;
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->id = ++s->contenders_made;
@@ -181,7 +189,6 @@ void zklock__contender_free(zkl_contender_t *c)
         free(c->recipe_data);
     free(c->node);
     free(c->watched);
-    pthread_cond_destroy(&c->cond);
     free(c);
     zklock__lock_unref(l);
 }

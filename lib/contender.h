@@ -60,13 +60,11 @@ struct zkl_contender {
     zklock_t *l;
     unsigned id;           /* the session's count of contenders (the trace's name) */
     pthread_t owner;
-    pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
     bool by_handle;        /* the owner is the handle (ZKLOCK_OWNER_HANDLE) */
-    int inside;            /* threads inside a blocking call on it: it is
-                              not freed while one is */
     /* The owner's call in progress (owner.c): an acquisition (waiting) or
-     * a release (releasing), told through c->cond or a done callback. */
+     * a release (releasing), told to a blocked caller (its own record and
+     * condition, struct zkl_waiter) or a done callback. */
     bool waiting;          /* an acquisition is in progress */
     bool releasing;        /* a release is, and someone awaits its end */
     struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
@@ -115,10 +113,10 @@ struct zkl_contender {
     char *watched;
     bool watch_wanted;     /* we still care about `watched` */
     bool watch_pending;    /* the request setting the watch is in flight */
-    int pred_watches;      /* registrations of pred_watcher for us (0 or 1) */
+    int pred_watches;      /* registrations of the blocker watch for us (0 or 1) */
     bool queue_watch;      /* its listings also watch the whole queue (a
                               semaphore's head, waiting for a lease) */
-    int queue_watches;     /* ... registrations of queue_watcher (0 or 1) */
+    int queue_watches;     /* ... registrations of that watch (0 or 1) */
     bool queue_listing;    /* a listing that sets it is in flight: its
                               answer registers the watch, wanted or not */
     /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
@@ -157,7 +155,7 @@ struct zkl_contender {
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
      * nodes of a busy lock live less); see the design note. */
-    int own_watches;       /* registrations of own_watcher for us (0 or 1) */
+    int own_watches;       /* registrations of the own-node watch (0 or 1) */
     bool own_pending;      /* the request setting it is in flight */
     bool own_due;          /* the delay is over: set it when possible */
     struct zkl_timer own_timer; /* ... ends the delay */
@@ -221,11 +219,15 @@ void zklock__mark(zkl_contender_t *c);
  * marked, and so is its parent, whose step reads its subs. */
 void zklock__mark_event(zkl_contender_t *c);
 /* The one way c's phase changes, in a step: checked against phase.c's table
- * (an assertion in debug builds), traced (ZKLOCK_TRACE, `why` says what
+ * (in every build: outside a step or the table, an internal error,
+ * zklock__internal_error), traced (ZKLOCK_TRACE, `why` says what
  * made it), and a sub's change marks its parent. */
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
 /* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
 void zklock__set_node(zkl_contender_t *c, char *node);
+/* The own-watch delay's timer (t is c->own_timer), for its door: the watch
+ * is due, c marked. */
+void zklock__own_watch_due(struct zkl_timer *t);
 /* Do a and b belong to one owner (a thread, or the handles' owner)? */
 bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
 /* Does c hold by another's place (a downgrade heir), and does it stand? */
@@ -258,8 +260,6 @@ void zklock__abandon(zkl_contender_t *c);
 
 const char *zklock__phase_name(enum zkl_phase p);
 bool zklock__phase_allowed(enum zkl_phase from, enum zkl_phase to);
-/* Asserts (in debug builds) that from -> to is a transition of the table. */
-void zklock__phase_check(enum zkl_phase from, enum zkl_phase to);
 
 /* ---- fastpath.c: acquiring without a listing -------------------------------- */
 

@@ -63,9 +63,11 @@ void zklock__lock_unref(zklock_t *l);
 
 /* ---- lock.c: the calls every recipe shares ------------------------------------- */
 
-/* Before a call reads a hold: one whose lease ran out is lost now (the host
- * slept: the session thread has not noticed yet). Runs the driver. */
-void zklock__lease_checked(zklock_session_t *s);
+/* Before a call reads a hold: a lease that ran out unnoticed (the host
+ * slept: the session thread has not seen it yet) ends its holds now, an
+ * entry of its own that runs the driver; nothing happens (no drive) while
+ * the lease runs. */
+void zklock__lease_end_caught(zklock_session_t *s);
 
 /* Releases what l holds, ends its calls and drops the user's reference
  * (zklock_free); returns the done callbacks to run before returning. */

@@ -200,8 +200,9 @@ void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
     arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
 }
 
-/* The belief timer: the lease's end, unless heard from meanwhile. */
-static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+/* The belief timer (its door, doors.c): the lease's end, unless heard from
+ * meanwhile. */
+void zklock__lease_end_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until;
 
@@ -212,15 +213,16 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         return;
     }
     lease_ran_out(s, &until);
-    zklock__entry_done(s);
 }
 
-void zklock__lease_check(zklock_session_t *s)
+bool zklock__lease_check(zklock_session_t *s)
 {
     struct timespec until;
 
-    if (holds_past_lease(s) && zklock__lease_valid_until(s, &until))
-        lease_ran_out(s, &until);
+    if (!holds_past_lease(s) || !zklock__lease_valid_until(s, &until))
+        return false;
+    lease_ran_out(s, &until);
+    return true;
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -235,12 +237,16 @@ static void regrant(zklock_session_t *s)
             zklock__mark_event(c);
 }
 
-static void heartbeat_done(int rc, const struct Stat *st, const void *data)
+zklock_session_t *zklock__heartbeat_session(const void *data)
+{
+    return ((const struct zkl_heartbeat *)data)->s;
+}
+
+void zklock__heartbeat_answered(const void *data, int rc)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
     zklock_session_t *s = hb->s;
 
-    pthread_mutex_lock(&s->mu);
     /* Refused (as it always is: no node has that version), it proves the
      * lease all the same: a refused write is committed as an error
      * transaction. */
@@ -252,9 +258,7 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         s->heartbeat = NULL;
     if (proved)
         regrant(s);
-    zklock__detached_done(s);
-    zklock__entry_done(s);
-    pthread_mutex_unlock(&s->mu);
+    zklock__request_answered(s);
     free(hb);
 }
 
@@ -270,8 +274,8 @@ void zklock__lease_renew(zklock_session_t *s)
     hb->s = s;
     hb->gen = s->gen;
     zklock__now(s, &hb->sent);
-    if (!zklock__detached_sent(s, s->wire->aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION,
-                                                heartbeat_done, hb))) {
+    if (!zklock__request_sent(s, s->wire->aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION,
+                                                s->doors->heartbeat_answered, hb))) {
         free(hb);
         return;
     }
@@ -297,7 +301,7 @@ bool zklock__lease_fresh(const zklock_session_t *s)
     return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(s, &due));
 }
 
-static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
+void zklock__heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec due;
 
@@ -342,8 +346,8 @@ void zklock__lease_keep(zklock_session_t *s)
 {
     struct timespec due;
 
-    s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
-    s->belief_timer.fire = belief_over;
+    s->heartbeat_timer.fire = s->doors->heartbeat_due; /* timers the session reserved */
+    s->belief_timer.fire = s->doors->lease_ends;
     if (s->negotiated_ms <= 0 || !needs_heartbeats(s))
         return;
     if (!zklock__timer_armed(&s->heartbeat_timer)) {

@@ -46,10 +46,10 @@ static bool may_wait(const zklock_session_t *s)
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
 }
 
-void zklock__lease_checked(zklock_session_t *s)
+void zklock__lease_end_caught(zklock_session_t *s)
 {
-    zklock__lease_check(s);
-    zklock__drive(s);
+    if (zklock__lease_check(s))
+        zklock__drive(s); /* an entry of its own: the holds end before the call looks */
 }
 
 /* Counts a caller inside a blocking call, so that zklock_free() and
@@ -70,16 +70,17 @@ static void leave(zklock_t *l)
     zklock__lock_unref(l);
 }
 
-/* Waits for the blocking call `me` was started with. */
-static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
+/* Waits for the blocking call `me` was started with on c (the driver ran:
+ * the call's start is sent); the caller's own deadline, seen passing by
+ * itself, is an entry of its own (the driver gives the acquisition up).
+ * Once decided, c is the engine's (it may be freed already). */
+static int wait_for(zklock_t *l, zkl_contender_t *c, struct zkl_waiter *me)
 {
-    zklock_t *l = c->l;
-    int rc;
-
     enter(l);
-    rc = zklock__call_wait(c, me);
+    while (!zklock__call_await(l->s, c, me))
+        zklock__drive(l->s);
     leave(l);
-    return rc;
+    return me->rc;
 }
 
 /* The outcome of a call that started, known at once: returned (a blocking
@@ -160,15 +161,18 @@ static void granting(zklock_t *l, bool on)
         pthread_cond_broadcast(&l->s->cond); /* a failed grant let it go: wake them too */
 }
 
-/* done: NULL for a blocking call. */
-static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
+/* Starts an acquisition, told to done, or (done NULL) to the blocked
+ * caller's record me: then *waits is the contender to wait on once the
+ * driver ran. The caller runs the driver. */
+static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
+                          struct zkl_waiter *me, zkl_contender_t **waits)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
     int rc;
 
-    zklock__lease_checked(s); /* no reentrant hold on a lease that ran out */
+    *waits = NULL;
+    zklock__lease_end_caught(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
@@ -196,26 +200,23 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         return rc;
     }
     zklock__stats_called(c);
-    if (done) {
-        zklock__acquire_start(c, timeout_ms, done, NULL);
-        return ZKLOCK_OK;
-    }
-    zklock__acquire_start(c, timeout_ms, NULL, &me);
-    zklock__drive(s);
-    rc = wait_for(c, &me);
-    if (rc != ZKLOCK_OK)
-        c->attached = false; /* a failed acquisition is over for its owner */
-    zklock__mark(c);
-    return rc;
+    zklock__acquire_start(c, timeout_ms, done, done ? NULL : me);
+    if (!done)
+        *waits = c;
+    return ZKLOCK_OK;
 }
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
     struct timespec until;
+    struct zkl_waiter me;
+    zkl_contender_t *c = NULL;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     if (l->tracks)
         zklock__deadline(l->s, &until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
@@ -223,8 +224,11 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     if (rc == 0 && l->tracks)
         rc = await_record(l, timeout_ms, &until);
     if (rc == 0)
-        rc = acquire_locked(l, timeout_ms, NULL);
-    zklock__drive(l->s);
+        rc = acquire_locked(l, timeout_ms, NULL, &me, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
+    zklock__waiter_fini(&me);
     if (rc == ZKLOCK_OK && l->tracks) {
         enter(l); /* the record's calls: zklock_free() waits for them */
         granting(l, true);
@@ -245,6 +249,7 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
 int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done;
+    zkl_contender_t *c;
     int rc;
 
     if (!l || !fn || timeout_ms < -1 || l->tracks)
@@ -255,7 +260,7 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     rc = acquire_refused(l, timeout_ms, true);
     if (rc == 0) {
         done = zklock__done_new(l, fn, ctx);
-        rc = done ? acquire_locked(l, timeout_ms, done) : ZKLOCK_ENOMEM;
+        rc = done ? acquire_locked(l, timeout_ms, done, NULL, &c) : ZKLOCK_ENOMEM;
         if (rc != ZKLOCK_OK)
             zklock__done_discard(done);
     }
@@ -266,16 +271,18 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
 
 /* ---- release -------------------------------------------------------------------- */
 
-/* done: NULL for a blocking call (or one that does not wait: background).
- * The hold is over for its owner as the release starts: the contender is
- * let go at once, and a blocked caller keeps it alive until it returns. */
-static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
+/* Starts the release, told to done, or to the blocked caller's record me
+ * (then *waits is the contender to wait on once the driver ran), or to
+ * nobody (both NULL: in the background). The hold is over for its owner
+ * as the release starts: the contender is let go at once. The caller runs
+ * the driver. */
+static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter *me,
+                          zkl_contender_t **waits)
 {
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
-    int rc;
 
-    zklock__lease_checked(l->s); /* a hold whose lease ran out was lost */
+    *waits = NULL;
+    zklock__lease_end_caught(l->s); /* a hold whose lease ran out was lost */
     c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
@@ -297,19 +304,14 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     }
     if (c->parent)
         return ZKLOCK_EBUSY; /* held through a multi-lock: released with it */
-    if (wait && zklock__on_completion_thread(l->s))
+    if (me && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
     c->attached = false;
     zklock__stats_hold_over(c, false); /* over for its owner now */
-    zklock__release_start(c, done, wait ? &me : NULL);
-    zklock__mark(c);
-    if (!wait)
-        return ZKLOCK_OK;
-    zklock__drive(l->s);
-    rc = wait_for(c, &me);
-    zklock__mark(c);
-    return rc;
+    zklock__release_start(c, done, me);
+    *waits = me ? c : NULL;
+    return ZKLOCK_OK;
 }
 
 /* Does the caller hold l once, so that its release ends the hold? And
@@ -342,25 +344,33 @@ static void release_recorded(zklock_t *l)
 
 int zklock_release(zklock_t *l)
 {
+    struct zkl_waiter me;
+    zkl_contender_t *c;
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     if (l->tracks && last_hold(l))
         zklock__previous_releasing(l); /* "released", while we still hold */
     pthread_mutex_lock(&l->s->mu);
     release_recorded(l);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
-    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
-    zklock__drive(l->s);
+    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s) ? &me : NULL, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
     pthread_mutex_unlock(&l->s->mu);
+    zklock__waiter_fini(&me);
     return rc;
 }
 
 int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done = NULL;
+    zkl_contender_t *c;
     int rc;
 
     if (!l || l->tracks)
@@ -371,7 +381,7 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     if (fn && !(done = zklock__done_new(l, fn, ctx)))
         rc = ZKLOCK_ENOMEM;
     else
-        rc = release_locked(l, done, false);
+        rc = release_locked(l, done, NULL, &c);
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done);
     zklock__drive(l->s);
@@ -389,7 +399,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lease_end_caught(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -404,7 +414,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lease_end_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -424,7 +434,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lease_end_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -440,7 +450,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lease_end_caught(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -462,18 +472,15 @@ const char *zklock_path(const zklock_t *l)
     return l ? l->path : NULL;
 }
 
+/* Marks l's acquisitions in progress canceled (the caller runs the driver). */
 static void cancel_locked(zklock_t *l)
 {
-    zkl_contender_t *c, *next;
-
-    for (c = l->contenders; c; c = next) {
-        next = c->lock_next;
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
         if (c->waiting) {
             c->canceled = true;
             zklock__mark(c); /* its step gives up */
         }
     }
-    zklock__drive(l->s);
 }
 
 int zklock_cancel(zklock_t *l)
@@ -482,6 +489,7 @@ int zklock_cancel(zklock_t *l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     cancel_locked(l);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return ZKLOCK_OK;
 }
@@ -554,6 +562,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     cancel_locked(l);
     if (l->recipe->retiring)
         l->recipe->retiring(l); /* its own calls (an election's proclaims) */
+    zklock__drive(s);
     while (wait && (l->users > 0 || l->in_callback > 0))
         zklock__cond_wait(s, &s->cond);
     for (c = l->contenders; c; c = next) {

@@ -9,6 +9,7 @@
 #define ZKLOCK_RECIPE_H
 
 #include "contender.h"
+#include "driver.h"
 #include "handle.h"
 #include "inspect.h"
 #include "names.h"
@@ -19,6 +20,12 @@
 #include "step.h"
 #include "subs.h"
 #include "watch.h"
+
+/* A request kind of a recipe's own (from ZKL_REQ_RECIPE, in order). */
+struct zkl_request_kind {
+    bool beside; /* beside the contender's chain (c->busy): its answer and
+                    its refusal are the recipe's alone (an election's proclaim) */
+};
 
 /* What a recipe changes in the engine's rules (the files in recipes/). Any hook may
  * be NULL: the default rule (the mutex's). Called with s->mu held. */
@@ -61,15 +68,12 @@ struct zkl_recipe {
     /* Makes c's node itself (true), instead of the engine's create and
      * listing (a heir's check and create in one multi). */
     bool (*create)(zkl_contender_t *c);
+    /* Its own request kinds (from ZKL_REQ_RECIPE), or NULL: all in the chain. */
+    const struct zkl_request_kind *kinds;
     bool nodeless; /* its contenders make no node of their own (a multi-lock) */
     bool in_turn;  /* a multi-lock takes it alone, in path order, once it holds
                       every plain lock (a semaphore) */
 };
-
-/* ---- election.c: the election as a layer above the session (its proclaims
- * end with the session: layers.c's table) ------------------------------------- */
-
-extern const struct zkl_layer zklock__election_layer;
 
 /* ---- mutex.c: a handle whose nodes exclude every other ---------------------- */
 

@@ -27,18 +27,22 @@ enum zkl_req {
 /* The ZooKeeper calls a request may be. */
 enum zkl_call {
     ZKL_CALL_CREATE, ZKL_CALL_CREATE2, ZKL_CALL_CHILDREN, ZKL_CALL_SYNC, ZKL_CALL_GET,
-    ZKL_CALL_EXISTS, ZKL_CALL_DELETE, ZKL_CALL_MULTI
+    ZKL_CALL_EXISTS, ZKL_CALL_DELETE, ZKL_CALL_MULTI, ZKL_CALL_SET
 };
+
+/* The watch a request sets (children, get): its event goes to the
+ * contender (its context), through the engine's door of that kind. */
+enum zkl_watch { ZKL_WATCH_NONE, ZKL_WATCH_BLOCKER, ZKL_WATCH_OWN, ZKL_WATCH_QUEUE };
 
 struct zkl_request {
     int kind;                      /* enum zkl_req */
     enum zkl_call call;
     const char *path;
-    const char *data;              /* create */
+    const char *data;              /* create, set (any version) */
     int len;
     const struct ACL_vector *acl;
     int flags;
-    watcher_fn watcher;            /* children, get: with this watcher (context: c) */
+    enum zkl_watch watch;          /* children, get: sets this watch */
     int nops;                      /* multi */
     const zoo_op_t *ops;
     zoo_op_result_t *results;
@@ -49,6 +53,10 @@ struct zkl_request {
  * in c->answer for c's step. A refusal by the client is recorded
  * (c->refused, for the step) and c marked: false. */
 bool zklock__send(zkl_contender_t *c, const struct zkl_request *r);
+/* Sends r, a request of a kind beside c's chain (the recipe's kinds table
+ * says which): counted in c->ops only; a refusal is no fact for the step,
+ * but the client's code, returned (ZOK: sent) to the recipe. */
+int zklock__send_beside(zkl_contender_t *c, const struct zkl_request *r);
 /* Can c (and its subs, whose requests it may send) send in the current
  * generation: a ticket of it, or one free? Only a contender whose requests
  * of ZKL_TICKETS - 1 older generations are all still unanswered waits (each
@@ -56,9 +64,14 @@ bool zklock__send(zkl_contender_t *c, const struct zkl_request *r);
 bool zklock__may_send(const zkl_contender_t *c);
 /* The handle is closed: none of c's answers will come. */
 void zklock__requests_gone(zkl_contender_t *c);
-/* The session's fire-and-forget requests: counted if the client took
- * them (rc: the zoo_a* call's), and off again in their completion. */
-bool zklock__detached_sent(zklock_session_t *s, int rc);
-void zklock__detached_done(zklock_session_t *s);
+/* The watcher of a kind of watch (s->doors'; NULL for none). */
+watcher_fn zklock__watcher(const zklock_session_t *s, enum zkl_watch watch);
+/* An answer's door (doors.c): the session of the request whose completion
+ * data is `slot` (read without s->mu: the contender lives while its
+ * request is in flight), and then, with s->mu held, the answer counted off
+ * and recorded for its contender's step (unless it is of an older
+ * generation): the contender, to mark. */
+zklock_session_t *zklock__answer_session(const void *slot);
+zkl_contender_t *zklock__answer_record(const void *slot, struct zkl_answer *a);
 
 #endif

@@ -12,14 +12,16 @@
  * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
- * engine, the queue inspector) hear of connection changes through the table
- * zklock__layers (layers.c).
+ * engine, the queue inspector, the followers) hear of connection changes
+ * through the table the composition root handed down (s->layers, root.c).
  */
 #include "names.h"
 #include "lockstats.h"
 #include "session.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +33,17 @@
 
 /* ---- the layers above ------------------------------------------------------ */
 
-#define EACH_LAYER(hook, ...)                                  \
+#define EACH_LAYER(hook, s, ...)                               \
     do {                                                       \
-        for (size_t i_ = 0; zklock__layers[i_]; i_++)              \
-            if (zklock__layers[i_]->hook)                          \
-                zklock__layers[i_]->hook(__VA_ARGS__);             \
+        for (size_t i_ = 0; (s)->layers[i_]; i_++)             \
+            if ((s)->layers[i_]->hook)                         \
+                (s)->layers[i_]->hook(s, ##__VA_ARGS__);       \
     } while (0)
 
 static bool layers_busy(const zklock_session_t *s)
 {
-    for (size_t i = 0; zklock__layers[i]; i++)
-        if (zklock__layers[i]->busy && zklock__layers[i]->busy(s))
+    for (size_t i = 0; s->layers[i]; i++)
+        if (s->layers[i]->busy && s->layers[i]->busy(s))
             return true;
     return false;
 }
@@ -216,8 +218,7 @@ static void probe_done(int rc, const struct Stat *st, const void *data)
     pthread_mutex_lock(&s->mu);
     if (s->zh == s->probe_zh)
         zklock__learn_completion_thread(s);
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -227,11 +228,8 @@ static void probe_completion_thread(zklock_session_t *s)
 {
     if (s->cthread_zh == s->zh || s->probe_zh == s->zh)
         return;
-    if (s->wire->aexists(s->zh, "/", 0, probe_done, s) == ZOK) {
+    if (zklock__request_sent(s, s->wire->aexists(s->zh, "/", 0, probe_done, s)))
         s->probe_zh = s->zh;
-        s->ops++;
-        s->stats.requests++;
-    }
 }
 
 static void connected(zklock_session_t *s)
@@ -533,6 +531,24 @@ static void trace_open(zklock_session_t *s)
     s->trace_owned = s->trace != NULL;
 }
 
+void zklock__internal_error(const zklock_session_t *s, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s->trace && s->trace != stderr) {
+        fprintf(s->trace, "zklock: internal error: session 0x%" PRIx64 " %s\n",
+                (uint64_t)s->session_id, what);
+        fflush(s->trace);
+    }
+    fprintf(stderr, "zklock: internal error: session 0x%" PRIx64 " %s\n", (uint64_t)s->session_id,
+            what);
+    abort();
+}
+
 static void trace_close(zklock_session_t *s)
 {
     if (s->trace_owned)
@@ -606,7 +622,7 @@ static int take_options(zklock_session_t *s, const zklock_session_opts_t *opts)
 }
 
 static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts,
-                       const struct zkl_wire *wire, void *env)
+                       const struct zkl_wire *wire, void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -624,6 +640,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         return ZKLOCK_ENOMEM;
     s->wire = wire;
     s->wire_env = env;
+    s->layers = above->layers;
+    s->doors = above->doors;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKLOCK_ESYSTEM;
@@ -707,9 +725,9 @@ static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
     return 0;
 }
 
-int zklock__session_open_on(zklock_session_t **out, const char *hosts,
-                            const zklock_session_opts_t *opts, const struct zkl_wire *wire,
-                            void *env)
+int zklock__session_open_with(zklock_session_t **out, const char *hosts,
+                              const zklock_session_opts_t *opts, const struct zkl_wire *wire,
+                              void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     struct timespec deadline;
@@ -720,7 +738,7 @@ int zklock__session_open_on(zklock_session_t **out, const char *hosts,
     *out = NULL;
     if (zklock__hosts_check(hosts) != 0)
         return ZKLOCK_EINVAL; /* malformed: no retry would help */
-    rc = session_new(&s, opts, wire, env);
+    rc = session_new(&s, opts, wire, env, above);
     if (rc)
         return rc;
     s->hosts = strdup(hosts);
@@ -750,12 +768,6 @@ int zklock__session_open_on(zklock_session_t **out, const char *hosts,
     return finish_open(out, s, rc);
 }
 
-int zklock_session_open(zklock_session_t **out, const char *hosts,
-                        const zklock_session_opts_t *opts)
-{
-    return zklock__session_open_on(out, hosts, opts, &zklock__real_wire, NULL);
-}
-
 /* With s->mu held: starts using the application's handle zh. */
 static void take_handle(zklock_session_t *s, zhandle_t *zh)
 {
@@ -774,8 +786,8 @@ static void take_handle(zklock_session_t *s, zhandle_t *zh)
         connected(s);
 }
 
-int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
-                         const zklock_session_opts_t *opts)
+int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
+                               const zklock_session_opts_t *opts, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -785,7 +797,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     *out = NULL;
     if (!zh || (opts && (opts->tls_ca || opts->tls_cert || opts->tls_key)))
         return ZKLOCK_EINVAL; /* the handle's TLS is the application's */
-    rc = session_new(&s, opts, &zklock__real_wire, NULL);
+    rc = session_new(&s, opts, &zklock__real_wire, NULL, above);
     if (rc)
         return rc;
     s->adopted = true;

@@ -791,7 +791,7 @@ bool zklock__send_list(zkl_contender_t *c)
     c->need_list = false;
     if (!zklock__send(c, &(struct zkl_request){
                              .kind = ZKL_REQ_LIST, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
-                             .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
+                             .watch = c->queue_watch ? ZKL_WATCH_QUEUE : ZKL_WATCH_NONE}))
         return false;
     zklock__queue_listing_sent(c);
     return true;
@@ -862,7 +862,7 @@ static void stray_deleted(int rc, const void *data)
     zklock_session_t *s = (zklock_session_t *)data;
 
     pthread_mutex_lock(&s->mu);
-    zklock__detached_done(s);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -873,7 +873,7 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
     char *path = zklock__child_path(dir, name);
 
     if (path)
-        zklock__detached_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
+        zklock__request_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
     free(path);
 }
 

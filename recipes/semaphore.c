@@ -183,7 +183,7 @@ static void look_for_room(zkl_contender_t *c)
         return;
     if (zklock__send(c, &(struct zkl_request){
                             .kind = SEM_ROOM, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
-                            .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
+                            .watch = c->queue_watch ? ZKL_WATCH_QUEUE : ZKL_WATCH_NONE}))
         zklock__queue_listing_sent(c);
 }
 

@@ -6,6 +6,7 @@
 #include "../lib/previous.h"
 #include "../lib/session.h"
 #include "testutil.h"
+#include "unit_engine.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -709,32 +710,6 @@ static void test_phase_table(void)
     CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_PHASE_COUNT), "?");
 }
 
-/* An invalid transition fails an assertion where asserts are kept
- * (--enable-debug, the sanitizer builds); elsewhere the check is silent. */
-static void test_phase_assert(void)
-{
-    int status;
-    pid_t pid;
-
-    fflush(NULL);
-    pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
-        /* the child's abort message is expected: keep it off the log */
-        if (!freopen("/dev/null", "w", stderr))
-            _exit(3);
-        zklock__phase_check(ZKL_QUEUING, ZKL_HELD); /* allowed */
-        zklock__phase_check(ZKL_LOST, ZKL_HELD);    /* not */
-        _exit(0);
-    }
-    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
-#ifdef NDEBUG
-    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-#else
-    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-#endif
-}
-
 /* The previous holder's fate (previous.c): the record speaks for the hold
  * before ours only when nobody else can have held in between. The record's
  * holder T has sequence number 10 and czxid 100. */
@@ -824,7 +799,6 @@ static const tu_test_t unit_tests[] = {
     {"fast_path_rules", test_fast_path_rules},
     {"lease_rules", test_lease_rules},
     {"phase_table", test_phase_table},
-    {"phase_assert", test_phase_assert},
     {"previous_judge", test_previous_judge},
     {"record_parse", test_record_parse},
     {NULL, NULL},
@@ -832,7 +806,8 @@ static const tu_test_t unit_tests[] = {
 
 int main(void)
 {
-    const tu_suite_t suites[] = {{"unit", unit_tests}, {NULL, NULL}};
+    const tu_suite_t suites[] = {
+        {"unit", unit_tests}, {"engine", zklock__unit_engine_tests}, {NULL, NULL}};
     return tu_main(suites, false);
 }
 
