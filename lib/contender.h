@@ -12,43 +12,19 @@
 #include "common.h"
 #include "handle.h"
 #include "names.h"
+#include "recipe.h"
 #include "session.h"
 #include "timer.h"
-
-/* A contender's phases; phase.c draws the transitions between them. */
-enum zkl_phase {
-    ZKL_QUEUING,  /* wants the lock: creating, listing or watching */
-    ZKL_GRANTING, /* its turn came on an old lease (heard from more than
-                     half a timeout ago, or run out): holds once a
-                     heartbeat proves the session lives (lease.c) */
-    ZKL_HELD,     /* holds it */
-    ZKL_LOST,     /* held it; the session ended or the node was deleted */
-    ZKL_LEAVING,  /* giving up or releasing: its node must go */
-    ZKL_GONE,     /* finished: no node on the server */
-    ZKL_PHASE_COUNT
-};
 
 /* Wants the lock and has not got it: queuing, or its turn granted subject
  * to a heartbeat. */
 #define ZKL_WANTS(c) ((c)->phase == ZKL_QUEUING || (c)->phase == ZKL_GRANTING)
 
-/* An answer to a contender's request, recorded for its step (request.c):
- * it and its payload are the completion's (borrowed from ZooKeeper's
- * client), valid for the drive the completion ends with. */
-struct zkl_answer {
-    int kind;                 /* enum zkl_req (request.h) */
-    int rc;
-    const char *value;        /* create: the name made; get: the data */
-    int len;
-    const struct Stat *stat;
-    const struct String_vector *names;
-};
-
 /* A request's completion gets as its data one of the contender's slots, a
  * byte that says what the request is for and the generation it was sent in
- * (its ticket): ticket * ZKL_SLOTS + kind. Whose: from where the slot is
+ * (its ticket): ticket * c->kinds + kind, c->kinds being the engine's kinds
+ * and its recipe's (ZKL_REQ_RECIPE + nkinds). Whose: from where the slot is
  * (request.c). */
-#define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (request.h) */
 /* Generations whose requests a contender may have in flight at once. */
 #define ZKL_TICKETS 4
 
@@ -190,7 +166,6 @@ struct zkl_contender {
     int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
     bool leave_wanted;          /* its node must go (the handle or session goes, */
     int leave_rc;               /* ... or it never started), with this outcome */
-    unsigned char slots[ZKL_TICKETS * ZKL_SLOTS]; /* its requests' completions' data */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
@@ -198,6 +173,10 @@ struct zkl_contender {
      * in this drive (its calls are decided, and it is freed if finished). */
     bool marked, visited;
     zkl_contender_t *mark_next, *visit_next;
+    /* Its requests' completions' data: ZKL_TICKETS * kinds slots, each
+     * holding its own index (request.c). */
+    unsigned char kinds;
+    unsigned char slots[];
 };
 
 static inline zklock_session_t *session_of(const zkl_contender_t *c)
@@ -213,8 +192,6 @@ static inline zklock_session_t *session_of(const zkl_contender_t *c)
 zkl_contender_t *zklock__contender_new(zklock_t *l);
 /* Frees c: the driver's last phase, once nobody can reach it. */
 void zklock__contender_free(zkl_contender_t *c);
-/* Something about c changed: the driver steps it (O(1), idempotent). */
-void zklock__mark(zkl_contender_t *c);
 /* An event of c's (an answer, a watch event, a timer) is recorded: c is
  * marked, and so is its parent, whose step reads its subs. */
 void zklock__mark_event(zkl_contender_t *c);
@@ -223,15 +200,10 @@ void zklock__mark_event(zkl_contender_t *c);
  * zklock__internal_error), traced (ZKLOCK_TRACE, `why` says what
  * made it), and a sub's change marks its parent. */
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
-/* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
-void zklock__set_node(zkl_contender_t *c, char *node);
 /* The own-watch delay's timer (t is c->own_timer), for its door: the watch
  * is due, c marked. */
 void zklock__own_watch_due(struct zkl_timer *t);
-/* Do a and b belong to one owner (a thread, or the handles' owner)? */
-bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
-/* Does c hold by another's place (a downgrade heir), and does it stand? */
-bool zklock__inherits(const zkl_contender_t *c);
+/* Does c's place (a downgrade heir's: zklock__inherits) stand? */
 bool zklock__place_stands(const zkl_contender_t *c);
 
 /* The ways a contender ends, each said once (the verbs are its step's, in
@@ -249,12 +221,9 @@ bool zklock__place_stands(const zkl_contender_t *c);
  *    parent lets a sub go, subs.c): its step gives it up;
  *  - its owner abandons it (zklock__abandon, here; a parent disowns a sub,
  *    subs.c): the driver frees it once nothing else refers to it. */
-void zklock__give_up(zkl_contender_t *c, int rc);
 /* Its owner no longer wants c (the handle or the session goes, or it never
  * started): its step gives it up, outcome rc. */
 void zklock__leave(zkl_contender_t *c, int rc);
-/* Its owner lets go of c (the driver frees it once nothing else refers to it). */
-void zklock__abandon(zkl_contender_t *c);
 
 /* ---- phase.c: the transitions a contender may make ------------------------ */
 

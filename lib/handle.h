@@ -1,6 +1,6 @@
 /*
  * handle.h: the lock handle every recipe shares (handle.c), and the calls
- * on it (lock.c).
+ * on it (lock.c); recipe.h declares their functions.
  */
 #ifndef ZKLOCK_HANDLE_H
 #define ZKLOCK_HANDLE_H
@@ -49,28 +49,7 @@ struct zklock {
     bool tracks;           /* opts.track_previous or a lock-delay (previous.c) */
 };
 
-/* ---- handle.c: the lock handle every recipe shares ------------------------------ */
-
-int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
-                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
-                  enum zkl_tag kazoo_tag);
-/* Makes l's contenders queue in `queue` (copied), not in its path. */
-int zklock__lock_queue_in(zklock_t *l, const char *queue);
-/* Undoes zklock__lock_init for a handle that was never used. */
-void zklock__lock_fini(zklock_t *l);
-/* With s->mu held; the last reference frees the handle. */
-void zklock__lock_unref(zklock_t *l);
-
-/* ---- lock.c: the calls every recipe shares ------------------------------------- */
-
-/* Before a call reads a hold: a lease that ran out unnoticed (the host
- * slept: the session thread has not seen it yet) ends its holds now, an
- * entry of its own that runs the driver; nothing happens (no drive) while
- * the lease runs. */
-void zklock__lease_end_caught(zklock_session_t *s);
-
-/* Releases what l holds, ends its calls and drops the user's reference
- * (zklock_free); returns the done callbacks to run before returning. */
-struct zkl_callback *zklock__lock_retire(zklock_t *l);
+/* handle.c (zklock__lock_init, ...) and lock.c (the calls) declare in
+ * recipe.h what recipes use of them. */
 
 #endif

@@ -551,7 +551,7 @@ static struct zkl_callback *take_callbacks(zklock_t *l)
  * caller must run before it returns. Where nothing may wait (a callback,
  * ZooKeeper's completion thread), the deletes go on in the background and
  * blocked callers on their way out drop their own contender and reference. */
-struct zkl_callback *zklock__lock_retire(zklock_t *l)
+static struct zkl_callback *lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
     bool wait = may_wait(s);
@@ -587,18 +587,23 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     return owed;
 }
 
-void zklock_free(zklock_t *l)
+void zklock__locks_free(zklock_t *const locks[], size_t n)
 {
-    zklock_session_t *s;
+    zklock_session_t *s = locks[0]->s;
     bool free_session;
 
-    if (!l || l->borrowed)
-        return;
-    s = l->s;
     pthread_mutex_lock(&s->mu);
-    zklock__dispatch_run(s, zklock__lock_retire(l));
+    for (size_t i = 0; i < n; i++) /* (the last may free what holds the array) */
+        zklock__dispatch_run(s, lock_retire(locks[i]));
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)
         zklock__session_free(s);
+}
+
+void zklock_free(zklock_t *l)
+{
+    if (!l || l->borrowed)
+        return;
+    zklock__locks_free(&l, 1);
 }

@@ -8,31 +8,13 @@
 
 #include "contender.h"
 
-/* A blocked caller's record of its call's outcome (on its stack), and what
- * it waits on: once the call is decided, the caller never touches the
- * contender again, so the drive that decided it may free it. */
-struct zkl_waiter {
-    bool decided;
-    int rc;
-    pthread_cond_t cond;
-};
 
-/* With s->mu held: a waiter's record, made and undone (false: no cond). */
-bool zklock__waiter_init(struct zkl_waiter *w);
-void zklock__waiter_fini(struct zkl_waiter *w);
 
-struct zkl_done;
 
-/* The contender of l's owner that is the caller (its thread, or the handle). */
-zkl_contender_t *zklock__owner_contender(const zklock_t *l);
 
-/* A done callback, allocated before its call starts so that it can always
- * be queued. */
-struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx);
-void zklock__done_discard(struct zkl_done *d);
+/* A done callback is allocated before its call starts, so that it can
+ * always be queued (zklock__done_new, recipe.h). */
 bool zklock__is_done_callback(const struct zkl_callback *cb);
-/* Queues d with rc (an outcome known at once, or a call's). */
-void zklock__done_queue(struct zkl_done *d, int rc);
 /* Starts an acquisition by c's owner, told to done (asynchronous) or to
  * waiter (a blocked caller, who then calls zklock__call_await), or to
  * nobody (both NULL). */

@@ -14,7 +14,7 @@
  * signature, found in s->doors): each takes s->mu, has the answer recorded
  * here (zklock__answer_record), marks the contender and runs the driver.
  * The request's kind and ticket come back through the data pointer, a slot of the contender's
- * (c->slots[ticket * ZKL_SLOTS + kind]). A ticket is the generation the request was sent
+ * (c->slots[ticket * c->kinds + kind]). A ticket is the generation the request was sent
  * in: when a ZooKeeper session ends, s->gen moves on and every answer to an
  * older request is dropped. An opened session's old handle is closed
  * (which flushes those answers) before a new one exists; an adopted
@@ -33,8 +33,8 @@
 #include "recipe.h"
 #include "request.h"
 
-_Static_assert(ZKL_SLOTS == ZKL_REQ_COUNT, "a completion slot per kind of request");
-_Static_assert(ZKL_TICKETS * ZKL_SLOTS <= 256, "a slot holds its own index in a byte");
+_Static_assert(ZKL_TICKETS * (ZKL_REQ_RECIPE + ZKL_RECIPE_KINDS_MAX) <= 256,
+               "a slot holds its own index in a byte");
 
 /* Kinds whose answer the contender's chain waits for (c->busy): all but the
  * own-node watch, which is set beside the chain, and a recipe's kinds that
@@ -45,7 +45,7 @@ static bool chained(const zkl_contender_t *c, int kind)
 
     if (kind == ZKL_REQ_OWN_WATCH)
         return false;
-    return kind < ZKL_REQ_RECIPE || !rc->kinds || !rc->kinds[kind - ZKL_REQ_RECIPE].beside;
+    return kind < ZKL_REQ_RECIPE || !rc->kinds[kind - ZKL_REQ_RECIPE].beside;
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -86,8 +86,8 @@ zkl_contender_t *zklock__answer_record(const void *data, struct zkl_answer *a)
     const unsigned char *slot = data;
     zkl_contender_t *c = owner_of(slot);
 
-    a->kind = *slot % ZKL_SLOTS;
-    if (answered(c, *slot / ZKL_SLOTS, a->kind))
+    a->kind = *slot % c->kinds;
+    if (answered(c, *slot / c->kinds, a->kind))
         c->answer = a; /* c's step reads it, and forgets it */
     return c;
 }
@@ -199,7 +199,7 @@ static int send_request(zkl_contender_t *c, const struct zkl_request *r)
     if (first)
         zklock__now(s, &now); /* before it goes: the lease runs from no later */
     /* (Its answer never comes before the call returns: wire.h.) */
-    rc = call(c, r, &c->slots[c->ticket * ZKL_SLOTS + r->kind]);
+    rc = call(c, r, &c->slots[c->ticket * c->kinds + r->kind]);
     if (zklock__request_sent(s, rc)) {
         if (first)
             c->sent_at = now; /* no later than any request in flight */

@@ -971,3 +971,35 @@ bool zklock__session_claim_free(zklock_session_t *s)
     s->free_claimed = true;
     return true;
 }
+
+/* ---- what a recipe reads of the session (recipe.h) ------------------------------------ */
+
+void zklock__session_lock(zklock_session_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+}
+
+void zklock__session_unlock(zklock_session_t *s)
+{
+    pthread_mutex_unlock(&s->mu);
+}
+
+const char *zklock__identity(const zklock_session_t *s)
+{
+    return s->identity;
+}
+
+unsigned zklock__generation(const zklock_session_t *s)
+{
+    return s->gen;
+}
+
+bool zklock__closing(const zklock_session_t *s)
+{
+    return s->closing || s->state == ZKL_S_CLOSED;
+}
+
+bool zklock__between_sessions(const zklock_session_t *s)
+{
+    return s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED;
+}

@@ -8,6 +8,7 @@
 #define ZKLOCK_SESSION_H
 
 #include "common.h"
+#include "recipe.h"
 #include "timer.h"
 #include "wire.h"
 
@@ -182,7 +183,6 @@ int zklock__session_open_with(zklock_session_t **out, const char *hosts,
 int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
                                const zklock_session_opts_t *opts, const struct zkl_above *above);
 
-bool zklock__connected(const zklock_session_t *s);
 /* While the connection is down: when zklock declares the session expired
  * by itself (the local expiry, a whole session timeout after it went). */
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
@@ -230,8 +230,6 @@ void zklock__watch_gone(zklock_session_t *s);
 void zklock__learn_completion_thread(zklock_session_t *s);
 /* ZAUTHFAILED once a server rejected the session's credentials, else 0. */
 int zklock__session_refusal(const zklock_session_t *s);
-/* Would waiting for s's answers wait for the calling thread itself? */
-bool zklock__on_completion_thread(const zklock_session_t *s);
 
 /* ---- auth.c: credentials and ACLs -------------------------------------------- */
 

@@ -49,7 +49,7 @@ static void start_over(zkl_contender_t *c, bool keep_place)
     zklock__set_phase(c, ZKL_QUEUING, keep_place ? "queues again, in its place" : "queues again");
     c->need_list = false;
     if (!keep_place && zklock__inherits(c))
-        c->l->recipe->forget_place(c);
+        c->l->recipe->heir->forget_place(c);
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
@@ -259,7 +259,7 @@ static void facts_of(const zkl_contender_t *c, struct zkl_queue_facts *f)
         .exclusive = !c->l->shared,
         .try_once = c->try_once,
         .heir = zklock__inherits(c),
-        .writer = zklock__inherits(c) ? c->l->recipe->place_node(c) : NULL,
+        .writer = zklock__inherits(c) ? c->l->recipe->heir->place_node(c) : NULL,
         .stale = stale,
         .stale_ctx = c,
     };
@@ -808,7 +808,7 @@ static void send_create(zkl_contender_t *c)
     char *name;
     bool sent;
 
-    if (c->l->recipe->create && c->l->recipe->create(c))
+    if (c->l->recipe->heir && c->l->recipe->heir->create(c))
         return; /* a heir's check and create in one multi (rwlock.c) */
     if (!(name = zklock__node_name(c))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);

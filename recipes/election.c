@@ -36,7 +36,7 @@ int zklock_election_new(zklock_t **out, zklock_session_t *s, const char *path,
 /* The election's own request kind: the set of the leader's node. */
 enum { ELECTION_PROCLAIM = ZKL_REQ_RECIPE };
 
-/* One call, on the leader's contender (its recipe_data: a queue, in the
+/* One call, on the leader's contender (its recipe data: a queue, in the
  * order they were sent, which is the order ZooKeeper answers them). */
 struct proclaim {
     struct proclaim *next;
@@ -53,9 +53,9 @@ struct proclaims {
     struct proclaim *head, **tail;
 };
 
-static struct proclaims *proclaims_of(zkl_contender_t *c)
+static struct proclaims *proclaims_of(const zkl_contender_t *c)
 {
-    return c->recipe_data;
+    return zklock__data(c);
 }
 
 static void decide(struct proclaim *p, int rc)
@@ -91,29 +91,30 @@ static void drop(struct proclaims *q, struct proclaim **pp)
  * c leads no more. */
 static void election_step(zkl_contender_t *c)
 {
-    zklock_session_t *s = c->l->s;
+    zklock_session_t *s = zklock__lock_of(c)->s;
     struct proclaims *q = proclaims_of(c);
     struct proclaim **pp = q ? &q->head : NULL;
 
     while (pp && *pp) {
         struct proclaim *p = *pp;
         int rc;
-        if (p->sent && p->gen == s->gen) {
+        if (p->sent && p->gen == zklock__generation(s)) {
             pp = &p->next;
             continue;
         }
         if (p->sent) {
-            decide(p, s->closing || s->state == ZKL_S_CLOSED ? ZKLOCK_ECLOSED : ZKLOCK_ELOST);
+            decide(p, zklock__closing(s) ? ZKLOCK_ECLOSED : ZKLOCK_ELOST);
             drop(q, pp);
             continue;
         }
         if (!zklock__may_send(c))
             break; /* an old handle's answers first (an adopted session's): they step c */
-        rc = c->phase == ZKL_HELD && c->node ? ZOK : ZKLOCK_ELOST;
+        rc = zklock__phase(c) == ZKL_HELD && zklock__node(c) ? ZOK : ZKLOCK_ELOST;
         if (rc == ZOK)
             rc = zklock__send_beside(c, &(struct zkl_request){.kind = ELECTION_PROCLAIM,
                                                              .call = ZKL_CALL_SET,
-                                                             .path = c->node, .data = p->value,
+                                                             .path = zklock__node(c),
+                                                             .data = p->value,
                                                              .len = p->len});
         if (rc != ZOK) {
             decide(p, rc);
@@ -121,7 +122,7 @@ static void election_step(zkl_contender_t *c)
             continue;
         }
         p->sent = true;
-        p->gen = s->gen;
+        p->gen = zklock__generation(s);
         pp = &p->next;
     }
 }
@@ -144,7 +145,7 @@ static void election_answer(zkl_contender_t *c, const struct zkl_answer *a)
  * answers still come, and find them decided). */
 static void election_retiring(zklock_t *l)
 {
-    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next)
+    for (zkl_contender_t *c = zklock__first(l); c; c = zklock__next(c))
         for (struct proclaim *p = proclaims_of(c) ? proclaims_of(c)->head : NULL; p; p = p->next)
             decide(p, ZKLOCK_ECANCELED);
 }
@@ -157,7 +158,7 @@ static void election_free_data(zkl_contender_t *c)
     while (q && q->head)
         drop(q, &q->head);
     free(q);
-    c->recipe_data = NULL;
+    zklock__set_data(c, NULL);
 }
 
 /* ---- the calls ------------------------------------------------------------------------------- */
@@ -180,7 +181,7 @@ static int record(zkl_contender_t *c, const void *value, size_t len, struct zkl_
 
     if (!q && (q = calloc(1, sizeof *q)) != NULL) {
         q->tail = &q->head;
-        c->recipe_data = q;
+        zklock__set_data(c, q);
     }
     if (!q || !(p = calloc(1, sizeof *p + len)))
         return ZKLOCK_ENOMEM;
@@ -206,13 +207,13 @@ static int proclaim_locked(zklock_t *l, const void *value, size_t len, struct zk
     int rc;
 
     *started = false;
-    if (s->closing || s->state == ZKL_S_CLOSED || l->freeing)
+    if (zklock__closing(s) || l->freeing)
         return ZKLOCK_ECLOSED;
     zklock__lease_end_caught(s); /* no proclaiming on a lease that ran out */
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_LOST)
+    if (c && zklock__phase(c) == ZKL_LOST)
         return tell(done, ZKLOCK_ELOST);
-    if (!c || c->phase != ZKL_HELD || !c->node)
+    if (!c || zklock__phase(c) != ZKL_HELD || !zklock__node(c))
         return ZKLOCK_ENOTHELD;
     if (!done && zklock__on_completion_thread(s))
         return ZKLOCK_EDEADLK; /* the answer would come on this very thread */
@@ -239,13 +240,13 @@ int zklock_proclaim_async(zklock_t *l, const void *value, size_t len, zklock_don
         return ZKLOCK_EINVAL;
     if (l->opts.owner != ZKLOCK_OWNER_HANDLE)
         return ZKLOCK_EOWNER;
-    pthread_mutex_lock(&l->s->mu);
+    zklock__session_lock(l->s);
     done = zklock__done_new(l, fn, ctx);
     rc = done ? proclaim_locked(l, value, len, done, NULL, &started) : ZKLOCK_ENOMEM;
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done); /* not started: done is not called */
     zklock__drive(l->s); /* the call's one drive: the step sends it */
-    pthread_mutex_unlock(&l->s->mu);
+    zklock__session_unlock(l->s);
     return rc;
 }
 
@@ -259,14 +260,14 @@ int zklock_proclaim(zklock_t *l, const void *value, size_t len)
         return ZKLOCK_EINVAL;
     if (!zklock__waiter_init(&me))
         return ZKLOCK_ESYSTEM;
-    pthread_mutex_lock(&l->s->mu);
+    zklock__session_lock(l->s);
     rc = proclaim_locked(l, value, len, NULL, &me, &started);
     zklock__drive(l->s); /* the call's one drive: the step sends it */
     while (started && !me.decided)
         zklock__cond_wait(l->s, &me.cond);
     if (started)
         rc = me.rc;
-    pthread_mutex_unlock(&l->s->mu);
+    zklock__session_unlock(l->s);
     zklock__waiter_fini(&me);
     return rc;
 }
@@ -278,7 +279,8 @@ static const struct zkl_request_kind election_kinds[] = {
 static const struct zkl_recipe election_recipe = {
     .step = election_step,
     .answer = election_answer,
+    .kinds = election_kinds,
+    .nkinds = 1,
     .retiring = election_retiring,
     .free_data = election_free_data,
-    .kinds = election_kinds,
 };
