@@ -35,6 +35,7 @@ enum { ZKL_LEASE_RAN_OUT = 1, ZKL_LEASE_RAN_OUT_LATE };
 struct zkl_contender {
     zklock_t *l;
     unsigned id;           /* the session's count of contenders (the trace's name) */
+    int ops;               /* requests in flight (completion pending) */
     pthread_t owner;
     bool attached;         /* the owner still refers to it */
     bool by_handle;        /* the owner is the handle (ZKLOCK_OWNER_HANDLE) */
@@ -43,35 +44,36 @@ struct zkl_contender {
      * condition, struct zkl_waiter) or a done callback. */
     bool waiting;          /* an acquisition is in progress */
     bool releasing;        /* a release is, and someone awaits its end */
-    struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
-    struct zkl_done *done; /* an asynchronous call's completion, or NULL */
-    bool has_deadline;
-    struct zkl_timer deadline_timer;
-    /* opts.max_hold_ms: armed when the owner's hold begins (owner.c); its
-     * firing is a fact for the step (max_hold_over), which ends the hold. */
-    struct zkl_timer max_hold_timer;
+    bool has_deadline;     /* ... the acquisition's: deadline_timer */
+    /* opts.max_hold_ms: max_hold_timer is armed when the owner's hold
+     * begins (owner.c); its firing is a fact for the step (max_hold_over),
+     * which ends the hold. */
     bool max_hold_over;
     bool max_hold_late; /* fired past the margin: this process did not run */
+    struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
+    struct zkl_done *done; /* an asynchronous call's completion, or NULL */
+    struct zkl_timer deadline_timer, max_hold_timer;
     char *check_path;      /* zklock_check_op's copy of the held node */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
     int lost_reason;       /* what on_lost was told */
     int lost_why;          /* why the hold was lost (0: unconfirmed, below) */
-    bool loss_unconfirmed; /* LOST, and on_lost waits to know why: */
-    int loss_fallback;     /* ... this, unless the session turns out ended */
+    int loss_fallback;     /* LOST, and on_lost waits to know why (loss_unconfirmed,
+                              below): this, unless the session turns out ended */
 
     char prefix[ZKL_PREFIX_MAX]; /* name prefix: finds our node after a lost reply */
     char *node;            /* full path of our node; NULL if none */
     int32_t seq;
-    int64_t czxid;         /* fencing token */
-
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
+    int64_t czxid;         /* fencing token (of our node) */
+
     bool create_unknown;   /* a create's reply was lost: look for our node */
     bool delete_unknown;   /* a delete's reply was lost: it may have worked */
     bool need_parents;     /* the lock path is missing: create it first */
     int parent_rc;         /* why creating the lock path was refused, or 0 */
+    int32_t fast_prev_seq; /* (fast, below) relying on this alone node of the handle */
     bool need_list;
     bool backoff;          /* a request failed for want of a connection: send
                               nothing more until the next resume */
@@ -81,20 +83,20 @@ struct zkl_contender {
     bool alone;            /* we hold, and our node was the only one in the
                               queue with nothing created after it */
     bool fast;             /* our create went out without a listing */
-    int32_t fast_prev_seq; /* ... relying on this alone node of the handle */
-    int64_t fast_prev_zxid;
+    int pred_watches;      /* registrations of the blocker watch for us (0 or 1) */
+    int64_t fast_prev_zxid; /* ... relying on that node (fast_prev_seq) */
 
     /* The watch on the node that blocks us. `watched` stays set while the
      * request that sets it is in flight or the watch is registered. */
     char *watched;
     bool watch_wanted;     /* we still care about `watched` */
-    bool watch_pending;    /* the request setting the watch is in flight */
-    int pred_watches;      /* registrations of the blocker watch for us (0 or 1) */
+    bool watch_pending;    /* the request setting the watch is in flight (its
+                              registrations: pred_watches, above) */
     bool queue_watch;      /* its listings also watch the whole queue (a
                               semaphore's head, waiting for a lease) */
-    int queue_watches;     /* ... registrations of that watch (0 or 1) */
     bool queue_listing;    /* a listing that sets it is in flight: its
                               answer registers the watch, wanted or not */
+    int queue_watches;     /* ... registrations of that watch (0 or 1) */
     /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
      * multi-lock's members): contenders of other handles whose owner is
      * this contender (their parent). A sub never calls its parent: its
@@ -106,6 +108,7 @@ struct zkl_contender {
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
+    bool loss_unconfirmed; /* (loss_fallback, above) */
     /* lockstats.c: when the owner's acquisition was called, then (once
      * granted: stat_held) when its hold began. */
     struct timespec stat_since;
@@ -139,7 +142,6 @@ struct zkl_contender {
      * answer that found "__REVOKE__" in our node (0: none seen), and of the
      * last request told to the owner: each request (a write) is told once. */
     int64_t revoke_seen, revoke_told;
-    int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
     unsigned gen;          /* session generation of the last request/watch */
     /* The same requests by the generation they were sent in: an answer
@@ -151,6 +153,7 @@ struct zkl_contender {
         int ops;
     } tickets[ZKL_TICKETS];
     unsigned char ticket;  /* the one requests are sent with now */
+    unsigned char kinds;   /* kinds of request: the engine's and its recipe's */
 
     /* Facts recorded for the next step (step.c reads them, in this order),
      * by the completions (request.c), the watchers (watch.c), the timers
@@ -165,17 +168,16 @@ struct zkl_contender {
     int session_end;            /* the session ended (ZKLOCK_LOST_EXPIRED, ...) */
     int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
     bool leave_wanted;          /* its node must go (the handle or session goes, */
+    /* The driver's lists (driver.c): marked, to be stepped; visited, stepped
+     * in this drive (its calls are decided, and it is freed if finished). */
+    bool marked, visited;
     int leave_rc;               /* ... or it never started), with this outcome */
 
     zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
     zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
-    /* The driver's lists (driver.c): marked, to be stepped; visited, stepped
-     * in this drive (its calls are decided, and it is freed if finished). */
-    bool marked, visited;
-    zkl_contender_t *mark_next, *visit_next;
+    zkl_contender_t *mark_next, *visit_next; /* (the driver's lists) */
     /* Its requests' completions' data: ZKL_TICKETS * kinds slots, each
      * holding its own index (request.c). */
-    unsigned char kinds;
     unsigned char slots[];
 };
 
