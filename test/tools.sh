@@ -606,9 +606,27 @@ took=$(( $(date +%s) - started_at ))
 check "--max-hold 2 ends a longer command: exit 124, as timeout(1) (exit $st)" [ $st = 124 ]
 check "...in less than the command's 30 s (took $took s)" [ $took -lt 30 ]
 check "...which is gone" wait_for 5 dead "$T/mh-pid"
-check "...and zklock says why" grep -q "lost $P/maxhold (--max-hold passed: released); stopping sh" "$T/mh-err"
+check "...and zklock says why" grep -q "^zklock: $P/maxhold: --max-hold passed: stopping sh, then releasing\$" "$T/mh-err"
 check "...the lock is free after" "$ZKLOCK" -t 0 $P/maxhold true
 expect_status 0 "a command that ends within --max-hold: its own status" "$ZKLOCK" --max-hold 30 $P/maxhold true
+# The lock goes only once the command is gone: a command (a whole group)
+# that ignores SIGTERM keeps it until SIGKILL, --kill-after later, and the
+# next holder's command, queued meanwhile, starts only after that.
+rm -f "$T/mh-first" "$T/mh-next"
+"$ZKLOCK" --max-hold 1 --kill-after 2 $P/maxhold \
+  sh -c "trap '' TERM; echo \$\$ >$T/mh-first; sleep 30 & while :; do sleep 0.05; done" \
+  2>"$T/mh-err" & first=$!
+check "a command that ignores SIGTERM holds, --max-hold 1 --kill-after 2" wait_for 20 started "$T/mh-first"
+"$ZKLOCK" -t 30 $P/maxhold \
+  sh -c "if kill -0 -\$(cat $T/mh-first) 2>/dev/null; then echo beside; else echo after; fi >$T/mh-next" &
+next=$!
+check "...the next holder waits" wait_for 20 queued $P/maxhold 2
+wait $first; st=$?
+check "...its zklock exits 124 (exit $st)" [ $st = 124 ]
+check "...once the group took SIGKILL" grep -q "sh did not stop after SIGTERM: SIGKILL" "$T/mh-err"
+wait $next; st=$?
+check "...and the next holder's command (exit $st) ran only once that group was gone" \
+  grep -qx after "$T/mh-next"
 # ---- --track-previous, --lock-delay (issue 25): none -> clean -> unclean -------------------------------
 tp=$P/prev
 envvar() { sed -n "s/^$2=//p" "$1"; } # FILE NAME
