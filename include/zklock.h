@@ -463,7 +463,9 @@ typedef struct zklock_opts {
      * ZKLOCK_ELOST (as after any loss); the next acquisition of the handle
      * is a new hold with a new clock. A hold released first, or ended by
      * zklock_free() or zklock_session_close(), gets no on_lost. Timed by
-     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK; the
+     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK, and
+     * answered by as the lease is: hold_count, fence, valid_until, check_op
+     * and release look at it when called, whether that thread ran or not; the
      * node is deleted by this client, so a process that is stopped cannot
      * enforce it: its session timeout still bounds that case (design.md,
      * "Maximum hold"). Per recipe: each semaphore lease has its own clock;

@@ -49,6 +49,7 @@ static bool may_wait(const zklock_session_t *s)
 void zklock__lease_checked(zklock_session_t *s)
 {
     zklock__lease_check(s);
+    zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
     zklock__drive(s);
 }
 
