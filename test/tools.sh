@@ -323,6 +323,14 @@ check "-v says how long it waited" grep -Eq "^zklock: waited [0-9]+\.[0-9]{3}s f
 check "...a wait behind a holder is not nothing" \
   [ "$(sed -n "s|^zklock: waited \([0-9.]*\)s for $P/v$|\1|p" "$T/verbose" | tr -d .)" -gt 0 ]
 check "-v says how long it held" grep -Eq "^zklock: held $P/v for [0-9]+\.[0-9]{3}s$" "$T/verbose"
+# An empty identity reads the same in -v as in zklock-ls's table.
+rm -f "$T/ready"
+"$ZKLOCK" --identity "" $P/v sh -c "echo x > $T/ready; sleep 30" & hv=$!
+check "a holder with an empty identity" wait_for 20 started "$T/ready"
+"$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
+check "zklock-ls shows it as -" [ "$("$ZKLS" $P/v | awk '$2 == "holds" { print $NF }')" = - ]
+check "...and so does -v" wait_for 20 grep -q "; held by - (mutex, token" "$T/verbose"
+kill -TERM $hv; wait $hv $vw
 
 rm -f "$T/ready"
 "$ZKLOCK" --kazoo $P/kz sh -c "echo x > $T/ready; sleep 30" & kz=$!

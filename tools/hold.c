@@ -166,7 +166,7 @@ static char *describe(const zklock_queue_t *q, int64_t self)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
     if (!holder || holder->session == self)
         return NULL;
-    who = tool_identity_text(holder->identity, "?");
+    who = tool_identity_text(holder->identity);
     if (asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
                  q->path, me + 1, q->count, ahead, who, holder->kind, (long long)holder->token) < 0)
         line = NULL;
@@ -201,7 +201,7 @@ static char *describe_lease(const zklock_queue_t *leases, const zklock_queue_t *
         snprintf(place, sizeof place, "next in line");
     else
         return NULL; /* not queued yet */
-    who = tool_identity_text(first ? first->identity : "", "?");
+    who = tool_identity_text(first ? first->identity : "");
     if (asprintf(&text, "waiting for a lease of %s: %zu taken (%s%s, token %lld%s); %s",
                  leases->path, taken, first ? "by " : "", first ? who : "none",
                  first ? (long long)first->token : 0LL, taken > 1 ? ", and others" : "",
@@ -497,7 +497,7 @@ static void say_leases_taken(struct run *r, const char *why)
         }
     }
     if (oldest) {
-        char *who = tool_identity_text(oldest->identity, "?");
+        char *who = tool_identity_text(oldest->identity);
         tool_age(age, sizeof age, tool_wall_ms() - oldest->ctime_ms);
         tool_say("%s %s: %zu of %d leases taken (the oldest by %s, held for %s, token %lld)",
                  r->o->path, why, taken, r->o->limit, who, age, (long long)oldest->token);
@@ -529,7 +529,7 @@ static void say_busy(struct run *r)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
     if (holder) {
-        char *who = tool_identity_text(holder->identity, "?");
+        char *who = tool_identity_text(holder->identity);
         tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
         tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why, who, holder->kind,
                  age, (long long)holder->token);
