@@ -452,7 +452,7 @@ typedef struct zklock_opts {
     const struct ACL_vector *acl_custom;
     /* Who holds: ZKLOCK_OWNER_THREAD or ZKLOCK_OWNER_HANDLE (below). */
     int owner;
-    /* A maximum hold (issue 25): 0 = none; negative: ZKLOCK_EINVAL at
+    /* A maximum hold: 0 = none; negative: ZKLOCK_EINVAL at
      * creation. A hold that has lasted max_hold_ms, counted from its first
      * acquisition (hold count 0 -> 1; a reentrant acquisition does not
      * restart it), ends: the hold is over for its owner at once, zklock
@@ -474,7 +474,7 @@ typedef struct zklock_opts {
      * held through the multi-lock); an election's leader resigns (its node
      * is deleted, the next participant leads), and may campaign again. */
     int max_hold_ms;
-    /* Revocation (issue 25), Curator's convention: someone asked this
+    /* Revocation, Curator's convention: someone asked this
      * lock's holder to let go (zklock_revoke(), Curator's
      * Revoker.attemptRevoke: "__REVOKE__" written into the holder's node).
      * Called once per request, with ctx, on the session's callback thread
@@ -491,7 +491,7 @@ typedef struct zklock_opts {
      * A request written into the node is its data: it replaces the
      * holder's identity (zklock-ls shows __REVOKE__). */
     void (*on_revoke)(zklock_t *l, void *ctx);
-    /* ---- the previous holder's fate (issue 25; zklock_previous below) ---- */
+    /* ---- the previous holder's fate (zklock_previous below) ---- */
     /* Nonzero: every hold records itself in the lock path's child
      * "zklock.previous" (a persistent node: design.md, "The previous
      * holder's fate"), and its release records that it released, so that
