@@ -166,6 +166,22 @@ static void assert_over_for_all(zklock_t *l, enum query asked)
             assert_over(l, q);
 }
 
+/* h's hold has just lapsed (reason: what on_lost will say) while nothing
+ * else could notice: q, asked first, says it is over, and so does every
+ * other query then; on_lost follows, once, and the node goes (the session
+ * lives: zklock deletes it); the owner's release answers ELOST. */
+static void lapsed_asking(struct holder *h, enum query q, int reason)
+{
+    assert_over(h->l, q);
+    assert_over_for_all(h->l, q);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &h->lost, TU_WAIT_MS));
+    TU_ASSERT_RC(h->lost.lost_reason, reason);
+    CU_ASSERT(tu_wait_until(tu_gone, h->node, TU_WAIT_MS));
+    if (q != Q_RELEASE)
+        TU_ASSERT_RC(zklock_release(h->l), ZKLOCK_ELOST);
+    TU_ASSERT_INT(h->lost.lost, ==, 1);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------ */
 
 /* The host sleeps past the lease; the session lives on (nothing happened on
@@ -173,7 +189,8 @@ static void assert_over_for_all(zklock_t *l, enum query asked)
  * valid_until: asked right after the wake-up, before anything else
  * noticed, query q says so. on_lost follows (UNSURE: zklock cannot know
  * the session lives until the server answers), and the node goes once the
- * session is heard from. */
+ * session is heard from. The session is the same, and a new hold has a new
+ * lease. */
 static void sleep_past_the_lease_asking(enum query q)
 {
     struct holder h;
@@ -183,14 +200,8 @@ static void sleep_past_the_lease_asking(enum query q)
     hold(&h, "slept", 0);
     id = zklock_session_id(h.s);
     host_sleeps(past_the_lease(h.l, TIMEOUT_MS));
-    assert_over(h.l, q);
-    assert_over_for_all(h.l, q);
-    CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
-    TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
-    CU_ASSERT(tu_wait_until(tu_gone, h.node, TU_WAIT_MS)); /* the session lives: zklock deletes it */
+    lapsed_asking(&h, q, ZKLOCK_LOST_UNSURE);
     TU_ASSERT_INT(zklock_session_id(h.s), ==, id);
-    if (q != Q_RELEASE)
-        TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_ELOST);
     /* A new lease for a new hold. */
     TU_ASSERT_RC(zklock_acquire(h.l, 10000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_OK);
@@ -220,14 +231,7 @@ static void max_hold_passed_asking(enum query q)
 
     hold(&h, "max-hold-slept", MAX_HOLD_MS);
     host_sleeps(MAX_HOLD_MS + 20); /* well within the lease, and late by less than its margin */
-    assert_over(h.l, q);
-    assert_over_for_all(h.l, q);
-    CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
-    TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_MAX_HOLD);
-    CU_ASSERT(tu_wait_until(tu_gone, h.node, TU_WAIT_MS));
-    if (q != Q_RELEASE)
-        TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_ELOST);
-    TU_ASSERT_INT(h.lost.lost, ==, 1);
+    lapsed_asking(&h, q, ZKLOCK_LOST_MAX_HOLD);
     let_go(&h);
 }
 
