@@ -573,9 +573,10 @@ static void on_answer(struct run *r)
  * before the lock goes all the same: a process in uninterruptible sleep dies
  * only once it wakes, but runs none of COMMAND's code meanwhile. */
 #define KILLED_GRACE_MS 1000
-/* While the stopped group outlives its leader, how often we look whether
- * it is gone (its last processes are our children, as we are their
- * subreaper: SIGCHLD says it first, this only in case). */
+/* While a stopped group outlives its leader, or SIGKILL went out, how often
+ * we look whether it is gone (its last processes are our children, as we
+ * are their subreaper: SIGCHLD says it first, this only in case), or its
+ * grace after SIGKILL is over. */
 #define GROUP_POLL_MS 50
 
 /* The job was stopped (a loss, a revocation, --max-hold): the lock goes
@@ -836,8 +837,8 @@ static int poll_timeout(const struct run *r)
         at = r->max_hold_at_ms;
     if (r->stopping && !r->killed)
         at = earliest(at, r->kill_at_ms);
-    if (r->stopping && !r->releasing && r->job.ended)
-        at = earliest(at, now + GROUP_POLL_MS);
+    if (r->stopping && !r->releasing && (r->job.ended || r->killed))
+        at = earliest(at, now + GROUP_POLL_MS); /* release_once_stopped */
     if (at < 0)
         return -1;
     return at <= now ? 0 : (int)(at - now);
