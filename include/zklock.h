@@ -521,8 +521,8 @@ typedef struct zklock_opts {
      * was. If the acquisition's timeout ends first (a try-once too), it
      * gives up at once with ZKLOCK_ETIMEDOUT, leaving the record as it was:
      * the next acquisition reads the same fate, the same token, the same
-     * end of the delay (zklock_previous_info() says how long was left). Not
-     * shorter than a max_hold_ms: ZKLOCK_EINVAL. */
+     * end of the delay (zklock_previous_info() says how long was left). A
+     * max_hold_ms counts from the hold's start, after the delay. */
     int lock_delay_ms;
 } zklock_opts_t;
 
@@ -593,8 +593,8 @@ typedef struct zklock_previous_info {
 /* Copies into *info what the last acquisition of l (by any caller) whose
  * turn came learnt: the previous holder's fate and the lock-delay, whether
  * it went on to hold or gave up inside the delay (what `zklock -v` reports).
- * size is sizeof *info as the caller was compiled with: a struct that later
- * versions extend at its end (zklock(3), "Versions"). Errors: ZKLOCK_EINVAL
+ * size is sizeof *info as the caller was compiled with: the struct only grows
+ * at its end, as zklock_lock_stats_t. Errors: ZKLOCK_EINVAL
  * (NULL, a size this library never had, l does not track), ZKLOCK_ENOTHELD
  * (no acquisition of l has had its turn yet). Non-blocking, thread-safe. */
 ZKLOCK_API int zklock_previous_info(const zklock_t *l, zklock_previous_info_t *info, size_t size);

@@ -199,8 +199,6 @@ static void parse(int argc, char **argv, struct hold_options *o)
     if (o->track_previous && (o->mode != 'x' || o->nand > 0))
         usage_error("--track-previous and --lock-delay work with an exclusive lock (-x) of one "
                     "path only");
-    if (o->lock_delay_ms > 0 && o->max_hold_s > 0 && o->lock_delay_ms >= o->max_hold_s * 1000)
-        usage_error("--lock-delay must be shorter than --max-hold");
     hold_check_options(o, "zklock");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
      * tool_open() can only take for a bad server list. */
