@@ -60,6 +60,7 @@ struct zkl_track {
     /* the multi in flight */
     zoo_op_result_t results[2];
     struct Stat stat;
+    struct timespec sent; /* ... no later than it went out */
 };
 
 /* ---- lifetime ------------------------------------------------------------------------ */
@@ -207,6 +208,7 @@ static void send_multi(zkl_contender_t *c, int kind, const struct zkl_record *r)
         memset(t->results, 0, sizeof t->results); /* read even if it never went out */
         zklock__send(c, &(struct zkl_request){.kind = kind, .call = ZKL_CALL_MULTI, .nops = 2,
                                               .ops = ops, .results = t->results});
+        t->sent = c->sent_at; /* (the oldest in flight: no later than this one) */
         t->view.rec = *r; /* what we write; a failure reads it again */
     }
     free(text); /* serialised by zoo_amulti */
@@ -303,15 +305,17 @@ static bool keeps_record_lease(const zklock_session_t *s)
     return s->opts.lease != ZKLOCK_LEASE_SESSION;
 }
 
-/* A write of ours was answered: the record vouches for us until a session
- * timeout after it was sent. */
+/* A write of ours landed: the record vouches for us until a session
+ * timeout after it was sent (its mtime is no earlier). Known from its
+ * answer, or from a read after its reply was lost: from the write's send
+ * time either way, not the read's. */
 static void refreshed(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_track *t = c->track;
     int T = s->negotiated_ms;
 
-    t->refreshed = c->sent_at;
+    t->refreshed = t->sent;
     t->refresh_due = false;
     zklock__timer_cancel(s, &t->refresh_timer);
     zklock__timer_cancel(s, &t->lease_timer);
