@@ -452,6 +452,43 @@ static void start_job(struct run *r)
     guard_watch(&r->guard, r->job.pgid, guard_grace(r));
 }
 
+/* -v, --track-previous: "previous holder: unclean (token 17); waited 3.0 s
+ * of lock-delay", as the acquisition's turn learnt it. */
+static void say_previous(const struct run *r)
+{
+    zklock_previous_info_t p;
+    char token[48] = "", waited[64] = "";
+
+    if (!r->o->verbose || !r->o->track_previous ||
+        zklock_previous_info(r->h.lock, &p, sizeof p) != ZKLOCK_OK)
+        return;
+    if (p.how == ZKLOCK_PREV_CLEAN || p.how == ZKLOCK_PREV_UNCLEAN)
+        snprintf(token, sizeof token, " (token %lld)", (long long)p.token);
+    if (p.waited_ms > 0)
+        snprintf(waited, sizeof waited, "; waited %.1f s of lock-delay", (double)p.waited_ms / 1000);
+    tool_say("previous holder: %s%s%s", zklock_previous_name(p.how), token, waited);
+}
+
+/* -v: an acquisition that gave up inside its lock-delay: "lock-delay: 1.8 s
+ * left after the unclean end of token 17". False if it did not. */
+static bool say_delay_left(const struct run *r)
+{
+    zklock_previous_info_t p;
+
+    if (!r->o->track_previous || zklock_previous_info(r->h.lock, &p, sizeof p) != ZKLOCK_OK ||
+        p.left_ms <= 0)
+        return false;
+    if (!r->o->verbose)
+        return true;
+    if (p.how == ZKLOCK_PREV_UNCLEAN)
+        tool_say("lock-delay: %.1f s left after the unclean end of token %lld",
+                 (double)p.left_ms / 1000, (long long)p.token);
+    else
+        tool_say("lock-delay: %.1f s left after an end of unknown fate (a holder that keeps "
+                 "no record may have held)", (double)p.left_ms / 1000);
+    return true;
+}
+
 static void lock_acquired(struct run *r)
 {
     stop_monitor(&r->mon);
@@ -471,6 +508,7 @@ static void lock_acquired(struct run *r)
         r->idle = true;
         return;
     }
+    say_previous(r);
     if (r->o->verbose)
         tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
                  (double)(mono_ms() - r->started_ms) / 1000, (long long)r->h.token,
@@ -559,7 +597,8 @@ static void on_answer(struct run *r)
     switch (r->h.acquired_rc) {
     case ZKLOCK_EBUSY:
     case ZKLOCK_ETIMEDOUT:
-        say_busy(r);
+        if (!say_delay_left(r))
+            say_busy(r);
         r->exit_code = r->o->conflict_code;
         break;
     case ZKLOCK_ECANCELED:

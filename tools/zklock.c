@@ -66,10 +66,12 @@ static const char usage_text[] =
     "                               released once the group is gone, and zklock exits 124\n"
     "      --track-previous         record this hold in LOCKPATH/zklock.previous and tell\n"
     "                               COMMAND how the previous hold ended: ZKLOCK_PREVIOUS=\n"
-    "                               none|clean|unclean|unknown (-x only; see zklock(1))\n"
-    "      --lock-delay SECONDS     after an unclean or unknown end, wait this long, holding,\n"
-    "                               before COMMAND starts (implies --track-previous; within\n"
-    "                               --timeout)\n"
+    "                               none|clean|unclean|unknown (-x only; never unknown when\n"
+    "                               every contender tracks; see zklock(1))\n"
+    "      --lock-delay SECONDS     after an unclean end, COMMAND starts no sooner than this\n"
+    "                               long after it (after an unknown one: after our turn);\n"
+    "                               a --timeout that ends first gives up, changing nothing\n"
+    "                               (implies --track-previous)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
     "                               who holds a busy lock, the connection lost and back,\n"
     "                               at the end how long it waited and held;\n"
@@ -198,8 +200,6 @@ static void parse(int argc, char **argv, struct hold_options *o)
     if (o->track_previous && (o->mode != 'x' || o->nand > 0))
         usage_error("--track-previous and --lock-delay work with an exclusive lock (-x) of one "
                     "path only");
-    if (o->lock_delay_ms > 0 && o->max_hold_s > 0 && o->lock_delay_ms >= o->max_hold_s * 1000)
-        usage_error("--lock-delay must be shorter than --max-hold");
     hold_check_options(o, "zklock");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
      * tool_open() can only take for a bad server list. */
