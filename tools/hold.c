@@ -961,10 +961,10 @@ static void say_times(const struct run *r)
                  st.lost > 0 ? " until it was lost" : "");
 }
 
-/* --max-hold's backstop, past the limit, --kill-after, the time a killed
- * group has to be gone and the lock-delay (the library's clock runs from
- * the grant, ours from COMMAND's start): the library ends the hold itself
- * only should we fail to (max_hold_if_due). */
+/* --max-hold's backstop, past the limit, --kill-after and the time a
+ * killed group has to be gone (the library's clock runs from the moment the
+ * hold is ours, a little before COMMAND's start): the library ends the hold
+ * itself only should we fail to (max_hold_if_due). */
 #define MAX_HOLD_BACKSTOP_MARGIN_MS (KILLED_GRACE_MS + 1000)
 
 static int max_hold_backstop_ms(const struct hold_options *o)
@@ -974,7 +974,7 @@ static int max_hold_backstop_ms(const struct hold_options *o)
     if (o->max_hold_s <= 0)
         return 0;
     ms = (int64_t)(o->max_hold_s * 1000) + (int64_t)(o->kill_after_s * 1000) +
-         o->lock_delay_ms + MAX_HOLD_BACKSTOP_MARGIN_MS;
+         MAX_HOLD_BACKSTOP_MARGIN_MS;
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
