@@ -148,6 +148,9 @@ bool tu_wait_until(bool (*cond)(void *), void *arg, int ms);
 
 /* Monotonic milliseconds. */
 int64_t tu_now_ms(void);
+/* A condition for tu_wait_until: tu_now_ms() has reached *(int64_t *)at_ms
+ * (a window of time a test's property is about, not a synchronisation). */
+bool tu_past(void *at_ms);
 /* n, or n / 10 when the suite runs under valgrind (make check-valgrind):
  * scale tests keep their shape but not their size, which memcheck would
  * stretch past any session timeout. */
