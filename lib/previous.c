@@ -350,18 +350,38 @@ void zklock__track_held(zkl_contender_t *c)
     send_multi(c, ZKL_REQ_RECORD_REFRESH, &r);
 }
 
-bool zklock__track_lease_over(zkl_contender_t *c)
+/* Has the lease its record promises passed (whether its timer ran or not)? */
+static bool record_lease_passed(const zkl_contender_t *c)
 {
-    struct zkl_track *t = c->track;
+    const struct zkl_track *t = c->track;
+    const zklock_session_t *s = session_of(c);
     struct timespec end;
-    zklock_session_t *s = session_of(c);
 
     if (!t || !t->written || !keeps_record_lease(s) || s->negotiated_ms <= 0)
         return false;
-    /* Asked by a call too: the timer may not have run yet (a host that slept). */
     zklock__later(&end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
-    if (zklock__passed(&end))
-        t->lease_over = true;
+    return zklock__passed(&end);
+}
+
+void zklock__track_leases_check(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
+        if (c->phase == ZKL_HELD && record_lease_passed(c)) {
+            c->track->lease_over = true; /* its step ends the hold */
+            zklock__mark(c);
+        }
+    }
+}
+
+bool zklock__track_lease_over(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    zklock_session_t *s = session_of(c);
+
+    if (!t || !t->written)
+        return false;
+    if (record_lease_passed(c))
+        t->lease_over = true; /* the timer may not have run yet (a host that slept) */
     if (!t->lease_over)
         return false;
     t->lease_over = false;

@@ -123,6 +123,9 @@ void zklock__track_held(zkl_contender_t *c);
 /* Has c's hold outlived its last refresh of the record by a lease (the
  * bound its record promises the next holder)? */
 bool zklock__track_lease_over(zkl_contender_t *c);
+/* Before a call reads a hold: marks the holders whose record's lease passed
+ * (a host that slept: the timer has not run yet); the caller drives. */
+void zklock__track_leases_check(zklock_session_t *s);
 /* c leaves with its node: sends what removes it with the record's word
  * ("released", or "never held"); false: a plain delete will do. */
 bool zklock__track_end(zkl_contender_t *c);

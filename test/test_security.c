@@ -278,6 +278,43 @@ static void test_heartbeat_needs_no_acl(void)
     zookeeper_close(super);
 }
 
+/* A tracking hold whose record cannot be written (an operator made it
+ * read-only) ends when the lease its record promises runs out: the next
+ * holder's lock-delay runs from the holder's last write of the record plus
+ * its session timeout, so the holder must not believe past that, though its
+ * session's lease is kept (design.md, "The previous holder's fate"). */
+static void test_record_refused_ends_hold(void)
+{
+    zhandle_t *super = zk_as(getenv("ZKLOCK_TEST_SUPER"));
+    const char *path = tu_path("sec-record");
+    struct ACL read_entries[1] = {{ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector read_only = {1, read_entries};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost, .track_previous = 1};
+    zklock_session_opts_t so = {.timeout_ms = HEARTBEAT_TIMEOUT_MS};
+    zklock_session_t *s = NULL;
+    char record[512];
+    zklock_t *l;
+    int64_t refused_at;
+
+    snprintf(record, sizeof record, "%s/zklock.previous", path);
+    TU_REQUIRE_RC(zklock_session_open(&s, tu_hosts(), &so), ZKLOCK_OK);
+    l = tu_mutex(s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(super, record, -1, &read_only), ZOK);
+    refused_at = tu_now_ms();
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, 3 * HEARTBEAT_TIMEOUT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(lost.lost_at_ms - refused_at, <, HEARTBEAT_TIMEOUT_MS + 500);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(super, record, -1), ==, ZOK);
+    zoo_delete(super, path, -1);
+    zookeeper_close(super);
+}
+
 /* Options that cannot work are refused before anything is sent. */
 static void test_bad_security_options(void)
 {
@@ -331,6 +368,7 @@ static const tu_test_t security_tests[] = {
     {"wrong_credentials", test_wrong_credentials},
     {"bad_security_options", test_bad_security_options},
     {"heartbeat_needs_no_acl", test_heartbeat_needs_no_acl},
+    {"record_refused_ends_hold", test_record_refused_ends_hold},
     {NULL, NULL},
 };
 
