@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "lease.h"
 #include "owner.h"
+#include "previous.h"
 #include "request.h"
 #include "stale.h"
 #include "watch.h"
@@ -144,6 +145,24 @@ static void lease_ends(struct zkl_timer *t, zklock_session_t *s)
     zklock__drive(s);
 }
 
+static void track_delay_over(struct zkl_timer *t, zklock_session_t *s)
+{
+    zklock__track_delay_timer(t);
+    zklock__drive(s);
+}
+
+static void track_refresh_due(struct zkl_timer *t, zklock_session_t *s)
+{
+    zklock__track_refresh_timer(t);
+    zklock__drive(s);
+}
+
+static void track_lease_over(struct zkl_timer *t, zklock_session_t *s)
+{
+    zklock__track_lease_timer(t);
+    zklock__drive(s);
+}
+
 const struct zkl_doors zklock__engine_doors = {
     .answer_string = answer_string,
     .answer_string_stat = answer_string_stat,
@@ -159,6 +178,9 @@ const struct zkl_doors zklock__engine_doors = {
     .max_hold_passed = max_hold_passed,
     .heartbeat_due = heartbeat_due,
     .lease_ends = lease_ends,
+    .track_delay_over = track_delay_over,
+    .track_refresh_due = track_refresh_due,
+    .track_lease_over = track_lease_over,
     .heartbeat_answered = heartbeat_answered,
 };
 

@@ -15,6 +15,7 @@
  */
 #include "driver.h"
 #include "owner.h"
+#include "previous.h"
 #include "step.h"
 
 /* The next marked contender (NULL: none), now on the visited list. */
@@ -74,8 +75,10 @@ static void free_finished(zklock_session_t *s)
         zkl_contender_t *c = s->visited;
         s->visited = c->visit_next;
         c->visited = false;
-        if (!c->marked && finished(c))
+        if (!c->marked && finished(c)) {
+            zklock__track_free(c);
             zklock__contender_free(c);
+        }
     }
 }
 

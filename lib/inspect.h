@@ -19,7 +19,7 @@
 #include "timer.h"
 
 enum zkl_qrequest {
-    ZKL_Q_CHILDREN, /* zoo_a(w)get_children2 of the lock path */
+    ZKL_Q_CHILDREN, /* the lock path's children (and Stat), watched or not */
     ZKL_Q_EXISTS,   /* zoo_awexists of the lock path: its creation */
     ZKL_Q_GET       /* zoo_awget of a node: its data, or its deletion */
 };

@@ -46,9 +46,12 @@ static bool may_wait(const zklock_session_t *s)
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
 }
 
-void zklock__lease_end_caught(zklock_session_t *s)
+void zklock__lapses_caught(zklock_session_t *s)
 {
-    if (zklock__lease_check(s))
+    zklock__lease_check(s);
+    zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
+    zklock__track_leases_check(s); /* ... and a tracking hold's record's lease */
+    if (s->marked_head)
         zklock__drive(s); /* an entry of its own: the holds end before the call looks */
 }
 
@@ -116,51 +119,6 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
-/* A tracking mutex's hold was granted: its record (previous.c), and the
- * lock-delay; a hold that cannot record is released, and the call fails. */
-static int previous_granted(zklock_t *l, const struct timespec *until)
-{
-    int rc = zklock__previous_granted(l, until);
-
-    if (rc != ZKLOCK_OK)
-        zklock_release(l); /* ELOST if it was lost: on_lost says so */
-    return rc;
-}
-
-/* A tracking hold whose last release is writing "released" (previous.c)
- * is ending: a re-entry now would go on under that record, and an unclean
- * end later would read clean. A hold being granted (another thread of a
- * handle-owned lock reads the record, or waits the lock-delay) is not the
- * caller's yet: a re-entry would skip the delay, or judge the record
- * again and read its own write. Either waits, within its own timeout (a
- * try-once: ZKLOCK_EBUSY), and then acquires (re-enters or afresh). */
-static int await_record(zklock_t *l, int timeout_ms, const struct timespec *until)
-{
-    const zkl_contender_t *c;
-
-    while ((c = zklock__owner_contender(l)) && (c->prev_releasing || c->prev_granting)) {
-        if (timeout_ms == 0)
-            return ZKLOCK_EBUSY;
-        if (timeout_ms < 0)
-            zklock__cond_wait(l->s, &l->s->cond);
-        else if (zklock__cond_wait_until(l->s, &l->s->cond, until, 0) == ETIMEDOUT)
-            return ZKLOCK_ETIMEDOUT;
-    }
-    return 0;
-}
-
-/* The caller's hold is being granted (its record, its lock-delay), or no
- * longer: re-entries wait meanwhile (await_record). With s->mu. */
-static void granting(zklock_t *l, bool on)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c)
-        c->prev_granting = on;
-    if (!on)
-        pthread_cond_broadcast(&l->s->cond); /* a failed grant let it go: wake them too */
-}
-
 /* Starts an acquisition, told to done, or (done NULL) to the blocked
  * caller's record me: then *waits is the contender to wait on once the
  * driver ran. The caller runs the driver. */
@@ -172,7 +130,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
     int rc;
 
     *waits = NULL;
-    zklock__lease_end_caught(s); /* no reentrant hold on a lease that ran out */
+    zklock__lapses_caught(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
@@ -191,6 +149,11 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
+    if (!zklock__track_new(c)) {
+        zklock__leave(c, ZKLOCK_ENOMEM); /* never started: nothing to delete */
+        zklock__abandon(c);
+        return ZKLOCK_ENOMEM;
+    }
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
         /* The caller's own state refuses it (an upgrade, another
          * acquisition in progress, a held member): nothing started, and
@@ -208,7 +171,6 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
-    struct timespec until;
     struct zkl_waiter me;
     zkl_contender_t *c = NULL;
     int rc;
@@ -217,32 +179,15 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
         return ZKLOCK_EINVAL;
     if (!zklock__waiter_init(&me))
         return ZKLOCK_ESYSTEM;
-    if (l->tracks)
-        zklock__deadline(l->s, &until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
-    if (rc == 0 && l->tracks)
-        rc = await_record(l, timeout_ms, &until);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL, &me, &c);
     zklock__drive(l->s); /* the call's one drive */
     if (c)
         rc = wait_for(l, c, &me);
-    zklock__waiter_fini(&me);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        enter(l); /* the record's calls: zklock_free() waits for them */
-        granting(l, true);
-    }
     pthread_mutex_unlock(&l->s->mu);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        zklock_session_t *s = l->s;
-
-        rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
-        pthread_mutex_lock(&s->mu);
-        granting(l, false);
-        leave(l);
-        pthread_mutex_unlock(&s->mu);
-    }
+    zklock__waiter_fini(&me);
     return rc;
 }
 
@@ -252,8 +197,8 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     zkl_contender_t *c;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1 || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l || !fn || timeout_ms < -1)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
@@ -282,7 +227,7 @@ static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter 
     zkl_contender_t *c;
 
     *waits = NULL;
-    zklock__lease_end_caught(l->s); /* a hold whose lease ran out was lost */
+    zklock__lapses_caught(l->s); /* a hold whose lease ran out was lost */
     c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
@@ -295,6 +240,13 @@ static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter 
         zklock__stats_hold_over(c, false); /* a loss nobody reported */
         zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
+    }
+    if (c->phase == ZKL_GRANTING && c->waiting && !zklock__track_granted(c)) {
+        /* Its turn, not yet its owner's hold (the record, the lock-delay):
+         * given up, the record left as it was (the acquisition: canceled). */
+        c->canceled = true;
+        zklock__mark(c);
+        return answer(done, ZKLOCK_OK);
     }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
@@ -314,34 +266,6 @@ static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter 
     return ZKLOCK_OK;
 }
 
-/* Does the caller hold l once, so that its release ends the hold? And
- * may it wait for ZooKeeper here (not on its completion thread)? */
-static bool last_hold(zklock_t *l)
-{
-    zkl_contender_t *c;
-    bool last;
-
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    last = c && c->phase == ZKL_HELD && c->holds == 1 && !c->parent &&
-           !zklock__on_completion_thread(l->s);
-    if (last)
-        c->prev_releasing = true; /* no re-entry until it is released */
-    pthread_mutex_unlock(&l->s->mu);
-    return last;
-}
-
-/* The record is written (or given up): re-entries may go on, afresh. */
-static void release_recorded(zklock_t *l)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c && c->prev_releasing) {
-        c->prev_releasing = false;
-        pthread_cond_broadcast(&l->s->cond);
-    }
-}
-
 int zklock_release(zklock_t *l)
 {
     struct zkl_waiter me;
@@ -352,10 +276,7 @@ int zklock_release(zklock_t *l)
         return ZKLOCK_EINVAL;
     if (!zklock__waiter_init(&me))
         return ZKLOCK_ESYSTEM;
-    if (l->tracks && last_hold(l))
-        zklock__previous_releasing(l); /* "released", while we still hold */
     pthread_mutex_lock(&l->s->mu);
-    release_recorded(l);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
     rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s) ? &me : NULL, &c);
@@ -373,8 +294,8 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     zkl_contender_t *c;
     int rc;
 
-    if (!l || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);
@@ -399,7 +320,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_end_caught(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -414,7 +335,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_end_caught(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -434,7 +355,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_end_caught(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -450,7 +371,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_end_caught(l->s);
+    zklock__lapses_caught(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -593,7 +514,7 @@ void zklock__locks_free(zklock_t *const locks[], size_t n)
     bool free_session;
 
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < n; i++) /* (the last may free what holds the array) */
+    for (size_t i = 0; i < n; i++) /* (retiring the last may free what held them) */
         zklock__dispatch_run(s, lock_retire(locks[i]));
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);

@@ -51,12 +51,16 @@ enum zkl_req {
     ZKL_REQ_PROBE,       /* exists the lock path: does the session live? */
     ZKL_REQ_WATCH,       /* get the node that blocks us, watching it */
     ZKL_REQ_OWN_WATCH,   /* get our node, watching it (not part of the chain) */
+    ZKL_REQ_RECORD_READ, /* get the previous holder's record (previous.c) */
+    ZKL_REQ_RECORD_WRITE, /* ... write "held" by us: a multi with a check of our node */
+    ZKL_REQ_RECORD_REFRESH, /* ... write it again while we hold (the same multi) */
+    ZKL_REQ_RECORD_END,  /* ... delete our node and write what we leave: a multi */
     ZKL_REQ_RECIPE       /* the recipe's own, from here (struct zkl_recipe's kinds) */
 };
 
 /* A recipe's own request kinds: ZKL_REQ_RECIPE + 0 .. nkinds - 1, at most
  * this many (the completion's data is a byte per ticket and kind). */
-#define ZKL_RECIPE_KINDS_MAX 54
+#define ZKL_RECIPE_KINDS_MAX 50
 
 /* The ZooKeeper calls a request may be. */
 enum zkl_call {
@@ -313,9 +317,11 @@ bool zklock__connected(const zklock_session_t *s);
 bool zklock__on_completion_thread(const zklock_session_t *s);
 /* Runs the driver: once at the end of a recipe's public call. */
 void zklock__drive(zklock_session_t *s);
-/* Before a call reads a hold: a lease end the session thread has not seen
- * yet ends its holds now (an entry of its own). */
-void zklock__lease_end_caught(zklock_session_t *s);
+/* Before a call reads a hold: a lapse the session thread has not seen yet
+ * (the lease's end, a maximum hold, a record's lease: the host slept) ends
+ * its holds now, an entry of its own that runs the driver; nothing is
+ * driven while none passed. */
+void zklock__lapses_caught(zklock_session_t *s);
 /* The contender of l's owner that is the caller (its thread, or the handle). */
 zkl_contender_t *zklock__owner_contender(const zklock_t *l);
 /* A done callback, allocated before its call starts; queued with rc. */

@@ -14,7 +14,7 @@
 /* ---- asking: zklock_revoke -------------------------------------------------- */
 
 /* Does every node of q look like a kazoo semaphore's lease? */
-static bool all_kazoo_leases(const zklock_queue_t *q)
+static bool leases_all_kazoo(const zklock_queue_t *q)
 {
     if (q->count == 0)
         return false;
@@ -50,7 +50,7 @@ static int read_holders(zklock_session_t *s, const char *path, zklock_queue_t **
     int rc = zklock_queue_read(s, path, holders);
 
     *line = NULL;
-    if (rc != ZKLOCK_OK || !(*holders)->exists || all_kazoo_leases(*holders) ||
+    if (rc != ZKLOCK_OK || !(*holders)->exists || leases_all_kazoo(*holders) ||
         (*holders)->count > 0 || (*holders)->ignored == 0)
         return rc;
     leases_path = child(base, "leases");

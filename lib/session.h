@@ -47,8 +47,6 @@ struct zklock_session {
 
     zhandle_t *zh;
     zhandle_t *retired_zh;      /* an expired session's handle, to close */
-    int zh_borrowers;           /* synchronous calls on zh in progress
-                                   (previous.c): it is not closed under them */
     bool adopted;
     pthread_t cthread;          /* the completion thread of cthread_zh */
     zhandle_t *cthread_zh;
@@ -163,6 +161,11 @@ struct zkl_doors {
     void (*max_hold_passed)(struct zkl_timer *t, zklock_session_t *s);
     void (*heartbeat_due)(struct zkl_timer *t, zklock_session_t *s);
     void (*lease_ends)(struct zkl_timer *t, zklock_session_t *s);
+    /* A tracking contender's: the lock-delay's end, the record's next
+     * refresh, the end of the lease the record promises (previous.c). */
+    void (*track_delay_over)(struct zkl_timer *t, zklock_session_t *s);
+    void (*track_refresh_due)(struct zkl_timer *t, zklock_session_t *s);
+    void (*track_lease_over)(struct zkl_timer *t, zklock_session_t *s);
     /* The heartbeat's answer (data: the heartbeat, lease.c). */
     stat_completion_t heartbeat_answered;
 };
@@ -188,13 +191,6 @@ int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
-/* The handle lent to a synchronous call made without s->mu (previous.c):
- * NULL if there is none (or the session is adopted: its handle is the
- * application's to close); else it is not closed until returned. */
-zhandle_t *zklock__zh_borrow(zklock_session_t *s);
-void zklock__zh_return(zklock_session_t *s);
-/* (session.c) waits, with s->mu, until no handle is lent. */
-void zklock__zh_unborrowed(zklock_session_t *s);
 bool zklock__session_claim_free(zklock_session_t *s);
 /* zklock's own state broke a rule no caller can break (the driver entered
  * while it runs, a transition outside the table): says so on stderr (and in

@@ -209,7 +209,7 @@ static int proclaim_locked(zklock_t *l, const void *value, size_t len, struct zk
     *started = false;
     if (zklock__closing(s) || l->freeing)
         return ZKLOCK_ECLOSED;
-    zklock__lease_end_caught(s); /* no proclaiming on a lease that ran out */
+    zklock__lapses_caught(s); /* no proclaiming on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && zklock__phase(c) == ZKL_LOST)
         return tell(done, ZKLOCK_ELOST);
