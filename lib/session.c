@@ -440,7 +440,9 @@ static bool may_reopen(const zklock_session_t *s)
 }
 
 /* One turn of the session thread, with s->mu held: the timers that are
- * due, then a new handle if one is due. False once the thread is stopped. */
+ * due, then a new handle if one is due. False once the thread is stopped
+ * (also while the new handle was made: s->mu is let go meanwhile, and the
+ * stop's wake-up found nobody asleep). */
 static bool turn(zklock_session_t *s)
 {
     zklock__timers_fire_due(s);
@@ -448,7 +450,7 @@ static bool turn(zklock_session_t *s)
         return false;
     if (may_reopen(s))
         replace_handle(s);
-    return true;
+    return !s->thread_stop;
 }
 
 static void *session_thread(void *arg)
