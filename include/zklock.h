@@ -553,7 +553,7 @@ enum {
 
 /* "none", "clean", "unclean", "unknown", or "?" for any other value.
  * Static string. */
-const char *zklock_previous_name(int how);
+ZKLOCK_API const char *zklock_previous_name(int how);
 
 /* For the caller's current hold of l (a mutex made with track_previous or
  * lock_delay_ms): *how = ZKLOCK_PREV_*, and, if token is not NULL, *token =
@@ -1052,8 +1052,8 @@ typedef struct zklock_node {
     const char *kind;     /* "mutex", "read", "write", "lease", "latch"
                              (Curator's names), "kazoo-lock", "kazoo-read",
                              "kazoo-lease" (kazoo's) */
-    int holds;            /* 1 if it holds the lock now, 0 if it waits */
     int shared;           /* 1 for readers */
+    int holds;            /* 1 if it holds the lock now, 0 if it waits */
     int32_t seq;          /* the server's sequence number */
     int64_t token;        /* fencing token: the node's creation zxid */
     int64_t session;      /* the session that owns it (ephemeralOwner) */
