@@ -58,7 +58,7 @@ if [ -f "$symbols" ]; then
     echo "ok - debian/$(basename "$symbols") lists the $(wc -l <"$tmp/exported") exported symbols"
   else
     echo "not ok - debian/$(basename "$symbols") differs from the exports (- listed, + exported);"
-    echo "  run abi/update.sh --symbols-only $build (docs/release.md):"
+    echo "  run abi/update.sh --symbols-only $(cd "$build" && pwd) (docs/release.md, step 4):"
     cat "$tmp/diff"; status=1
   fi
 else
