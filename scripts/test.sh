@@ -196,7 +196,7 @@ stage_distcheck() {
 DEB_PACKAGES="libzklock0 libzklock-dev zklock-tools"
 
 stage_deb() {
-  local work=$B/deb version src rc=0
+  local work=$B/deb version src p rc=0
   rm -rf "$work" && mkdir -p "$work"
   version=$(sed -n 's/^AC_INIT(\[zklock\], \[\([^]]*\)\].*/\1/p' "$ZKLOCK_TOP/configure.ac")
   src=$work/zklock-$version
@@ -210,6 +210,10 @@ stage_deb() {
     { echo "FAIL: lintian"; return 1; }
   echo "PASS: lintian, no error or warning; overridden, with reasons:" \
     "$(cd "$src/debian" && grep -v '^#' ./*.lintian-overrides | sed 's|^\./||; s|\.lintian-overrides:| |' | tr '\n' ';')"
+  for p in $DEB_PACKAGES; do # the stage purges what it installed: nothing of this machine's own
+    ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+      { echo "FAIL: $p is installed already: apt-get purge $DEB_PACKAGES first"; return 1; }
+  done
   if deb_install "$work"; then deb_use "$work" || rc=1; else rc=1; fi
   deb_purge "$work" || rc=1
   return $rc
@@ -242,9 +246,9 @@ deb_install() { # work dir
 deb_use() { # work dir: the installed files at work
   local rc=0 out want
   want="zklock $(dpkg-query -W -f='${Version}' zklock-tools | sed 's/-[^-]*$//')"
-  out=$(zklock --version) && [ "$out" = "$want" ] && [ "$(command -v zklock)" = /usr/bin/zklock ] &&
+  out=$(/usr/bin/zklock --version) && [ "$out" = "$want" ] &&
     ldd /usr/bin/zklock | grep -q 'libzklock\.so\.0 => /\(usr/\)\{0,1\}lib/' ||
-    { echo "FAIL: zklock --version says '$out', not '$want' from /usr/bin linked with /usr/lib's libzklock.so.0"; rc=1; }
+    { echo "FAIL: /usr/bin/zklock --version says '$out', not '$want', or is not linked with /usr/lib's libzklock.so.0"; rc=1; }
   for page in 1:zklock 1:zklock-elect 1:zklock-ls 1:zklock-bench 3:zklock; do
     man -P cat "${page%%:*}" "${page#*:}" 2>/dev/null | grep -q "^NAME" &&
       man -w "${page%%:*}" "${page#*:}" | grep -q '^/usr/share/man/' ||
