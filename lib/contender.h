@@ -48,7 +48,7 @@ struct zkl_answer {
  * byte that says what the request is for and the generation it was sent in
  * (its ticket): ticket * ZKL_SLOTS + kind. Whose: from where the slot is
  * (request.c). */
-#define ZKL_SLOTS 12 /* ZKL_REQ_COUNT (request.h) */
+#define ZKL_SLOTS 16 /* ZKL_REQ_COUNT (request.h) */
 /* Generations whose requests a contender may have in flight at once. */
 #define ZKL_TICKETS 4
 
@@ -137,18 +137,11 @@ struct zkl_contender {
     struct timespec stat_since;
     bool stat_held;
     /* previous.c (zklock_opts_t.track_previous): the last node that
-     * blocked it (its sequence number), and what its hold learnt and wrote
-     * of the record (the caller's thread reads and writes it, with s->mu). */
+     * blocked it (its sequence number), and, for a tracking handle's
+     * contender, what it read and wrote of the record (NULL otherwise). */
     bool was_blocked;
     int32_t blocker_seq;
-    bool prev_known;       /* the hold's record is written: prev_* are set */
-    int prev_how;          /* ZKLOCK_PREV_* */
-    int64_t prev_token;
-    bool prev_releasing;   /* its last release writes "released": a re-entry waits */
-    bool prev_granting;    /* its grant reads and writes the record, waits the
-                              lock-delay: a re-entry (another thread of a
-                              handle-owned lock) waits */
-    int prev_version;      /* the record's version after our write */
+    struct zkl_track *track;
     void *recipe_data;     /* a recipe's own allocation for c (free()d with c,
                               or by its recipe's free_data hook):
                               a lease's room and guess, a multi-lock's

@@ -14,6 +14,7 @@
  * libuv's loop (handles are freed in one phase of it).
  */
 #include "driver.h"
+#include "previous.h"
 #include "lease.h"
 #include "owner.h"
 #include "request.h"
@@ -81,8 +82,10 @@ static void free_finished(zklock_session_t *s)
         zkl_contender_t *c = s->visited;
         s->visited = c->visit_next;
         c->visited = false;
-        if (!c->marked && finished(c))
+        if (!c->marked && finished(c)) {
+            zklock__track_free(c);
             zklock__contender_free(c);
+        }
     }
 }
 

@@ -47,6 +47,9 @@ struct zklock {
     int64_t alone_zxid;    /* ... and the zxid of its creation */
     unsigned alone_gen;    /* the session generation it was learnt in */
     bool tracks;           /* opts.track_previous or a lock-delay (previous.c) */
+    zklock_previous_info_t prev; /* ... what its last acquisition that judged the
+                              record learnt (zklock_previous_info) */
+    bool prev_known;
 };
 
 /* ---- handle.c: the lock handle every recipe shares ------------------------------ */

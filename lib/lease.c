@@ -133,11 +133,15 @@ static void arm_belief(zklock_session_t *s)
 /* The answers a write gets only once the leader has proposed it (with a
  * quorum behind it): success, or the errors ZooKeeper's PrepRequestProcessor
  * turns into an error transaction. Not a read-only server's refusal, nor
- * the client's own errors. */
+ * the client's own errors, nor ZNOAUTH: a server that checks ACLs eagerly
+ * (zookeeper.enableEagerACLCheck) answers it alone, before any quorum, and
+ * the answer does not say which server refused (a false proof would
+ * stretch the lease past the session's life; a missed one only ends a hold
+ * early). */
 bool zklock__lease_proves(int rc)
 {
     switch (rc) {
-    case ZOK: case ZNONODE: case ZNOAUTH: case ZBADVERSION: case ZNODEEXISTS:
+    case ZOK: case ZNONODE: case ZBADVERSION: case ZNODEEXISTS:
     case ZNOTEMPTY: case ZNOCHILDRENFOREPHEMERALS: case ZRUNTIMEINCONSISTENCY:
     case ZINVALIDACL: case ZBADARGUMENTS:
         return true;

@@ -49,6 +49,7 @@ static bool may_wait(const zklock_session_t *s)
 void zklock__lease_checked(zklock_session_t *s)
 {
     zklock__lease_check(s);
+    zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
     zklock__drive(s);
 }
 
@@ -115,51 +116,6 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
-/* A tracking mutex's hold was granted: its record (previous.c), and the
- * lock-delay; a hold that cannot record is released, and the call fails. */
-static int previous_granted(zklock_t *l, const struct timespec *until)
-{
-    int rc = zklock__previous_granted(l, until);
-
-    if (rc != ZKLOCK_OK)
-        zklock_release(l); /* ELOST if it was lost: on_lost says so */
-    return rc;
-}
-
-/* A tracking hold whose last release is writing "released" (previous.c)
- * is ending: a re-entry now would go on under that record, and an unclean
- * end later would read clean. A hold being granted (another thread of a
- * handle-owned lock reads the record, or waits the lock-delay) is not the
- * caller's yet: a re-entry would skip the delay, or judge the record
- * again and read its own write. Either waits, within its own timeout (a
- * try-once: ZKLOCK_EBUSY), and then acquires (re-enters or afresh). */
-static int await_record(zklock_t *l, int timeout_ms, const struct timespec *until)
-{
-    const zkl_contender_t *c;
-
-    while ((c = zklock__owner_contender(l)) && (c->prev_releasing || c->prev_granting)) {
-        if (timeout_ms == 0)
-            return ZKLOCK_EBUSY;
-        if (timeout_ms < 0)
-            pthread_cond_wait(&l->s->cond, &l->s->mu);
-        else if (zklock__cond_wait_until(&l->s->cond, &l->s->mu, until, 0) == ETIMEDOUT)
-            return ZKLOCK_ETIMEDOUT;
-    }
-    return 0;
-}
-
-/* The caller's hold is being granted (its record, its lock-delay), or no
- * longer: re-entries wait meanwhile (await_record). With s->mu. */
-static void granting(zklock_t *l, bool on)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c)
-        c->prev_granting = on;
-    if (!on)
-        pthread_cond_broadcast(&l->s->cond); /* a failed grant let it go: wake them too */
-}
-
 /* done: NULL for a blocking call. */
 static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 {
@@ -187,6 +143,11 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
+    if (!zklock__track_new(c)) {
+        zklock__leave(c, ZKLOCK_ENOMEM); /* never started: nothing to delete */
+        zklock__abandon(c);
+        return ZKLOCK_ENOMEM;
+    }
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
         /* The caller's own state refuses it (an upgrade, another
          * acquisition in progress, a held member): nothing started, and
@@ -211,34 +172,16 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
-    struct timespec until;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    if (l->tracks)
-        zklock__deadline(&until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
-    if (rc == 0 && l->tracks)
-        rc = await_record(l, timeout_ms, &until);
     if (rc == 0)
         rc = acquire_locked(l, timeout_ms, NULL);
     zklock__drive(l->s);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        enter(l); /* the record's calls: zklock_free() waits for them */
-        granting(l, true);
-    }
     pthread_mutex_unlock(&l->s->mu);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        zklock_session_t *s = l->s;
-
-        rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
-        pthread_mutex_lock(&s->mu);
-        granting(l, false);
-        leave(l);
-        pthread_mutex_unlock(&s->mu);
-    }
     return rc;
 }
 
@@ -247,8 +190,8 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     struct zkl_done *done;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1 || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l || !fn || timeout_ms < -1)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
@@ -289,6 +232,13 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
         zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
     }
+    if (c->phase == ZKL_GRANTING && c->waiting && !zklock__track_granted(c)) {
+        /* Its turn, not yet its owner's hold (the record, the lock-delay):
+         * given up, the record left as it was (the acquisition: canceled). */
+        c->canceled = true;
+        zklock__mark(c);
+        return answer(done, ZKLOCK_OK);
+    }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
     if (c->holds > 1) {
@@ -312,44 +262,13 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     return rc;
 }
 
-/* Does the caller hold l once, so that its release ends the hold? And
- * may it wait for ZooKeeper here (not on its completion thread)? */
-static bool last_hold(zklock_t *l)
-{
-    zkl_contender_t *c;
-    bool last;
-
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    last = c && c->phase == ZKL_HELD && c->holds == 1 && !c->parent &&
-           !zklock__on_completion_thread(l->s);
-    if (last)
-        c->prev_releasing = true; /* no re-entry until it is released */
-    pthread_mutex_unlock(&l->s->mu);
-    return last;
-}
-
-/* The record is written (or given up): re-entries may go on, afresh. */
-static void release_recorded(zklock_t *l)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c && c->prev_releasing) {
-        c->prev_releasing = false;
-        pthread_cond_broadcast(&l->s->cond);
-    }
-}
-
 int zklock_release(zklock_t *l)
 {
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
-    if (l->tracks && last_hold(l))
-        zklock__previous_releasing(l); /* "released", while we still hold */
     pthread_mutex_lock(&l->s->mu);
-    release_recorded(l);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
     rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
@@ -363,8 +282,8 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     struct zkl_done *done = NULL;
     int rc;
 
-    if (!l || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);

@@ -20,6 +20,10 @@ enum zkl_req {
     ZKL_REQ_PROBE,       /* exists the lock path: does the session live? */
     ZKL_REQ_WATCH,       /* get the node that blocks us, watching it */
     ZKL_REQ_OWN_WATCH,   /* get our node, watching it (not part of the chain) */
+    ZKL_REQ_RECORD_READ, /* get the previous holder's record (previous.c) */
+    ZKL_REQ_RECORD_WRITE, /* ... write "held" by us: a multi with a check of our node */
+    ZKL_REQ_RECORD_REFRESH, /* ... write it again while we hold (the same multi) */
+    ZKL_REQ_RECORD_END,  /* ... delete our node and write what we leave: a multi */
     ZKL_REQ_RECIPE,      /* the recipe's own, from here */
     ZKL_REQ_COUNT = ZKL_REQ_RECIPE + 2 /* (ZKL_SLOTS) */
 };

@@ -414,31 +414,6 @@ static int open_handle_when_resolved(zklock_session_t *s)
     return rc ? rc : open_handle(s);
 }
 
-/* ---- the handle lent to synchronous calls (previous.c) -------------------- */
-
-zhandle_t *zklock__zh_borrow(zklock_session_t *s)
-{
-    if (!s->zh || s->adopted || s->state == ZKL_S_CLOSED)
-        return NULL;
-    s->zh_borrowers++;
-    return s->zh;
-}
-
-void zklock__zh_return(zklock_session_t *s)
-{
-    if (--s->zh_borrowers == 0)
-        pthread_cond_broadcast(&s->cond);
-}
-
-/* Before a handle no longer in s->zh is closed: its synchronous calls in
- * progress end first (each ends at its answer or at the connection's loss,
- * within a session timeout). */
-void zklock__zh_unborrowed(zklock_session_t *s)
-{
-    while (s->zh_borrowers > 0)
-        pthread_cond_wait(&s->cond, &s->mu);
-}
-
 /* Closes the dead handle (its late answers are stale by generation) and
  * opens a new session (the first one, for a session opened in the
  * background). */
@@ -452,7 +427,6 @@ static void replace_handle(zklock_session_t *s)
     s->reopen_now = false;
     s->zh = s->retired_zh = NULL;
     if (old) {
-        zklock__zh_unborrowed(s);
         pthread_mutex_unlock(&s->mu);
         zookeeper_close(old);
         pthread_mutex_lock(&s->mu);
@@ -899,7 +873,6 @@ void zklock_session_close(zklock_session_t *s)
     retired = s->retired_zh;
     s->zh = s->retired_zh = NULL;
     pthread_cond_broadcast(&s->cond);
-    zklock__zh_unborrowed(s);
     pthread_mutex_unlock(&s->mu);
 
     stop_threads(s);

@@ -41,8 +41,6 @@ struct zklock_session {
 
     zhandle_t *zh;
     zhandle_t *retired_zh;      /* an expired session's handle, to close */
-    int zh_borrowers;           /* synchronous calls on zh in progress
-                                   (previous.c): it is not closed under them */
     bool adopted;
     pthread_t cthread;          /* the completion thread of cthread_zh */
     zhandle_t *cthread_zh;
@@ -139,13 +137,6 @@ bool zklock__connected(const zklock_session_t *s);
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
-/* The handle lent to a synchronous call made without s->mu (previous.c):
- * NULL if there is none (or the session is adopted: its handle is the
- * application's to close); else it is not closed until returned. */
-zhandle_t *zklock__zh_borrow(zklock_session_t *s);
-void zklock__zh_return(zklock_session_t *s);
-/* (session.c) waits, with s->mu, until no handle is lent. */
-void zklock__zh_unborrowed(zklock_session_t *s);
 bool zklock__session_claim_free(zklock_session_t *s);
 void zklock__session_free(zklock_session_t *s);
 /* With s->mu held: one watch fewer is registered (wakes a close that waits). */

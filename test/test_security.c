@@ -233,6 +233,48 @@ static void test_wrong_credentials(void)
     zookeeper_close(super);
 }
 
+/* A heartbeat refused by an ACL proves nothing: an ensemble that checks
+ * ACLs eagerly (zookeeper.enableEagerACLCheck) refuses it on the server the
+ * client talks to, without a quorum, and the client cannot tell that
+ * refusal from one the quorum committed (design.md, "Told first"). Here
+ * the chroot's ACL does not let the session write it, and the heartbeat
+ * writes "/", the chroot: an idle hold has only its create to prove its
+ * lease, and ends with it, told UNSURE, before any server may expire the
+ * session. */
+#define HEARTBEAT_TIMEOUT_MS 4000
+
+static void test_heartbeat_refused_proves_nothing(void)
+{
+    zhandle_t *super = zk_as(getenv("ZKLOCK_TEST_SUPER"));
+    const char *root = tu_path("sec-heartbeat");
+    struct ACL no_write_entries[1] = {{ZOO_PERM_ALL & ~ZOO_PERM_WRITE, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector no_write = {1, no_write_entries};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_opts_t so = {.timeout_ms = HEARTBEAT_TIMEOUT_MS};
+    zklock_session_t *s = NULL;
+    char hosts[512];
+    zklock_t *l;
+    int64_t held_at;
+
+    zoo_create(super, "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(super, root, NULL, -1, &no_write, 0, NULL, 0), ZOK);
+    snprintf(hosts, sizeof hosts, "%s%s", tu_hosts(), root);
+    TU_REQUIRE_RC(zklock_session_open(&s, hosts, &so), ZKLOCK_OK);
+    TU_ASSERT_RC(zoo_set(zklock_session_zhandle(s), "/", NULL, -1, -2), ZNOAUTH); /* a heartbeat */
+    l = tu_mutex(s, "/job", &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    held_at = tu_now_ms();
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, 3 * HEARTBEAT_TIMEOUT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(lost.lost_at_ms - held_at, <, HEARTBEAT_TIMEOUT_MS);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    remove_tree(super, root);
+    zookeeper_close(super);
+}
+
 /* Options that cannot work are refused before anything is sent. */
 static void test_bad_security_options(void)
 {
@@ -285,6 +327,7 @@ static const tu_test_t security_tests[] = {
     {"renewed_session_keeps_identity", test_renewed_session_keeps_identity},
     {"wrong_credentials", test_wrong_credentials},
     {"bad_security_options", test_bad_security_options},
+    {"heartbeat_refused_proves_nothing", test_heartbeat_refused_proves_nothing},
     {NULL, NULL},
 };
 
