@@ -13,9 +13,10 @@ included.)"""
 import sys
 import xml.etree.ElementTree as ET
 
-# Sized by the caller (zklock_session_stats, zklock_lock_stats), or made by
-# the library and read through its pointer (zklock_queue_t).
-GROW_AT_END = ("zklock_stats", "zklock_lock_stats", "zklock_queue")
+# Sized by the caller (zklock_session_stats, zklock_lock_stats,
+# zklock_previous_info), or made by the library and read through its pointer
+# (zklock_queue_t).
+GROW_AT_END = ("zklock_stats", "zklock_lock_stats", "zklock_previous_info", "zklock_queue")
 
 
 def definitions(root, name):
