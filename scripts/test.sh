@@ -27,7 +27,7 @@
 #              --version and the man pages from the installed files, the
 #              systemd unit checked (two instances started where systemd runs,
 #              else systemd-analyze verify), and apt-get purge leaves no file.
-#              About 3 minutes on the shared machine (122 to 203 s measured)
+#              About 3 minutes on the shared machine (122 to 205 s measured)
 #   partition  the partition rig (make check-partition): network namespaces,
 #              silent cuts, partitions, loss, delay, pauses, one run of each
 #              scenario; needs root, and says SKIP (exit 77) where namespaces
