@@ -635,7 +635,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
     s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
-    if (rc == 0 && zklock__rng_seed(s->rng) != 0)
+    if (rc == 0 && (s->wire->seed ? s->wire->seed(s->wire_env, s->rng)
+                                  : zklock__rng_seed(s->rng)) != 0)
         rc = ZKLOCK_ESYSTEM;
     trace_open(s);
     if (rc) {

@@ -78,6 +78,11 @@
  * session starts two: the session thread (its timers, a new handle after an
  * expiry) and, with ZKLOCK_DISPATCH_THREAD, the callback thread.
  *
+ * Randomness. seed(env, state), if not NULL, seeds the generator of the
+ * session's node names (the uuid in each name: two 64-bit words, not both
+ * zero; 0, or ZKLOCK_ESYSTEM): a simulator gives the same names for the
+ * same seed. NULL: the system's randomness (getrandom).
+ *
  * in_completion(env), if not NULL, says whether the calling thread is
  * delivering one of the table's completions or watchers right now: a
  * blocking call there would wait for itself (ZKLOCK_EDEADLK). NULL: the
@@ -149,6 +154,7 @@ struct zkl_wire {
     int (*thread_start)(void *env, pthread_t *t, void *(*run)(void *), void *arg);
     void (*thread_join)(void *env, pthread_t t);
     bool (*in_completion)(void *env);
+    int (*seed)(void *env, uint64_t state[2]);
 };
 
 /* libzookeeper_mt, clock_gettime, pthreads (wire.c). */

@@ -316,6 +316,14 @@ static bool w_in_completion(void *env)
     return W.delivering;
 }
 
+/* Node names from a seed: the same world names its nodes the same. */
+static int w_seed(void *env, uint64_t state[2])
+{
+    state[0] = 0x5eed;
+    state[1] = 31;
+    return 0;
+}
+
 static const struct zkl_wire script_wire = {
     .init = w_init,
     .resolve = w_resolve,
@@ -344,6 +352,7 @@ static const struct zkl_wire script_wire = {
     .thread_start = w_thread_start,
     .thread_join = w_thread_join,
     .in_completion = w_in_completion,
+    .seed = w_seed,
 };
 
 /* ---- the test's side of the wire ---------------------------------------------------------- */
@@ -834,6 +843,26 @@ static void case_revoke_through_expiry(void)
     close_world(s, l);
 }
 
+/* The wire seeds the node names: two sessions on it make the same names
+ * (a simulator replays a run from its seed). */
+static void case_seeded_names(void)
+{
+    char first[512] = "";
+
+    for (int run = 0; run < 2; run++) {
+        zklock_t *l;
+        zklock_session_t *s = open_world(&l);
+        struct outcome acq = {0};
+        TU_ASSERT_RC(zklock_acquire_async(l, -1, done, &acq), ZKLOCK_OK);
+        CU_ASSERT_FATAL(W.n >= 1 && W.q[0].call == C_CREATE2); /* (left to close_world) */
+        if (run == 0)
+            snprintf(first, sizeof first, "%s", W.q[0].path);
+        else
+            CU_ASSERT_STRING_EQUAL(W.q[0].path, first);
+        close_world(s, l);
+    }
+}
+
 /* ---- the guards, in every build --------------------------------------------------------- */
 
 static zklock_session_t *guard_session;
@@ -901,6 +930,7 @@ const tu_test_t zklock__unit_engine_tests[] = {
     {"engine_predecessor_deleted", case_predecessor_deleted},
     {"engine_expiry_mid_step", case_expiry_mid_step},
     {"revoke_through_expiry", case_revoke_through_expiry},
+    {"seeded_names", case_seeded_names},
     {"guard_driver_reentry", case_guard_reentry},
     {"guard_invalid_transition", case_guard_transition},
     {NULL, NULL},
