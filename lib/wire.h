@@ -9,7 +9,8 @@
  * pthread_cond_(timed)wait and pthread_create; a simulator opens sessions
  * on a table of its own (zklock__session_open_on) and links the library's
  * objects statically (libzklock-core.la). Nothing else in lib/ or recipes/
- * names a ZooKeeper call, a clock or a thread.
+ * names a ZooKeeper call, a clock or a thread (ZooKeeper's op builders
+ * aside, zoo_*_op_init, which fill a multi's ops and talk to nobody).
  *
  * THE CONTRACT (what the library does, and what it expects of a table):
  *
