@@ -320,6 +320,61 @@ static void test_record_removed_before_its_write(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+/* Review (issue 30): a tracking acquisition given up (canceled) while its
+ * "held" write is on its way (every message through the proxy takes a
+ * second): the write lands after the give-up, yet the hold was never the
+ * caller's (ECANCELED). Its end must leave the record as it was before
+ * that write (the dead holder's unclean end; its own number among those
+ * that never held), so the next holder is told UNCLEAN with the dead
+ * holder's token. (Its end wrote "released" in its own name: the next
+ * holder read CLEAN, and would have skipped the recovery that an unclean
+ * end asks for.) */
+static void test_give_up_while_held_is_written(void)
+{
+    struct faulty f;
+    const char *path = tu_path("give-up-held-write");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *w = tu_session(), *other = tu_session();
+    zklock_t *l, *dying, *next;
+    struct tu_acquirer a;
+    struct multi_sent m;
+    char full[512];
+    int64_t dead = 0, token = -1;
+    int how = -1;
+
+    faulty_open(&f, 20000);
+    l = tu_mutex(f.s, path, &o);
+    dying = tu_mutex(w, path, &o);
+    next = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(dying, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(dying, &dead), ZKLOCK_OK);
+    tu_expire(w); /* dies holding: the record says "held" by it */
+    TU_ASSERT_RC(zklock_release(dying), ZKLOCK_ELOST);
+    m = (struct multi_sent){f.proxy, zkproxy_sent(f.proxy, ZOO_MULTI_OP)};
+    zkproxy_set_delay(f.proxy, 1000, 1000);
+    tu_start_acquirer(&a, l, 60000, false);
+    CU_ASSERT_FATAL(tu_wait_until(multi_sent, &m, 60000)); /* "held" is on its way */
+    TU_ASSERT_RC(zklock_cancel(l), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zkproxy_set_delay(f.proxy, 0, 0);
+    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(next, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_INT(token, ==, dead);
+    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_free(dying);
+    zklock_free(next);
+    zklock_session_close(w);
+    zklock_session_close(other);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    snprintf(full, sizeof full, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 static bool dropped_once(void *proxy)
 {
     return zkproxy_dropped(proxy) >= 1;
@@ -2371,6 +2426,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_create_reply", test_lost_create_reply},
     {"lost_record_replies", test_lost_record_replies},
     {"record_removed_before_its_write", test_record_removed_before_its_write},
+    {"give_up_while_held_is_written", test_give_up_while_held_is_written},
     {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
