@@ -44,7 +44,10 @@ struct zkl_track {
     bool judged;
     int how;             /* ZKLOCK_PREV_*, once judged */
     int64_t token;       /* ... the previous holder's, where the record names it */
-    bool written;        /* our "held" is written: the hold is the owner's */
+    bool written;        /* our "held" is written ... */
+    bool owned;          /* ... and the hold became the owner's: its end says "released" */
+    struct zkl_record_view before; /* the record our "held" replaced (a give-up
+                              that came as it landed puts it back) */
     struct timespec judged_at, delay_end;
     struct zkl_timer delay_timer;
     /* the hold */
@@ -134,6 +137,14 @@ bool zklock__track_granted(const zkl_contender_t *c)
     return !c->track || c->track->written;
 }
 
+void zklock__track_hold_begins(zkl_contender_t *c)
+{
+    if (!c->track)
+        return;
+    c->track->owned = true;
+    c->l->prev.waited_ms = c->l->prev.delay_ms;
+}
+
 char *zklock__record_path(const zklock_t *l)
 {
     return zklock__child_path(l->path, ZKL_RECORD_NAME);
@@ -157,7 +168,7 @@ void zklock__track_node_lost(zkl_contender_t *c)
     if (!t->written && c->node && t->nformer < ZKL_FORMER_MAX)
         t->former[t->nformer++] = c->seq; /* (a full list leaves a gap: UNKNOWN) */
     /* A new node, a new turn: read, judged and written again. */
-    t->judged = t->fresh = t->written = t->write_unknown = t->refresh_due = false;
+    t->judged = t->fresh = t->written = t->owned = t->write_unknown = t->refresh_due = false;
     zklock__timer_cancel(s, &t->delay_timer);
     zklock__timer_cancel(s, &t->refresh_timer);
     zklock__timer_cancel(s, &t->lease_timer);
@@ -291,6 +302,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
         struct zkl_record r = t->view.parsed ? t->view.rec : (struct zkl_record){0};
 
         zklock__record_hold(&r, false, c->czxid, c->seq, timeout_of(c));
+        t->before = t->view;
         send_multi(c, ZKL_REQ_RECORD_WRITE, &r);
     }
     return ZKL_GRANT_WAIT;
@@ -368,6 +380,31 @@ bool zklock__track_lease_over(zkl_contender_t *c)
 
 /* ---- the end ------------------------------------------------------------------------ */
 
+/* The record c leaves, having never held for its owner: what it says now
+ * with c's number among those that never held; false: a plain delete. */
+static bool never_held(zkl_contender_t *c, struct zkl_record *r)
+{
+    struct zkl_track *t = c->track;
+    int64_t mtime = t->view.mtime;
+
+    if (t->view.present && !t->view.parsed)
+        return false; /* a later version's record: not ours to rewrite */
+    *r = t->view.parsed ? t->view.rec : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+    if (t->written) {
+        /* Our "held" landed as we gave up (a deadline, a cancel, a free
+         * while it was on its way): the hold was never the owner's, so the
+         * record goes back to the hold before ours; left saying "released"
+         * in our name, it read CLEAN after an unclean end. Should that not
+         * be possible, it keeps saying "held": UNCLEAN, the safe side. */
+        if ((t->before.present && !t->before.parsed) ||
+            !zklock__record_undo(r, t->before.present ? &t->before.rec : NULL))
+            return false;
+        mtime = t->before.mtime;
+    }
+    /* (false: the list is full: a gap, read as UNKNOWN) */
+    return zklock__record_give_up(r, mtime, c->seq, t->former, t->nformer);
+}
+
 bool zklock__track_end(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
@@ -379,15 +416,11 @@ bool zklock__track_end(zkl_contender_t *c)
         send_read(c); /* what is there now: a give-up adds to it, a write needs its version */
         return true;
     }
-    if (t->written) {
+    if (t->owned) {
         r = t->view.rec;
         zklock__record_hold(&r, true, c->czxid, c->seq, timeout_of(c));
-    } else {
-        if (t->view.present && !t->view.parsed)
-            return false; /* a later version's record: not ours to rewrite */
-        r = t->view.parsed ? t->view.rec : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
-        if (!zklock__record_give_up(&r, t->view.mtime, c->seq, t->former, t->nformer))
-            return false; /* the list is full: a gap, read as UNKNOWN */
+    } else if (!never_held(c, &r)) {
+        return false;
     }
     send_multi(c, ZKL_REQ_RECORD_END, &r);
     return true;
@@ -433,8 +466,6 @@ static void on_written(zkl_contender_t *c, int kind)
     t->view.present = t->view.parsed = true;
     if (kind == ZKL_REQ_RECORD_END)
         return;
-    if (!t->written)
-        c->l->prev.waited_ms = c->l->prev.delay_ms; /* the hold is the owner's now */
     t->written = true;
     refreshed(c);
 }

@@ -81,6 +81,11 @@ int64_t zklock__record_end_ms(const struct zkl_record_view *v);
  * give-ups kept where they come after it. */
 void zklock__record_hold(struct zkl_record *r, bool released, int64_t token, int32_t seq,
                          int32_t timeout_ms);
+/* r, which says "held" by a contender whose owner never had the hold (it
+ * gave up as that write landed), as it was before that write (`before`;
+ * NULL: there was no record), with the give-ups written since; false if
+ * they do not all fit. */
+bool zklock__record_undo(struct zkl_record *r, const struct zkl_record *before);
 /* r with `seq` (and the contender's former nodes) added to its give-ups,
  * and the holder's last sign of life kept (`mtime`: the record's, as read);
  * false if the list is full. */
@@ -111,6 +116,9 @@ void zklock__track_free(zkl_contender_t *c);
 /* Does c hold for its owner (its "held" is written)? Always for a
  * contender that does not track. */
 bool zklock__track_granted(const zkl_contender_t *c);
+/* c holds for its owner now (its "held" is written): its end writes
+ * "released". */
+void zklock__track_hold_begins(zkl_contender_t *c);
 /* c's node was created: the server's clock then (its ctime). */
 void zklock__track_created(zkl_contender_t *c, const struct Stat *st);
 /* c's node goes without a word while c never held (its session ended,

@@ -153,6 +153,18 @@ static bool add_never(struct zkl_record *r, int32_t seq)
     return true;
 }
 
+bool zklock__record_undo(struct zkl_record *r, const struct zkl_record *before)
+{
+    struct zkl_record next =
+        before ? *before : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+
+    for (int i = 0; i < r->nnever; i++)
+        if (!add_never(&next, r->never[i]))
+            return false;
+    *r = next;
+    return true;
+}
+
 bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
                             const int32_t *former, int nformer)
 {

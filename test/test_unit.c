@@ -900,6 +900,30 @@ static void test_record_writers(void)
     TU_ASSERT_INT(r.nnever, ==, ZKL_RECORD_NEVER_MAX);
 }
 
+/* A "held" that landed as its contender gave up is undone: the record the
+ * write replaced (its holder, its give-ups, including those before the
+ * writer's number), with the give-ups written since. */
+static void test_record_undo(void)
+{
+    const struct zkl_record before = {.state = ZKL_REC_HELD, .token = 100, .seq = 10,
+                                      .alive_ms = 0, .timeout_ms = 6000, .nnever = 1,
+                                      .never = {11}};
+    struct zkl_record r = before;
+
+    zklock__record_hold(&r, false, 200, 12, 4000); /* forgets 11 */
+    CU_ASSERT(zklock__record_give_up(&r, 9000, 13, NULL, 0));
+    CU_ASSERT(zklock__record_undo(&r, &before));
+    CU_ASSERT(r.state == ZKL_REC_HELD && r.token == 100 && r.seq == 10 && r.timeout_ms == 6000);
+    TU_ASSERT_INT(r.alive_ms, ==, 0); /* its holder's own write: the caller gives its mtime */
+    TU_ASSERT_INT(r.nnever, ==, 2);
+    TU_ASSERT_INT(r.never[0], ==, 11);
+    TU_ASSERT_INT(r.never[1], ==, 13);
+    r = (struct zkl_record){.state = ZKL_REC_HELD, .token = 200, .seq = 12, .nnever = 1,
+                            .never = {13}};
+    CU_ASSERT(zklock__record_undo(&r, NULL)); /* there was no record */
+    CU_ASSERT(r.state == ZKL_REC_NONE && r.seq == -1 && r.nnever == 1 && r.never[0] == 13);
+}
+
 static const tu_test_t unit_tests[] = {
     {"stats_buckets", test_stats_buckets},
     {"path_table", test_path_table},
@@ -923,6 +947,7 @@ static const tu_test_t unit_tests[] = {
     {"previous_judge", test_previous_judge},
     {"record_parse", test_record_parse},
     {"record_writers", test_record_writers},
+    {"record_undo", test_record_undo},
     {NULL, NULL},
 };
 
