@@ -820,6 +820,42 @@ static void test_previous_judge(void)
     }
 }
 
+/* The judge's cost does not grow with the numbers between the record's
+ * holder and us (a lock path's count of creations: up to 2^31 on a
+ * long-lived path with untracked peers), only with the lists it reads: it
+ * runs under the session's mutex. It walked every number between, each
+ * against the whole list: 2^25 numbers took seconds (2^31, minutes). */
+static void test_previous_judge_cost(void)
+{
+    struct zkl_record_view v = {.present = true, .parsed = true, .czxid = 90,
+                                .rec = {.state = ZKL_REC_RELEASED, .token = 100, .seq = 10}};
+    int32_t former[ZKL_FORMER_MAX];
+    struct zkl_hold_view me = {.seq = 10 + (1 << 25), .czxid = 200, .former = former};
+    struct timespec t0, t1;
+    int how;
+
+    for (int i = 0; i < ZKL_RECORD_NEVER_MAX; i++)
+        v.rec.never[v.rec.nnever++] = 11 + i;
+    for (int i = 0; i < ZKL_FORMER_MAX; i++)
+        former[me.nformer++] = 11 + ZKL_RECORD_NEVER_MAX + i;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    how = zklock__previous_judge(&v, &me);
+    v.rec.state = ZKL_REC_NONE; /* no holder yet: every number before ours */
+    v.rec.seq = -1;
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_UNKNOWN);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CU_ASSERT_EQUAL(how, ZKLOCK_PREV_UNKNOWN);
+    TU_ASSERT_INT((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, <, 100);
+    /* and every number between accounted for: vouched */
+    v.rec = (struct zkl_record){.state = ZKL_REC_RELEASED, .token = 100, .seq = 10};
+    for (int i = 0; i < ZKL_RECORD_NEVER_MAX; i++)
+        v.rec.never[v.rec.nnever++] = 11 + i;
+    me.seq = 11 + ZKL_RECORD_NEVER_MAX + ZKL_FORMER_MAX;
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_CLEAN);
+    former[0] = former[1]; /* the same number twice counts once */
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_UNKNOWN);
+}
+
 /* The record's data: the versions and states it knows, nothing else; what
  * it writes it reads back. */
 static void test_record_parse(void)
@@ -945,6 +981,7 @@ static const tu_test_t unit_tests[] = {
     {"phase_table", test_phase_table},
     {"phase_assert", test_phase_assert},
     {"previous_judge", test_previous_judge},
+    {"previous_judge_cost", test_previous_judge_cost},
     {"record_parse", test_record_parse},
     {"record_writers", test_record_writers},
     {"record_undo", test_record_undo},
