@@ -185,14 +185,33 @@ bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
 
 /* ---- the judge --------------------------------------------------------------------- */
 
-static bool accounted(const struct zkl_record *r, const struct zkl_hold_view *me, int32_t seq)
+static int seq_order(const void *a, const void *b)
 {
-    if (r && has_never(r, seq))
-        return true;
-    for (int i = 0; i < me->nformer; i++)
-        if (me->former[i] == seq)
-            return true;
-    return false;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many distinct numbers after `from` and before ours the lists name
+ * (the record's give-ups, our own former nodes). Counted from the lists,
+ * not by walking the numbers between: there may be 2^31 of them, and this
+ * runs under the session's mutex. */
+static int64_t named_between(const struct zkl_record *r, const struct zkl_hold_view *me,
+                             int32_t from)
+{
+    int32_t named[ZKL_RECORD_NEVER_MAX + ZKL_FORMER_MAX];
+    int n = 0;
+    int64_t distinct = 0;
+
+    for (int i = 0; r && i < r->nnever && i < ZKL_RECORD_NEVER_MAX; i++)
+        if (r->never[i] > from && r->never[i] < me->seq)
+            named[n++] = r->never[i];
+    for (int i = 0; i < me->nformer && i < ZKL_FORMER_MAX; i++)
+        if (me->former[i] > from && me->former[i] < me->seq)
+            named[n++] = me->former[i];
+    qsort(named, (size_t)n, sizeof named[0], seq_order);
+    for (int i = 0; i < n; i++)
+        distinct += i == 0 || named[i] != named[i - 1];
+    return distinct;
 }
 
 /* Sequence numbers count the lock path's child creations (node.c), so the
@@ -204,12 +223,11 @@ static bool accounted(const struct zkl_record *r, const struct zkl_hold_view *me
 static bool all_accounted(const struct zkl_record_view *v, const struct zkl_hold_view *me,
                           int32_t from, int64_t after_czxid)
 {
-    int64_t gaps = (int64_t)me->seq - from - 1, known = 0;
+    int64_t gaps = (int64_t)me->seq - from - 1;
+    int64_t known = named_between(v && v->parsed ? &v->rec : NULL, me, from);
 
     if (gaps < 0)
         return false; /* a number below the holder's: the path was made again */
-    for (int32_t seq = from + 1; seq < me->seq && known <= gaps; seq++)
-        known += accounted(v && v->parsed ? &v->rec : NULL, me, seq);
     if (v && v->present && v->czxid > after_czxid && v->czxid < me->czxid)
         known++;
     return known == gaps;
