@@ -1653,6 +1653,58 @@ static void test_previous_after_max_hold(void)
     tracking_pair_end(l, lw, s, w, path);
 }
 
+/* A tracking hold whose record can no longer be written (an operator made
+ * it read-only) ends a lease after its last write of it (design.md: the
+ * bound the record promises the next holder), while heartbeats still renew
+ * the session's lease. zklock_valid_until() must answer by that end too:
+ * the hold is never lost before a time it gave. (It answered by the
+ * session's lease alone: half a session timeout past the hold's end.) */
+struct promised {
+    zklock_t *l;
+    struct tu_events *lost;
+    int64_t latest_ms; /* tu_now_ms() of the latest end valid_until gave */
+};
+
+static bool lost_noting_promises(void *arg)
+{
+    struct promised *p = arg;
+    struct timespec until, now;
+
+    if (zklock_valid_until(p->l, &until) == ZKLOCK_OK) {
+        int64_t at;
+
+        clock_gettime(ZKLOCK_CLOCK, &now);
+        at = tu_now_ms() + (int64_t)(until.tv_sec - now.tv_sec) * 1000 +
+             (until.tv_nsec - now.tv_nsec) / 1000000;
+        if (at > p->latest_ms)
+            p->latest_ms = at;
+    }
+    return tu_lost_once(p->lost);
+}
+
+static void test_previous_record_lease_valid_until(void)
+{
+    const char *path = tu_path("previous-record-lease");
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_session_opts_t so = {.timeout_ms = 4000};
+    zklock_opts_t o = {.track_previous = 1, .on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *s = tu_session_opts(&so);
+    zklock_t *l = tu_mutex(s, path, &o);
+    struct promised p = {l, &lost, 0};
+
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &ZOO_READ_ACL_UNSAFE), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(lost_noting_promises, &p, 3 * 4000));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(p.latest_ms, >, 0);
+    TU_ASSERT_INT(lost.lost_at_ms, >=, p.latest_ms - 50 /* the clocks' grain */);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* Bad values and recipes that keep no record: ZKLOCK_EINVAL, nothing made. */
 static void test_previous_refused(void)
 {
@@ -2722,6 +2774,7 @@ static const tu_test_t mutex_tests[] = {
     {"previous_unknown_without_record", test_previous_unknown_without_record},
     {"lock_delay", test_lock_delay},
     {"previous_after_max_hold", test_previous_after_max_hold},
+    {"previous_record_lease_valid_until", test_previous_record_lease_valid_until},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
