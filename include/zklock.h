@@ -498,7 +498,8 @@ typedef struct zklock_opts {
      * a holder writes it again every half session timeout (its last sign
      * of life, which bounds an unclean end for the next holder's
      * lock-delay; in the strict lease mode a hold whose record cannot be
-     * written for a lease is lost, ZKLOCK_LOST_UNSURE); its release
+     * written for a lease is lost, ZKLOCK_LOST_UNSURE, and
+     * zklock_valid_until() gives that end if it comes first); its release
      * deletes its node and writes "released" in one transaction; a waiter
      * that gives up deletes its node and writes that it never held, in one
      * transaction, so that when every contender tracks, the next holder's

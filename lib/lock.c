@@ -49,6 +49,7 @@ static bool may_wait(const zklock_session_t *s)
 void zklock__lease_checked(zklock_session_t *s)
 {
     zklock__lease_check(s);
+    zklock__track_leases_check(s); /* a tracking hold's record's lease, too */
     zklock__drive(s);
 }
 
@@ -344,8 +345,10 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     pthread_mutex_lock(&l->s->mu);
     zklock__lease_checked(l->s);
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline))
+    if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline)) {
+        zklock__track_until(c, deadline); /* its record's lease may end first */
         rc = ZKLOCK_OK;
+    }
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }

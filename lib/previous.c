@@ -358,16 +358,46 @@ void zklock__track_held(zkl_contender_t *c)
     send_multi(c, ZKL_REQ_RECORD_REFRESH, &r);
 }
 
+/* The end of the lease c's last write of the record gives its hold (the
+ * bound the record promises the next holder); false: none bounds it. */
+static bool record_lease_end(const zkl_contender_t *c, struct timespec *end)
+{
+    const struct zkl_track *t = c->track;
+    const zklock_session_t *s = session_of(c);
+
+    if (!t || !t->written || !keeps_record_lease(s) || s->negotiated_ms <= 0)
+        return false;
+    zklock__later(end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
+    return true;
+}
+
+void zklock__track_until(const zkl_contender_t *c, struct timespec *until)
+{
+    struct timespec end;
+
+    if (record_lease_end(c, &end) && zklock__earlier(&end, until))
+        *until = end;
+}
+
+void zklock__track_leases_check(zklock_session_t *s)
+{
+    struct timespec end;
+
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->phase == ZKL_HELD && record_lease_end(c, &end) && zklock__passed(&end))
+            zklock__mark(c); /* its step ends the hold (read_record_lease) */
+}
+
 bool zklock__track_lease_over(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
     struct timespec end;
     zklock_session_t *s = session_of(c);
 
-    if (!t || !t->written || !keeps_record_lease(s) || s->negotiated_ms <= 0)
+    if (!record_lease_end(c, &end))
         return false;
-    /* Asked by a call too: the timer may not have run yet (a host that slept). */
-    zklock__later(&end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
+    /* Asked by a call too (zklock__track_leases_check): the timer may not
+     * have run yet (a host that slept). */
     if (zklock__passed(&end))
         t->lease_over = true;
     if (!t->lease_over)

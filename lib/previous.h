@@ -131,6 +131,11 @@ void zklock__track_held(zkl_contender_t *c);
 /* Has c's hold outlived its last refresh of the record by a lease (the
  * bound its record promises the next holder)? */
 bool zklock__track_lease_over(zkl_contender_t *c);
+/* *until, or the end of that lease if it comes first (zklock_valid_until). */
+void zklock__track_until(const zkl_contender_t *c, struct timespec *until);
+/* Marks the holds of s whose record's lease has passed, for a call that
+ * answers by the leases as they are now, before the timer ran. */
+void zklock__track_leases_check(zklock_session_t *s);
 /* c leaves with its node: sends what removes it with the record's word
  * ("released", or "never held"); false: a plain delete will do. */
 bool zklock__track_end(zkl_contender_t *c);
