@@ -1705,6 +1705,41 @@ static void test_previous_record_lease_valid_until(void)
     forget_record(path);
 }
 
+/* The record is not ours to read (an operator's ACL leaves every right but
+ * READ): the turn cannot judge, so the acquisition fails with the server's
+ * refusal, at once, and its node goes with a plain delete. (The give-up
+ * read the record again and again, each refusal one more read: a loop of
+ * requests with the node left first in the queue and the caller blocked,
+ * its timeout passed, until the record was readable again.) */
+static void test_previous_record_unreadable(void)
+{
+    const char *path = tu_path("previous-unreadable");
+    zklock_opts_t o = {.track_previous = 1};
+    struct ACL no_read_acl = {ZOO_PERM_ALL & ~ZOO_PERM_READ, {"world", "anyone"}};
+    struct ACL_vector no_read = {1, &no_read_acl};
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o);
+    struct tu_acquirer a;
+    int64_t t0;
+
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK); /* the record exists */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &no_read), ZOK);
+    t0 = tu_now_ms();
+    tu_start_acquirer(&a, l, 3000, false);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &a, 10000));
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 3000); /* a refusal, not the timeout */
+    CU_ASSERT(tu_no_children(path) || tu_count(path) == 1); /* the record only */
+    /* (readable again, a loop that was still reading ends, and the thread returns) */
+    TU_ASSERT_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZNOAUTH);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* Bad values and recipes that keep no record: ZKLOCK_EINVAL, nothing made. */
 static void test_previous_refused(void)
 {
@@ -2775,6 +2810,7 @@ static const tu_test_t mutex_tests[] = {
     {"lock_delay", test_lock_delay},
     {"previous_after_max_hold", test_previous_after_max_hold},
     {"previous_record_lease_valid_until", test_previous_record_lease_valid_until},
+    {"previous_record_unreadable", test_previous_record_unreadable},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
