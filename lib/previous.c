@@ -39,7 +39,7 @@ struct zkl_track {
     struct zkl_record_view view; /* the record as last read or written */
     bool fresh;          /* view is current enough to write against */
     bool write_unknown;  /* a "held" write's reply was lost: a read decides */
-    bool broken;         /* the record is not ours to write: a plain delete */
+    bool broken;         /* the record is not ours to read or write: a plain delete */
     /* the grant */
     bool judged;
     int how;             /* ZKLOCK_PREV_*, once judged */
@@ -346,8 +346,8 @@ void zklock__track_held(zkl_contender_t *c)
     struct zkl_track *t = c->track;
     struct zkl_record r;
 
-    if (!t || !t->refresh_due || c->busy || c->phase != ZKL_HELD)
-        return;
+    if (!t || t->broken || !t->refresh_due || c->busy || c->phase != ZKL_HELD)
+        return; /* (broken: its record's lease ends the hold) */
     if (!t->fresh) {
         send_read(c);
         return;
@@ -506,10 +506,12 @@ enum zkl_record_news zklock__track_answer(zkl_contender_t *c, const struct zkl_a
 
     *rc = a->rc;
     if (a->kind == ZKL_REQ_RECORD_READ) {
-        if (a->rc == ZOK || a->rc == ZNONODE)
+        if (a->rc == ZOK || a->rc == ZNONODE) {
             on_read(c, a);
-        else if (!transient(a->rc) && !session_ending(a->rc))
+        } else if (!transient(a->rc) && !session_ending(a->rc)) {
+            t->broken = true; /* e.g. ZNOAUTH: read again, refused again, for ever */
             return ZKL_RECORD_REFUSED;
+        }
         return ZKL_RECORD_NOTHING;
     }
     if (zklock__lease_proves(a->rc))
