@@ -380,6 +380,59 @@ static bool dropped_once(void *proxy)
     return zkproxy_dropped(proxy) >= 1;
 }
 
+static bool past_ms(void *at_ms)
+{
+    return tu_now_ms() >= *(int64_t *)at_ms;
+}
+
+/* Review (issue 30): the reply to the grant's "held" is lost, and the
+ * connection stays down for 0.6 of the session timeout; back, the grant
+ * reads the record, finds its write, and holds. The record promises the
+ * next holder that this hold ends by its last write of it (the record's
+ * mtime) plus a session timeout (design.md: the unclean end the lock-delay
+ * runs from). The hold's own end (valid_until, which its record's lease
+ * bounds) must not be later. (Its record's lease ran from the read's send
+ * time, 0.6 T after the write: the hold outlived the promise by half a
+ * session timeout.) */
+static void test_lost_held_reply_keeps_the_bound(void)
+{
+    const int timeout = 6000;
+    struct faulty f;
+    const char *path = tu_path("lost-held-bound");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l;
+    struct tu_acquirer a;
+    struct timespec until, boot, wall;
+    struct Stat st;
+    char rec[512];
+    int64_t back, until_wall_ms;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, timeout);
+    l = tu_mutex(f.s, path, &o);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "held" landed */
+    back = tu_now_ms() + timeout * 6 / 10;
+    CU_ASSERT(tu_wait_until(past_ms, &back, timeout));
+    zkproxy_restore(f.proxy);
+    TU_REQUIRE_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    clock_gettime(ZKLOCK_CLOCK, &boot);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    until_wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 +
+                    (int64_t)(until.tv_sec - boot.tv_sec) * 1000 +
+                    (until.tv_nsec - boot.tv_nsec) / 1000000;
+    TU_REQUIRE_RC(zoo_exists(tu_zk(), rec, 0, &st), ZOK);
+    TU_ASSERT_INT(until_wall_ms, <=, st.mtime + timeout + 20 /* the clocks' grain */);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    faulty_close(&f);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* A tracking holder A whose hold ends between its grant and its record's
  * write (its connection cut as its read of the record goes out, its node
  * deleted meanwhile): the record still says the hold before A released.
@@ -2427,6 +2480,7 @@ static const tu_test_t fault_tests[] = {
     {"lost_record_replies", test_lost_record_replies},
     {"record_removed_before_its_write", test_record_removed_before_its_write},
     {"give_up_while_held_is_written", test_give_up_while_held_is_written},
+    {"lost_held_reply_keeps_the_bound", test_lost_held_reply_keeps_the_bound},
     {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},
