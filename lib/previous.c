@@ -52,7 +52,8 @@ struct zkl_track {
     struct zkl_timer delay_timer;
     /* the hold */
     bool refresh_due;
-    struct timespec refreshed; /* send time of the last write answered */
+    struct timespec written_at; /* send time of the last "held" sent */
+    struct timespec refreshed; /* ... of the last one known to have landed */
     struct zkl_timer refresh_timer, lease_timer;
     bool lease_over;
     /* our node's creation, on the server's clock and ours */
@@ -132,9 +133,25 @@ void zklock__track_free(zkl_contender_t *c)
     c->track = NULL;
 }
 
+/* Has half a session timeout passed since the "held" the record's lease
+ * runs from was sent? (It landed long before the turn could be granted: its
+ * reply was lost and found by a read after a reconnection, or the grant
+ * waited for the session's lease.) Then it is written again first, so that
+ * the hold does not begin on a lease about to run out. */
+static bool written_long_ago(const zkl_contender_t *c)
+{
+    struct timespec due;
+    int T = session_of(c)->negotiated_ms;
+
+    if (T <= 0)
+        return false;
+    zklock__later(&due, &c->track->refreshed, T / 2);
+    return zklock__passed(&due);
+}
+
 bool zklock__track_granted(const zkl_contender_t *c)
 {
-    return !c->track || c->track->written;
+    return !c->track || (c->track->written && !written_long_ago(c));
 }
 
 void zklock__track_hold_begins(zkl_contender_t *c)
@@ -219,6 +236,8 @@ static void send_multi(zkl_contender_t *c, int kind, const struct zkl_record *r)
         zklock__send(c, &(struct zkl_request){.kind = kind, .call = ZKL_CALL_MULTI, .nops = 2,
                                               .ops = ops, .results = t->results});
         t->view.rec = *r; /* what we write; a failure reads it again */
+        if (kind != ZKL_REQ_RECORD_END)
+            t->written_at = c->sent_at; /* no later than this write */
     }
     free(text); /* serialised by zoo_amulti */
     free(path);
@@ -278,7 +297,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
     struct zkl_track *t = c->track;
     zklock_session_t *s = session_of(c);
 
-    if (t->written)
+    if (t->written && !written_long_ago(c))
         return ZKL_GRANT_HOLD;
     if (c->busy)
         return ZKL_GRANT_WAIT; /* its answer steps it again */
@@ -288,7 +307,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
     }
     if (!t->judged)
         judge(c);
-    if (!zklock__passed(&t->delay_end)) {
+    if (!t->written && !zklock__passed(&t->delay_end)) {
         if (!may_wait_until(c, &t->delay_end)) {
             *rc = ZKLOCK_ETIMEDOUT; /* holding on past its deadline is not its wish */
             c->l->prev.left_ms = zklock__ms_between(&t->judged_at, &t->delay_end);
@@ -302,7 +321,8 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
         struct zkl_record r = t->view.parsed ? t->view.rec : (struct zkl_record){0};
 
         zklock__record_hold(&r, false, c->czxid, c->seq, timeout_of(c));
-        t->before = t->view;
+        if (!t->written)
+            t->before = t->view; /* (else the view is our own "held") */
         send_multi(c, ZKL_REQ_RECORD_WRITE, &r);
     }
     return ZKL_GRANT_WAIT;
@@ -315,15 +335,15 @@ static bool keeps_record_lease(const zklock_session_t *s)
     return s->opts.lease != ZKLOCK_LEASE_SESSION;
 }
 
-/* A write of ours was answered: the record vouches for us until a session
- * timeout after it was sent. */
+/* A "held" of ours landed: the record vouches for us until a session
+ * timeout after it was sent (its mtime is no earlier). */
 static void refreshed(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_track *t = c->track;
     int T = s->negotiated_ms;
 
-    t->refreshed = c->sent_at;
+    t->refreshed = t->written_at; /* not a later read's: the write's own */
     t->refresh_due = false;
     zklock__timer_cancel(s, &t->refresh_timer);
     zklock__timer_cancel(s, &t->lease_timer);

@@ -393,7 +393,8 @@ static bool past_ms(void *at_ms)
  * runs from). The hold's own end (valid_until, which its record's lease
  * bounds) must not be later. (Its record's lease ran from the read's send
  * time, 0.6 T after the write: the hold outlived the promise by half a
- * session timeout.) */
+ * session timeout.) And since that write is old by then, it is made again
+ * before the hold begins, so that the hold starts on a fresh lease. */
 static void test_lost_held_reply_keeps_the_bound(void)
 {
     const int timeout = 6000;
@@ -425,6 +426,10 @@ static void test_lost_held_reply_keeps_the_bound(void)
                     (until.tv_nsec - boot.tv_nsec) / 1000000;
     TU_REQUIRE_RC(zoo_exists(tu_zk(), rec, 0, &st), ZOK);
     TU_ASSERT_INT(until_wall_ms, <=, st.mtime + timeout + 20 /* the clocks' grain */);
+    /* ... and it begins on a fresh one: "held" is written again first, not
+     * granted with a lease that has less than half left. */
+    TU_ASSERT_INT((int64_t)(until.tv_sec - boot.tv_sec) * 1000 +
+                      (until.tv_nsec - boot.tv_nsec) / 1000000, >, timeout / 2);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     faulty_close(&f);
