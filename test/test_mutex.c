@@ -1346,6 +1346,47 @@ static void test_lock_delay_timeout_keeps_unclean(void)
     forget_record(path);
 }
 
+/* Review (issue 30): after a hold that wrote no record (a zklock run
+ * without tracking, a Curator peer), a tracking turn reads UNKNOWN and the
+ * lock-delay runs from the turn that first saw it: that hold's end came
+ * before it. A try-once (a cron fleet's) gives up inside the delay,
+ * changing nothing the next one reads: the same fate, the same end of the
+ * delay. So once that end has passed, the next try-once holds at once.
+ * (Each turn's delay ran from that turn: no try-once ever fit, and the job
+ * never ran again.) */
+static void test_lock_delay_unknown_ends(void)
+{
+    const char *path = tu_path("delay-unknown-ends");
+    const int delay = 1000;
+    zklock_opts_t o = {.lock_delay_ms = delay};
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *plain = tu_mutex(s, path, NULL);
+    zklock_previous_info_t info;
+    int64_t ends;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0); /* the record */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK); /* a hold without a record */
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_ETIMEDOUT); /* the first turn after it */
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
+    TU_ASSERT_INT(info.left_ms, >, 0);
+    ends = tu_now_ms() + info.left_ms + 200;
+    CU_ASSERT(tu_wait_until(past, &ends, delay + 5000));
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
+    TU_ASSERT_INT(info.delay_ms, ==, 0);
+    while (zklock_release(l) == ZKLOCK_OK)
+        ;
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
  * caught in its delay. */
 struct in_delay {
@@ -2812,6 +2853,7 @@ static const tu_test_t mutex_tests[] = {
     {"previous_record_lease_valid_until", test_previous_record_lease_valid_until},
     {"previous_record_unreadable", test_previous_record_unreadable},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
+    {"lock_delay_unknown_ends", test_lock_delay_unknown_ends},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
     {"lock_delay_release_inside", test_lock_delay_release_inside},
