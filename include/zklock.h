@@ -513,8 +513,10 @@ typedef struct zklock_opts {
      * previous hold that ended unclean (ZKLOCK_PREV_UNCLEAN), nobody holds
      * before this long after that unclean end (the end of the dead holder's
      * lease, from its record); after an end of unknown fate
-     * (ZKLOCK_PREV_UNKNOWN), this long after the caller's turn. None after a
-     * clean end or the first hold. The turn waits, its node first in the
+     * (ZKLOCK_PREV_UNKNOWN), this long after the first turn that read it
+     * (an acquisition that gave up inside the delay recorded when), else
+     * after the caller's turn. None after a clean end or the first hold.
+     * The turn waits, its node first in the
      * queue, but the hold is not the caller's during the delay: the
      * acquisition has not returned, zklock_hold_count() is 0, and a
      * zklock_release() or zklock_free() meanwhile gives the turn up (the

@@ -250,15 +250,26 @@ static int32_t timeout_of(const zkl_contender_t *c)
 
 /* ---- the grant --------------------------------------------------------------------- */
 
+/* What c's turn knows of its place in the queue, for the judge. */
+static struct zkl_hold_view hold_view(const zkl_contender_t *c)
+{
+    return (struct zkl_hold_view){.was_blocked = c->was_blocked, .blocker_seq = c->blocker_seq,
+                                  .seq = c->seq, .czxid = c->czxid, .nformer = c->track->nformer,
+                                  .former = c->track->former};
+}
+
 static void judge(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
     const zklock_t *l = c->l;
-    struct zkl_hold_view me = {.was_blocked = c->was_blocked, .blocker_seq = c->blocker_seq,
-                               .seq = c->seq, .czxid = c->czxid, .nformer = t->nformer,
-                               .former = t->former};
+    struct zkl_hold_view me = hold_view(c);
     int how = zklock__previous_judge(&t->view, &me);
-    int64_t end = how == ZKLOCK_PREV_UNCLEAN ? zklock__record_end_ms(&t->view) : -1;
+    /* The end the delay runs from: an unclean hold's lease, or the time by
+     * which the nodes nobody accounts for were gone, as a turn before us
+     * that judged so saw it (its give-up wrote it) */
+    int64_t end = how == ZKLOCK_PREV_UNCLEAN   ? zklock__record_end_ms(&t->view)
+                  : how == ZKLOCK_PREV_UNKNOWN ? zklock__unknown_gone_ms(&t->view, &me)
+                                               : -1;
     int delay = l->opts.lock_delay_ms;
 
     t->judged = true;
@@ -272,7 +283,8 @@ static void judge(zkl_contender_t *c)
          * (no earlier than the server's stamp: the wait is no shorter). */
         zklock__later(&t->delay_end, &t->ctime_local, end + delay - t->ctime_ms);
     else
-        /* Unknown: someone may have held, and ended, just before our turn. */
+        /* Unknown, and not when: someone may have held, and ended, just
+         * before our turn. */
         zklock__later(&t->delay_end, &t->judged_at, delay);
     t->how = how;
     t->token = how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN ? t->view.rec.token : 0;
@@ -435,7 +447,8 @@ bool zklock__track_lease_over(zkl_contender_t *c)
 static bool never_held(zkl_contender_t *c, struct zkl_record *r)
 {
     struct zkl_track *t = c->track;
-    int64_t mtime = t->view.mtime;
+    const struct zkl_record_view *judged = t->written ? &t->before : &t->view;
+    struct zkl_hold_view me = hold_view(c);
 
     if (t->view.present && !t->view.parsed)
         return false; /* a later version's record: not ours to rewrite */
@@ -449,10 +462,16 @@ static bool never_held(zkl_contender_t *c, struct zkl_record *r)
         if ((t->before.present && !t->before.parsed) ||
             !zklock__record_undo(r, t->before.present ? &t->before.rec : NULL))
             return false;
-        mtime = t->before.mtime;
     }
     /* (false: the list is full: a gap, read as UNKNOWN) */
-    return zklock__record_give_up(r, mtime, c->seq, t->former, t->nformer);
+    if (!zklock__record_give_up(r, judged->mtime, c->seq, t->former, t->nformer))
+        return false;
+    /* A turn that read UNKNOWN says when it saw the nodes before it gone, so
+     * that the next turn's delay runs from then, not from its own: a
+     * try-once inside the delay would otherwise never hold again. */
+    if (t->judged && t->how == ZKLOCK_PREV_UNKNOWN)
+        zklock__record_saw_gone(r, judged, &me);
+    return true;
 }
 
 bool zklock__track_end(zkl_contender_t *c)
