@@ -219,6 +219,32 @@ static void test_lost_delete_reply(void)
     tu_assert_clean(path);
 }
 
+/* l, tracking, acquires and is told how the hold before it ended, and by
+ * whom (token); then releases. */
+static void next_reads(zklock_t *l, const char *how_name, int64_t token)
+{
+    int how = -1;
+    int64_t told = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, &told), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), how_name);
+    TU_ASSERT_INT(told, ==, token);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+}
+
+/* A tracking test's end: nothing of ours left under path but the record,
+ * which goes, and the path. */
+static void forget_record(const char *path)
+{
+    char rec[512];
+
+    tu_assert_clean(path);
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* The previous holder's record (track_previous) across lost replies: the
  * reply to the grant's write (check + create/set, one multi) and to the
  * release's are swallowed; the client reconnects, reads the record again,
@@ -232,7 +258,7 @@ static void test_lost_record_replies(void)
     zklock_session_t *other = tu_session();
     zklock_t *l, *next;
     char rec[512], data[256], want[64];
-    int64_t token = 0, told = -1;
+    int64_t token = 0;
     int how = -1;
 
     snprintf(rec, sizeof rec, "%s/zklock.previous", path);
@@ -254,18 +280,12 @@ static void test_lost_record_replies(void)
     snprintf(want, sizeof want, "2 released %lld ", (long long)token);
     TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
     CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
-    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_previous(next, &how, &told), ZKLOCK_OK);
-    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
-    TU_ASSERT_INT(told, ==, token);
-    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    next_reads(next, "clean", token);
     zklock_free(l);
     zklock_free(next);
     zklock_session_close(other);
     faulty_close(&f);
-    tu_assert_clean(path);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
-    zoo_delete(tu_zk(), path, -1);
+    forget_record(path);
 }
 
 struct multi_sent {
@@ -338,9 +358,7 @@ static void test_give_up_while_held_is_written(void)
     zklock_t *l, *dying, *next;
     struct tu_acquirer a;
     struct multi_sent m;
-    char full[512];
-    int64_t dead = 0, token = -1;
-    int how = -1;
+    int64_t dead = 0;
 
     faulty_open(&f, 20000);
     l = tu_mutex(f.s, path, &o);
@@ -358,21 +376,14 @@ static void test_give_up_while_held_is_written(void)
     TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ECANCELED);
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     zkproxy_set_delay(f.proxy, 0, 0);
-    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_previous(next, &how, &token), ZKLOCK_OK);
-    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
-    TU_ASSERT_INT(token, ==, dead);
-    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    next_reads(next, "unclean", dead);
     zklock_free(l);
     zklock_free(dying);
     zklock_free(next);
     zklock_session_close(w);
     zklock_session_close(other);
     faulty_close(&f);
-    tu_assert_clean(path);
-    snprintf(full, sizeof full, "%s/zklock.previous", path);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
-    zoo_delete(tu_zk(), path, -1);
+    forget_record(path);
 }
 
 static bool dropped_once(void *proxy)
@@ -433,9 +444,7 @@ static void test_lost_held_reply_keeps_the_bound(void)
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     zklock_free(l);
     faulty_close(&f);
-    tu_assert_clean(path);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
-    zoo_delete(tu_zk(), path, -1);
+    forget_record(path);
 }
 
 /* A tracking holder A whose hold ends between its grant and its record's
