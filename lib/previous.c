@@ -55,7 +55,6 @@ struct zkl_track {
     struct timespec written_at; /* send time of the last "held" sent */
     struct timespec refreshed; /* ... of the last one known to have landed */
     struct zkl_timer refresh_timer, lease_timer;
-    bool lease_over;
     /* our node's creation, on the server's clock and ours */
     int64_t ctime_ms;
     struct timespec ctime_local;
@@ -92,10 +91,7 @@ static void refresh_due(struct zkl_timer *timer, zklock_session_t *s)
 
 static void lease_over(struct zkl_timer *timer, zklock_session_t *s)
 {
-    struct zkl_track *t = TRACK_OF(timer, lease_timer);
-
-    t->lease_over = true;
-    timer_fired(s, t);
+    timer_fired(s, TRACK_OF(timer, lease_timer)); /* its step reads the clock */
 }
 
 bool zklock__track_new(zkl_contender_t *c)
@@ -426,15 +422,12 @@ bool zklock__track_lease_over(zkl_contender_t *c)
     struct timespec end;
     zklock_session_t *s = session_of(c);
 
-    if (!record_lease_end(c, &end))
-        return false;
-    /* Asked by a call too (zklock__track_leases_check): the timer may not
+    /* By the clock, not by a flag the timer set: a flag set while the turn
+     * waited (its "held" old, written again since) ended the new hold. And
+     * asked by a call too (zklock__track_leases_check): the timer may not
      * have run yet (a host that slept). */
-    if (zklock__passed(&end))
-        t->lease_over = true;
-    if (!t->lease_over)
+    if (!record_lease_end(c, &end) || !zklock__passed(&end))
         return false;
-    t->lease_over = false;
     zklock__timer_cancel(s, &t->lease_timer);
     zklock__timer_cancel(s, &t->refresh_timer);
     return true;
