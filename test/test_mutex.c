@@ -1387,6 +1387,41 @@ static void test_lock_delay_unknown_ends(void)
     forget_record(path);
 }
 
+/* Review (issue 30): UNKNOWN knows less than UNCLEAN, so it never waits
+ * less. A tracking holder dies holding (its record says "held"), and a
+ * contender that writes no record came and went behind it (a try-once
+ * that found it taken): the next tracking holder cannot vouch for the
+ * record (UNKNOWN), but the dead holder may still have been the last one:
+ * nobody holds before its unclean end plus the delay. (The delay ran from
+ * the turn alone: held 1.9 s before that.) */
+static void test_lock_delay_unknown_after_unclean(void)
+{
+    const char *path = tu_path("delay-unknown-unclean");
+    const int delay = 1500, dead_timeout = 2000;
+    zklock_session_opts_t so = {.timeout_ms = dead_timeout};
+    zklock_opts_t o = {.lock_delay_ms = delay}, t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session_opts(&so);
+    zklock_t *l = tu_mutex(s, path, &o), *plain = tu_mutex(s, path, NULL);
+    zklock_t *dying = tu_mutex(w, path, &t);
+    int64_t wrote;
+
+    TU_REQUIRE_RC(zklock_acquire(dying, 10000), ZKLOCK_OK);
+    wrote = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(plain, 0), ZKLOCK_EBUSY); /* a node, and no word */
+    tu_expire(w); /* dies holding */
+    acquire_expecting(l, ZKLOCK_PREV_UNKNOWN, 0);
+    TU_ASSERT_INT(tu_now_ms(), >=, wrote + dead_timeout + delay - 100 /* clocks' grain */);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(dying), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_free(dying);
+    zklock_session_close(s);
+    zklock_session_close(w);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
 /* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
  * caught in its delay. */
 struct in_delay {
@@ -2854,6 +2889,7 @@ static const tu_test_t mutex_tests[] = {
     {"previous_record_unreadable", test_previous_record_unreadable},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_unknown_ends", test_lock_delay_unknown_ends},
+    {"lock_delay_unknown_after_unclean", test_lock_delay_unknown_after_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
     {"lock_delay_release_inside", test_lock_delay_release_inside},
