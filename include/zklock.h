@@ -515,7 +515,9 @@ typedef struct zklock_opts {
      * lease, from its record); after an end of unknown fate
      * (ZKLOCK_PREV_UNKNOWN), this long after the first turn that read it
      * (an acquisition that gave up inside the delay recorded when), else
-     * after the caller's turn. None after a clean end or the first hold.
+     * after the caller's turn, and never before the end an unclean one
+     * would wait for, if the record names a holder that died holding. None
+     * after a clean end or the first hold.
      * The turn waits, its node first in the
      * queue, but the hold is not the caller's during the delay: the
      * acquisition has not returned, zklock_hold_count() is 0, and a

@@ -254,38 +254,47 @@ static struct zkl_hold_view hold_view(const zkl_contender_t *c)
                                   .former = c->track->former};
 }
 
+/* The delay's end moves to `end_ms` (server time) + delay, if later. Our
+ * node's creation is the latest moment of the server's clock we know, and
+ * our clock has run since (no earlier than the server's stamp: the wait is
+ * no shorter). Without that stamp, or an end: from our turn. */
+static void delay_after(struct zkl_track *t, int64_t end_ms, int delay)
+{
+    struct timespec at;
+
+    if (end_ms >= 0 && t->ctime_ms > 0)
+        zklock__later(&at, &t->ctime_local, end_ms + delay - t->ctime_ms);
+    else
+        zklock__later(&at, &t->judged_at, delay);
+    if (zklock__earlier(&t->delay_end, &at))
+        t->delay_end = at;
+}
+
 static void judge(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
     const zklock_t *l = c->l;
     struct zkl_hold_view me = hold_view(c);
     int how = zklock__previous_judge(&t->view, &me);
-    /* The end the delay runs from: an unclean hold's lease, or the time by
-     * which the nodes nobody accounts for were gone, as a turn before us
-     * that judged so saw it (its give-up wrote it) */
-    int64_t end = how == ZKLOCK_PREV_UNCLEAN   ? zklock__record_end_ms(&t->view)
-                  : how == ZKLOCK_PREV_UNKNOWN ? zklock__unknown_gone_ms(&t->view, &me)
-                                               : -1;
+    int64_t unclean_end = zklock__record_end_ms(&t->view); /* -1 unless "held" */
     int delay = l->opts.lock_delay_ms;
 
     t->judged = true;
     zklock__now(&t->judged_at);
-    t->delay_end = t->judged_at;
-    if (delay <= 0 || how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_NONE)
-        ; /* nothing to wait for */
-    else if (end >= 0 && t->ctime_ms > 0)
-        /* From the unclean end, on the server's clock: our node's creation
-         * is the latest moment of it we know, and our clock has run since
-         * (no earlier than the server's stamp: the wait is no shorter). */
-        zklock__later(&t->delay_end, &t->ctime_local, end + delay - t->ctime_ms);
-    else
-        /* Unknown, and not when: someone may have held, and ended, just
-         * before our turn. */
-        zklock__later(&t->delay_end, &t->judged_at, delay);
+    t->delay_end = t->judged_at; /* after CLEAN, NONE: nothing to wait for */
+    if (delay > 0 && how == ZKLOCK_PREV_UNCLEAN)
+        delay_after(t, unclean_end, delay); /* the dead holder's lease */
+    if (delay > 0 && how == ZKLOCK_PREV_UNKNOWN) {
+        /* Someone may have held and ended just before our turn, or by the
+         * time a turn before us saw the nodes nobody accounts for gone (its
+         * give-up wrote it); and the record's holder may have been the
+         * last: if it died holding, no less than after UNCLEAN. */
+        delay_after(t, zklock__unknown_gone_ms(&t->view, &me), delay);
+        if (unclean_end >= 0)
+            delay_after(t, unclean_end, delay);
+    }
     t->how = how;
     t->token = how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN ? t->view.rec.token : 0;
-    if (zklock__earlier(&t->delay_end, &t->judged_at))
-        t->delay_end = t->judged_at; /* over already: owed nothing */
     c->l->prev = (zklock_previous_info_t){
         .how = how, .token = t->token,
         .delay_ms = zklock__ms_between(&t->judged_at, &t->delay_end)};
