@@ -408,7 +408,7 @@ static bool past_ms(void *at_ms)
  * before the hold begins, so that the hold starts on a fresh lease. */
 static void test_lost_held_reply_keeps_the_bound(void)
 {
-    const int timeout = 6000;
+    const int timeout = 8000; /* the cut, 0.6 T, leaves room to reconnect */
     struct faulty f;
     const char *path = tu_path("lost-held-bound");
     zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
