@@ -452,7 +452,7 @@ typedef struct zklock_opts {
     const struct ACL_vector *acl_custom;
     /* Who holds: ZKLOCK_OWNER_THREAD or ZKLOCK_OWNER_HANDLE (below). */
     int owner;
-    /* A maximum hold (issue 25): 0 = none; negative: ZKLOCK_EINVAL at
+    /* A maximum hold: 0 = none; negative: ZKLOCK_EINVAL at
      * creation. A hold that has lasted max_hold_ms, counted from its first
      * acquisition (hold count 0 -> 1; a reentrant acquisition does not
      * restart it), ends: the hold is over for its owner at once, zklock
@@ -463,7 +463,9 @@ typedef struct zklock_opts {
      * ZKLOCK_ELOST (as after any loss); the next acquisition of the handle
      * is a new hold with a new clock. A hold released first, or ended by
      * zklock_free() or zklock_session_close(), gets no on_lost. Timed by
-     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK; the
+     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK, and
+     * answered by as the lease is: hold_count, fence, valid_until, check_op
+     * and release look at it when called, whether that thread ran or not; the
      * node is deleted by this client, so a process that is stopped cannot
      * enforce it: its session timeout still bounds that case (design.md,
      * "Maximum hold"). Per recipe: each semaphore lease has its own clock;
@@ -472,7 +474,7 @@ typedef struct zklock_opts {
      * held through the multi-lock); an election's leader resigns (its node
      * is deleted, the next participant leads), and may campaign again. */
     int max_hold_ms;
-    /* Revocation (issue 25), Curator's convention: someone asked this
+    /* Revocation, Curator's convention: someone asked this
      * lock's holder to let go (zklock_revoke(), Curator's
      * Revoker.attemptRevoke: "__REVOKE__" written into the holder's node).
      * Called once per request, with ctx, on the session's callback thread

@@ -28,9 +28,9 @@
  * count), so that it commits at most two heartbeats per timeout and the
  * answer has T/2 - T/20 (0.45 T) before the lease's end: a round trip, a
  * reconnection, a blip (design.md, "Told first", has the figures). The
- * heartbeat is a write of the root's data with a version no node has,
- * refused (never applied) but committed as an error transaction, the
- * cheapest request that needs a quorum. (A multi with one check did the
+ * heartbeat is a write of a child of a holder's own node, which cannot
+ * exist (heartbeat_path), refused (never applied) but committed as an error
+ * transaction, the cheapest request that needs a quorum, whatever the ACLs. (A multi with one check did the
  * same, but ZooKeeper's C client leaks a multi still pending when its
  * session ends.) A reconnection sends one at once
  * if the lease is past its first half.
@@ -133,11 +133,15 @@ static void arm_belief(zklock_session_t *s)
 /* The answers a write gets only once the leader has proposed it (with a
  * quorum behind it): success, or the errors ZooKeeper's PrepRequestProcessor
  * turns into an error transaction. Not a read-only server's refusal, nor
- * the client's own errors. */
+ * the client's own errors, nor ZNOAUTH: a server that checks ACLs eagerly
+ * (zookeeper.enableEagerACLCheck) answers it alone, before any quorum, and
+ * the answer does not say which server refused (a false proof would
+ * stretch the lease past the session's life; a missed one only ends a hold
+ * early). */
 bool zklock__lease_proves(int rc)
 {
     switch (rc) {
-    case ZOK: case ZNONODE: case ZNOAUTH: case ZBADVERSION: case ZNODEEXISTS:
+    case ZOK: case ZNONODE: case ZBADVERSION: case ZNODEEXISTS:
     case ZNOTEMPTY: case ZNOCHILDRENFOREPHEMERALS: case ZRUNTIMEINCONSISTENCY:
     case ZINVALIDACL: case ZBADARGUMENTS:
         return true;
@@ -258,24 +262,44 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
     free(hb);
 }
 
+/* What a heartbeat writes (malloc'ed): a child of one of our own nodes.
+ * Our nodes are ephemeral, and an ephemeral node has no children, so the
+ * leader refuses the write with "no node" (an error transaction the quorum
+ * commits) whatever the ACLs: a server that checks ACLs eagerly lets a write
+ * of a node that does not exist through to the leader. Only with no node of
+ * ours known, "/" with a version it never has, which an ACL on "/" may refuse
+ * at the server we talk to (ZNOAUTH, proving nothing). */
+static char *heartbeat_path(const zklock_session_t *s)
+{
+    for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->node && (c->phase == ZKL_HELD || c->phase == ZKL_GRANTING))
+            return zklock__child_path(c->node, "zklock.heartbeat");
+    return strdup("/");
+}
+
 void zklock__lease_renew(zklock_session_t *s)
 {
     struct zkl_heartbeat *hb;
+    char *path;
 
     if (s->heartbeat && s->heartbeat->gen != s->gen)
         s->heartbeat = NULL; /* an old handle's: its answer, if any, frees it */
     if (s->heartbeat || !needs_heartbeats(s) || !zklock__connected(s) ||
         !(hb = malloc(sizeof *hb)))
         return;
-    hb->s = s;
-    hb->gen = s->gen;
-    zklock__now(&hb->sent);
-    if (!zklock__detached_sent(s, zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done,
-                                           hb))) {
+    if (!(path = heartbeat_path(s))) {
         free(hb);
         return;
     }
-    s->heartbeat = hb;
+    hb->s = s;
+    hb->gen = s->gen;
+    zklock__now(&hb->sent);
+    if (!zklock__detached_sent(s, zoo_aset(s->zh, path, NULL, -1, NO_SUCH_VERSION, heartbeat_done,
+                                           hb)))
+        free(hb);
+    else
+        s->heartbeat = hb;
+    free(path); /* serialised by zoo_aset */
 }
 
 /* When the lease is to be renewed: half a timeout after heard_at. False if

@@ -49,7 +49,8 @@ static bool may_wait(const zklock_session_t *s)
 void zklock__lease_checked(zklock_session_t *s)
 {
     zklock__lease_check(s);
-    zklock__track_leases_check(s); /* a tracking hold's record's lease, too */
+    zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
+    zklock__track_leases_check(s); /* ... and a tracking hold's record's lease */
     zklock__drive(s);
 }
 

@@ -234,9 +234,9 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
 
 /* ---- a maximum hold (opts.max_hold_ms) ------------------------------------------------ */
 
-static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
+/* c's maximum hold passed (its timer's time): a fact for its step. */
+static void max_hold_over(zkl_contender_t *c, zklock_session_t *s)
 {
-    zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer));
     struct timespec now;
 
     /* Due with the lease's end, or late past the lease's margin (this
@@ -245,11 +245,26 @@ static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
      * answer says why the hold really ended (zklock__lose_unconfirmed). */
     zklock__lease_check(s);
     zklock__now(&now);
-    c->max_hold_late =
-        zklock__ms_between(&t->at, &now) > s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
+    c->max_hold_late = zklock__ms_between(&c->max_hold_timer.at, &now) >
+                       s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     c->max_hold_over = true; /* its step ends the hold, if it still holds */
     zklock__mark(c);
+}
+
+static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
+{
+    max_hold_over((zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer)), s);
     zklock__entry_done(s);
+}
+
+void zklock__max_hold_check(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
+        if (!zklock__timer_armed(&c->max_hold_timer) || !zklock__passed(&c->max_hold_timer.at))
+            continue;
+        zklock__timer_cancel(s, &c->max_hold_timer); /* due: ours to fire */
+        max_hold_over(c, s);
+    }
 }
 
 /* The owner's hold begins (hold count 0 -> 1): its clock starts. A sub

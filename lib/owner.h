@@ -41,6 +41,11 @@ int zklock__call_gives_up(const zkl_contender_t *c);
 /* c's hold begins (its step grants it): opts.max_hold_ms's clock starts;
  * when it passes, c->max_hold_over is set and c marked. */
 void zklock__hold_begins(zkl_contender_t *c);
+/* With s->mu held, outside any event of the engine, as the lease's check
+ * (lease.h): a maximum hold of s that passed while the session thread did
+ * not run (the process stopped, the host asleep) ends now, whoever calls;
+ * the caller runs the driver. */
+void zklock__max_hold_check(zklock_session_t *s);
 /* The driver: decides c's call in progress if its outcome is known. */
 void zklock__call_decide(zkl_contender_t *c);
 /* Waits, with s->mu, for the outcome of the blocking call that `me` was

@@ -428,8 +428,8 @@ void zklock__track_leases_check(zklock_session_t *s)
 bool zklock__track_lease_over(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
-    struct timespec end;
     zklock_session_t *s = session_of(c);
+    struct timespec end;
 
     /* By the clock, not by a flag the timer set: a flag set while the turn
      * waited (its "held" old, written again since) ended the new hold. And

@@ -147,8 +147,8 @@ void zklock__track_held(zkl_contender_t *c);
 bool zklock__track_lease_over(zkl_contender_t *c);
 /* *until, or the end of that lease if it comes first (zklock_valid_until). */
 void zklock__track_until(const zkl_contender_t *c, struct timespec *until);
-/* Marks the holds of s whose record's lease has passed, for a call that
- * answers by the leases as they are now, before the timer ran. */
+/* Before a call reads a hold: marks the holders whose record's lease passed
+ * (a host that slept: the timer has not run yet); the caller drives. */
 void zklock__track_leases_check(zklock_session_t *s);
 /* c leaves with its node: sends what removes it with the record's word
  * ("released", or "never held"); false: a plain delete will do. */

@@ -1240,11 +1240,6 @@ static int64_t unclean_end(const char *path, int64_t *wrote_ms)
     return token;
 }
 
-static bool past(void *at_ms)
-{
-    return tu_now_ms() >= *(int64_t *)at_ms;
-}
-
 /* The lock-delay runs from the unclean end (the dead holder's last write of
  * the record plus its session timeout), not from each turn: an acquisition
  * whose deadline falls inside it gives up (ETIMEDOUT), holding nothing and
@@ -1303,7 +1298,7 @@ static void test_lock_delay(void)
     /* After the delay's end: a try-once holds at once. */
     dead = unclean_end(path, &wrote);
     ends = tu_now_ms() + dead_timeout + delay + 200;
-    CU_ASSERT(tu_wait_until(past, &ends, dead_timeout + delay + 5000));
+    CU_ASSERT(tu_wait_until(tu_past, &ends, dead_timeout + delay + 5000));
     t0 = tu_now_ms();
     TU_REQUIRE_RC(zklock_acquire(l, 0), ZKLOCK_OK);
     TU_ASSERT_INT(tu_now_ms() - t0, <, delay);
@@ -1657,7 +1652,7 @@ static void test_previous_fleet(void)
 
             tu_expire(s[ran]); /* dies holding; a new session follows */
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_ELOST);
-            CU_ASSERT(tu_wait_until(past, &ends, 10000)); /* its lease and the delay */
+            CU_ASSERT(tu_wait_until(tu_past, &ends, 10000)); /* its lease and the delay */
         } else {
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_OK);
         }

@@ -323,6 +323,14 @@ check "-v says how long it waited" grep -Eq "^zklock: waited [0-9]+\.[0-9]{3}s f
 check "...a wait behind a holder is not nothing" \
   [ "$(sed -n "s|^zklock: waited \([0-9.]*\)s for $P/v$|\1|p" "$T/verbose" | tr -d .)" -gt 0 ]
 check "-v says how long it held" grep -Eq "^zklock: held $P/v for [0-9]+\.[0-9]{3}s$" "$T/verbose"
+# An empty identity reads the same in -v as in zklock-ls's table.
+rm -f "$T/ready"
+"$ZKLOCK" --identity "" $P/v sh -c "echo x > $T/ready; sleep 30" & hv=$!
+check "a holder with an empty identity" wait_for 20 started "$T/ready"
+"$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
+check "zklock-ls shows it as -" [ "$("$ZKLS" $P/v | awk '$2 == "holds" { print $NF }')" = - ]
+check "...and so does -v" wait_for 20 grep -q "; held by - (mutex, token" "$T/verbose"
+kill -TERM $hv; wait $hv $vw
 
 rm -f "$T/ready"
 "$ZKLOCK" --kazoo $P/kz sh -c "echo x > $T/ready; sleep 30" & kz=$!
@@ -606,9 +614,27 @@ took=$(( $(date +%s) - started_at ))
 check "--max-hold 2 ends a longer command: exit 124, as timeout(1) (exit $st)" [ $st = 124 ]
 check "...in less than the command's 30 s (took $took s)" [ $took -lt 30 ]
 check "...which is gone" wait_for 5 dead "$T/mh-pid"
-check "...and zklock says why" grep -q "lost $P/maxhold (--max-hold passed: released); stopping sh" "$T/mh-err"
+check "...and zklock says why" grep -q "^zklock: $P/maxhold: --max-hold passed: stopping sh, then releasing\$" "$T/mh-err"
 check "...the lock is free after" "$ZKLOCK" -t 0 $P/maxhold true
 expect_status 0 "a command that ends within --max-hold: its own status" "$ZKLOCK" --max-hold 30 $P/maxhold true
+# The lock goes only once the command is gone: a command (a whole group)
+# that ignores SIGTERM keeps it until SIGKILL, --kill-after later, and the
+# next holder's command, queued meanwhile, starts only after that.
+rm -f "$T/mh-first" "$T/mh-next"
+"$ZKLOCK" --max-hold 1 --kill-after 2 $P/maxhold \
+  sh -c "trap '' TERM; echo \$\$ >$T/mh-first; sleep 30 & while :; do sleep 0.05; done" \
+  2>"$T/mh-err" & first=$!
+check "a command that ignores SIGTERM holds, --max-hold 1 --kill-after 2" wait_for 20 started "$T/mh-first"
+"$ZKLOCK" -t 30 $P/maxhold \
+  sh -c "if kill -0 -\$(cat $T/mh-first) 2>/dev/null; then echo beside; else echo after; fi >$T/mh-next" &
+next=$!
+check "...the next holder waits" wait_for 20 queued $P/maxhold 2
+wait $first; st=$?
+check "...its zklock exits 124 (exit $st)" [ $st = 124 ]
+check "...once the group took SIGKILL" grep -q "sh did not stop after SIGTERM: SIGKILL" "$T/mh-err"
+wait $next; st=$?
+check "...and the next holder's command (exit $st) ran only once that group was gone" \
+  grep -qx after "$T/mh-next"
 # ---- --track-previous, --lock-delay (issue 25): none -> clean -> unclean -------------------------------
 tp=$P/prev
 envvar() { sed -n "s/^$2=//p" "$1"; } # FILE NAME
