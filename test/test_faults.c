@@ -391,11 +391,6 @@ static bool dropped_once(void *proxy)
     return zkproxy_dropped(proxy) >= 1;
 }
 
-static bool past_ms(void *at_ms)
-{
-    return tu_now_ms() >= *(int64_t *)at_ms;
-}
-
 /* Review (issue 30): the reply to the grant's "held" is lost, and the
  * connection stays down for 0.6 of the session timeout; back, the grant
  * reads the record, finds its write, and holds. The record promises the
@@ -426,7 +421,7 @@ static void test_lost_held_reply_keeps_the_bound(void)
     tu_start_acquirer(&a, l, 30000, false);
     CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "held" landed */
     back = tu_now_ms() + timeout * 6 / 10;
-    CU_ASSERT(tu_wait_until(past_ms, &back, timeout));
+    CU_ASSERT(tu_wait_until(tu_past, &back, timeout));
     zkproxy_restore(f.proxy);
     TU_REQUIRE_RC(tu_join_acquirer(&a), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);

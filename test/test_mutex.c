@@ -1368,7 +1368,7 @@ static void test_lock_delay_unknown_ends(void)
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
     TU_ASSERT_INT(info.left_ms, >, 0);
     ends = tu_now_ms() + info.left_ms + 200;
-    CU_ASSERT(tu_wait_until(past, &ends, delay + 5000));
+    CU_ASSERT(tu_wait_until(tu_past, &ends, delay + 5000));
     TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK);
     info = info_of(l);
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
