@@ -1408,13 +1408,8 @@ static void test_lock_delay_unknown_after_unclean(void)
     TU_ASSERT_INT(tu_now_ms(), >=, wrote + dead_timeout + delay - 100 /* clocks' grain */);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(dying), ZKLOCK_ELOST);
-    zklock_free(l);
     zklock_free(plain);
-    zklock_free(dying);
-    zklock_session_close(s);
-    zklock_session_close(w);
-    tu_assert_clean(path);
-    forget_record(path);
+    tracking_pair_end(l, dying, s, w, path);
 }
 
 /* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
