@@ -1608,8 +1608,10 @@ static void test_lock_delay_revoke_inside(void)
 static void test_previous_fleet(void)
 {
     const char *path = tu_path("previous-fleet");
-    const int delay = 1000, hosts = 3, nights = 6, dies = 2;
-    zklock_session_opts_t so = {.timeout_ms = 2000};
+    const int delay = 1000, hosts = 3, nights = 6, dies = 2, timeout = 6000;
+    /* (not shorter: a session cut off under valgrind answers a try-once
+     * with ZCONNECTIONLOSS, and its node, left, makes the night busy) */
+    zklock_session_opts_t so = {.timeout_ms = timeout};
     zklock_opts_t o = {.lock_delay_ms = delay, .owner = ZKLOCK_OWNER_HANDLE};
     zklock_session_t *s[3];
     zklock_t *l[3];
@@ -1629,8 +1631,9 @@ static void test_previous_fleet(void)
 
             if (rc == ZKLOCK_OK)
                 ran = h, runs++;
-            else
-                CU_ASSERT(rc == ZKLOCK_EBUSY);
+            else if (rc != ZKLOCK_EBUSY)
+                fprintf(stderr, "  night %d, host %d: %s\n", night, h, zklock_err_name(rc));
+            CU_ASSERT(rc == ZKLOCK_OK || rc == ZKLOCK_EBUSY);
         }
         TU_ASSERT_INT(runs, ==, 1);
         if (runs != 1)
@@ -1643,11 +1646,11 @@ static void test_previous_fleet(void)
         TU_ASSERT_RC(zklock_fence(l[ran], &mine), ZKLOCK_OK);
         last = mine;
         if (night == dies) {
-            int64_t ends = tu_now_ms() + 2000 + delay + 200;
+            int64_t ends = tu_now_ms() + timeout + delay + 200;
 
             tu_expire(s[ran]); /* dies holding; a new session follows */
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_ELOST);
-            CU_ASSERT(tu_wait_until(tu_past, &ends, 10000)); /* its lease and the delay */
+            CU_ASSERT(tu_wait_until(tu_past, &ends, 2 * timeout)); /* its lease and the delay */
         } else {
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_OK);
         }
@@ -1939,9 +1942,11 @@ static void test_fast_path_alone(void)
     listings = TU_STAT(a, listings);
     requests = TU_STAT(a, requests);
     cycles(la, path, 10);
-    /* a create and a delete per cycle, nothing else */
+    /* a create and a delete per cycle, nothing else (but the watch on its
+     * own node that a node 50 ms old gets: a slow run's, under valgrind) */
     TU_ASSERT_INT(TU_STAT(a, listings), ==, listings);
-    TU_ASSERT_INT(TU_STAT(a, requests), ==, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), >=, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), <=, requests + 20 + 10);
     TU_ASSERT_INT(TU_STAT(a, fast_acquired), >=, 10);
     zklock_free(la);
     zklock_session_close(a);
