@@ -124,8 +124,8 @@ static int add_pending(zklock_session_t *s)
 {
     while (s->auth_added < s->nauth) {
         const struct zkl_auth *a = &s->auth[s->auth_added];
-        int rc = zoo_add_auth(s->zh, a->scheme, a->data, a->len, NULL, NULL);
-        if (rc == ZINVALIDSTATE && zoo_state(s->zh) == 0)
+        int rc = s->wire->add_auth(s->zh, a->scheme, a->data, a->len, NULL, NULL);
+        if (rc == ZINVALIDSTATE && s->wire->state(s->zh) == 0)
             return 0; /* on its connection */
         if (rc != ZOK)
             return rc;
@@ -170,7 +170,7 @@ void zklock__auth_confirm(zklock_session_t *s)
         return;
     }
     *p = (struct auth_probe){s, s->auth_gen};
-    if (zoo_aexists(s->zh, "/", 0, probe_answered, p) != ZOK) {
+    if (s->wire->aexists(s->zh, "/", 0, probe_answered, p) != ZOK) {
         free(p); /* the handle is ending: the session code tells why */
         return;
     }

@@ -136,7 +136,7 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
 static void await_answers(struct zkl_reading *r)
 {
     while (r->pending > 0)
-        pthread_cond_wait(&r->cond, &r->s->mu);
+        zklock__cond_wait(r->s, &r->cond);
 }
 
 /* Sends one request; counts it if the client took it. */
@@ -169,7 +169,7 @@ static int session_rc(zklock_session_t *s)
 
 static void read_children(struct zkl_reading *r, const char *path)
 {
-    sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
+    sent(r, r->s->wire->aget_children2(r->s->zh, path, 0, children_done, r));
     await_answers(r);
 }
 
@@ -194,7 +194,7 @@ static void read_nodes(struct zkl_reading *r, const char *path)
             break;
         }
         r->answers[r->n].r = r;
-        if (sent(r, zoo_aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
+        if (sent(r, r->s->wire->aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
             r->n++;
         free(full); /* the client has serialised the request */
     }
@@ -457,7 +457,8 @@ static void take_back(struct zkl_qwatch *w)
     zklock_session_t *s = w->s;
 
     if (w->registered && s->zh &&
-        zoo_remove_watches(s->zh, w->path, w->type, zklock__qwatch_watcher, w, 1) == ZOK) {
+        s->wire->remove_watches(s->zh, w->path, w->type, zklock__qwatch_watcher, w, 1) ==
+            ZOK) {
         w->registered = 0;
         zklock__watch_gone(s);
     }
@@ -584,14 +585,14 @@ int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool wa
     w->type = request == ZKL_Q_CHILDREN ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
     if (request == ZKL_Q_CHILDREN && !watch) {
         w->type = 0; /* no watch to register */
-        rc = zoo_aget_children2(s->zh, w->path, 0, qwatch_children_done, w);
+        rc = s->wire->aget_children2(s->zh, w->path, 0, qwatch_children_done, w);
     } else if (request == ZKL_Q_CHILDREN) {
-        rc = zoo_awget_children2(s->zh, w->path, zklock__qwatch_watcher, w,
-                                 qwatch_children_done, w);
+        rc = s->wire->awget_children2(s->zh, w->path, zklock__qwatch_watcher, w,
+                                     qwatch_children_done, w);
     } else if (request == ZKL_Q_EXISTS) {
-        rc = zoo_awexists(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_exists_done, w);
+        rc = s->wire->awexists(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_exists_done, w);
     } else {
-        rc = zoo_awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
+        rc = s->wire->awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
     }
     if (rc == ZOK) {
         w->in_flight = true;
@@ -619,7 +620,7 @@ static int send_and_wait(struct zkl_qwatch *w, enum zkl_qrequest request)
 
     if (rc == ZOK) {
         while (!w->answered)
-            pthread_cond_wait(&w->s->cond, &w->s->mu);
+            zklock__cond_wait(w->s, &w->s->cond);
         rc = w->rc;
     }
     return rc;
@@ -660,7 +661,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
 
     if (!s || !since || !since->path || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    zklock__deadline(s, &deadline, timeout_ms > 0 ? timeout_ms : 0);
     pthread_mutex_lock(&s->mu);
     w = zklock__qwatch_new(s, since->path, NULL);
     if (w && since->count > 0 && !(h = zklock__qwatch_new(s, since->path, since->nodes[0].name))) {
@@ -677,12 +678,12 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
         if (rc == 0 && h && !differs(w, since) && !w->fired)
             rc = send_holder_watch(h, since);
         while (rc == 0 && !differs(w, since) && !w->fired && !w->ended && !holder_changed(h)) {
-            if (timeout_ms >= 0 && zklock__passed(&deadline)) {
+            if (timeout_ms >= 0 && zklock__passed(s, &deadline)) {
                 rc = ZKLOCK_ETIMEDOUT;
             } else if (timeout_ms < 0) {
-                pthread_cond_wait(&s->cond, &s->mu);
+                zklock__cond_wait(s, &s->cond);
             } else {
-                zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
+                zklock__cond_wait_until(s, &s->cond, &deadline, 0);
             }
         }
         rc = as_closed(s, rc);

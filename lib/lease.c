@@ -107,7 +107,7 @@ static bool session_believed_until(const zklock_session_t *s, struct timespec *u
     if (s->negotiated_ms <= 0)
         return false;
     if (zklock__connected(s)) {
-        zklock__now(until);
+        zklock__now(s, until);
         zklock__later(until, until, s->negotiated_ms);
         return true;
     }
@@ -149,7 +149,7 @@ bool zklock__lease_proves(int rc)
 bool zklock__lease_over(const zklock_session_t *s)
 {
     struct timespec until;
-    return zklock__lease_valid_until(s, &until) && zklock__passed(&until);
+    return zklock__lease_valid_until(s, &until) && zklock__passed(s, &until);
 }
 
 /* Holds that rest on a lease that ran out (whether anyone noticed yet). */
@@ -171,7 +171,7 @@ static void lease_ran_out(zklock_session_t *s, const struct timespec *until)
     struct timespec now;
     bool late;
 
-    zklock__now(&now);
+    zklock__now(s, &now);
     late = zklock__ms_between(until, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
         if (c->phase != ZKL_HELD)
@@ -207,7 +207,7 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
 
     if (!zklock__lease_valid_until(s, &until)) {
         until = t->at; /* none known (a new session): nothing backs a hold */
-    } else if (!zklock__passed(&until)) {
+    } else if (!zklock__passed(s, &until)) {
         zklock__timer_arm(s, t, &until); /* heard from meanwhile */
         return;
     }
@@ -269,9 +269,9 @@ void zklock__lease_renew(zklock_session_t *s)
         return;
     hb->s = s;
     hb->gen = s->gen;
-    zklock__now(&hb->sent);
-    if (!zklock__detached_sent(s, zoo_aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION, heartbeat_done,
-                                           hb))) {
+    zklock__now(s, &hb->sent);
+    if (!zklock__detached_sent(s, s->wire->aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION,
+                                                heartbeat_done, hb))) {
         free(hb);
         return;
     }
@@ -294,7 +294,7 @@ bool zklock__lease_fresh(const zklock_session_t *s)
 {
     struct timespec due;
 
-    return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(&due));
+    return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(s, &due));
 }
 
 static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
@@ -303,7 +303,7 @@ static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 
     if (!lease_needed(s))
         return; /* nobody holds: the next holder restarts it (lease_keep) */
-    if (renewal_due(s, &due) && !zklock__passed(&due)) {
+    if (renewal_due(s, &due) && !zklock__passed(s, &due)) {
         zklock__timer_arm(s, t, &due); /* a write answered meanwhile postpones it */
         return;
     }

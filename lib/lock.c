@@ -141,8 +141,8 @@ static int await_record(zklock_t *l, int timeout_ms, const struct timespec *unti
         if (timeout_ms == 0)
             return ZKLOCK_EBUSY;
         if (timeout_ms < 0)
-            pthread_cond_wait(&l->s->cond, &l->s->mu);
-        else if (zklock__cond_wait_until(&l->s->cond, &l->s->mu, until, 0) == ETIMEDOUT)
+            zklock__cond_wait(l->s, &l->s->cond);
+        else if (zklock__cond_wait_until(l->s, &l->s->cond, until, 0) == ETIMEDOUT)
             return ZKLOCK_ETIMEDOUT;
     }
     return 0;
@@ -217,7 +217,7 @@ int zklock_acquire(zklock_t *l, int timeout_ms)
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
     if (l->tracks)
-        zklock__deadline(&until, timeout_ms);
+        zklock__deadline(l->s, &until, timeout_ms);
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0 && l->tracks)
@@ -555,7 +555,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     if (l->recipe->retiring)
         l->recipe->retiring(l); /* its own calls (an election's proclaims) */
     while (wait && (l->users > 0 || l->in_callback > 0))
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (c->phase == ZKL_HELD && c->attached && !c->parent) {
@@ -565,7 +565,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     }
     zklock__drive(s);
     while (wait && (any_leaving(l) || any_call_owed(l)) && zklock__connected(s))
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     cancel_calls_owed(l);
     owed = take_callbacks(l);
     for (c = l->contenders; c; c = next) {

@@ -244,7 +244,7 @@ static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
      * first. The run-out is read first; a late end is probed, and the
      * answer says why the hold really ended (zklock__lose_unconfirmed). */
     zklock__lease_check(s);
-    zklock__now(&now);
+    zklock__now(s, &now);
     c->max_hold_late =
         zklock__ms_between(&t->at, &now) > s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     c->max_hold_over = true; /* its step ends the hold, if it still holds */
@@ -349,14 +349,14 @@ int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
     /* The session thread fires the deadline; should it be held up (a
      * renewal closing a handle), the waiter sees it pass by itself. */
     while (!me->decided) {
-        if (timed && zklock__cond_wait_until(&c->cond, &s->mu, &c->deadline_timer.at, 0) ==
+        if (timed && zklock__cond_wait_until(s, &c->cond, &c->deadline_timer.at, 0) ==
                          ETIMEDOUT) {
             timed = false;
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__mark(c); /* its step gives up */
             zklock__entry_done(s);
         } else if (!timed) {
-            pthread_cond_wait(&c->cond, &s->mu);
+            zklock__cond_wait(s, &c->cond);
         }
     }
     c->inside--;

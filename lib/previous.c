@@ -90,14 +90,14 @@ static bool wait_connected(zklock_session_t *s, const struct timespec *until)
     if (until)
         end = *until;
     else
-        zklock__deadline(&end, s->opts.timeout_ms);
+        zklock__deadline(s, &end, s->opts.timeout_ms);
     /* The session's state changes broadcast s->cond; the cap looks again
      * every 20 ms in case one is missed. */
-    while (!(up = zklock__connected(s)) && s->state != ZKL_S_CLOSED && !zklock__passed(&end)) {
-        zklock__deadline(&tick, 20);
+    while (!(up = zklock__connected(s)) && s->state != ZKL_S_CLOSED && !zklock__passed(s, &end)) {
+        zklock__deadline(s, &tick, 20);
         if (zklock__earlier(&end, &tick))
             tick = end;
-        zklock__cond_wait_until(&s->cond, &s->mu, &tick, 0);
+        zklock__cond_wait_until(s, &s->cond, &tick, 0);
     }
     pthread_mutex_unlock(&s->mu);
     return up;
@@ -299,11 +299,11 @@ static int lock_delay(zklock_t *l, const struct timespec *delay_end, const struc
     if (until && zklock__earlier(until, delay_end))
         return ZKLOCK_ETIMEDOUT; /* it would end inside the delay */
     pthread_mutex_lock(&s->mu);
-    while ((held = still_held(l)) && !zklock__passed(delay_end)) {
-        zklock__deadline(&tick, 20);
+    while ((held = still_held(l)) && !zklock__passed(s, delay_end)) {
+        zklock__deadline(s, &tick, 20);
         if (zklock__earlier(delay_end, &tick))
             tick = *delay_end;
-        zklock__cond_wait_until(&s->cond, &s->mu, &tick, 0);
+        zklock__cond_wait_until(s, &s->cond, &tick, 0);
     }
     pthread_mutex_unlock(&s->mu);
     return held ? ZKLOCK_OK : ZKLOCK_ELOST;
@@ -354,7 +354,7 @@ int zklock__previous_granted(zklock_t *l, const struct timespec *until)
         free(h.node);
         return ZKLOCK_OK; /* reentrant: recorded when the hold began */
     }
-    zklock__deadline(&delay_end, l->opts.lock_delay_ms);
+    zklock__deadline(l->s, &delay_end, l->opts.lock_delay_ms);
     path = zklock__record_path(l);
     rc = path ? record(l, &h, path, false, until, &how, &token, &version) : ZKLOCK_ENOMEM;
     free(path);
@@ -395,7 +395,7 @@ void zklock__previous_releasing(zklock_t *l)
     if (!hold_facts_get(l, &h))
         return;
     if (zklock__in_callback(l->s)) {
-        zklock__deadline(&now, 0); /* and no wait for the connection */
+        zklock__deadline(l->s, &now, 0); /* and no wait for the connection */
         until = &now;
     }
     if (h.known && may_record_here(l->s) && (path = zklock__record_path(l))) {

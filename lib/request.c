@@ -120,28 +120,30 @@ static void void_done(int rc, const void *data)
 /* The ZooKeeper call r is, with its completion. */
 static int call(zkl_contender_t *c, const struct zkl_request *r, const void *slot)
 {
+    const struct zkl_wire *wire = session_of(c)->wire;
     zhandle_t *zh = session_of(c)->zh;
     watcher_fn w = r->watcher;
 
     switch (r->call) {
     case ZKL_CALL_CREATE:
-        return zoo_acreate(zh, r->path, r->data, r->len, r->acl, r->flags, string_done, slot);
+        return wire->acreate(zh, r->path, r->data, r->len, r->acl, r->flags, string_done, slot);
     case ZKL_CALL_CREATE2:
-        return zoo_acreate2(zh, r->path, r->data, r->len, r->acl, r->flags, string_stat_done, slot);
+        return wire->acreate2(zh, r->path, r->data, r->len, r->acl, r->flags, string_stat_done,
+                              slot);
     case ZKL_CALL_CHILDREN:
-        return w ? zoo_awget_children2(zh, r->path, w, c, strings_stat_done, slot)
-                 : zoo_aget_children2(zh, r->path, 0, strings_stat_done, slot);
+        return w ? wire->awget_children2(zh, r->path, w, c, strings_stat_done, slot)
+                 : wire->aget_children2(zh, r->path, 0, strings_stat_done, slot);
     case ZKL_CALL_SYNC:
-        return zoo_async(zh, r->path, string_done, slot);
+        return wire->async(zh, r->path, string_done, slot);
     case ZKL_CALL_GET:
-        return w ? zoo_awget(zh, r->path, w, c, data_done, slot)
-                 : zoo_aget(zh, r->path, 0, data_done, slot);
+        return w ? wire->awget(zh, r->path, w, c, data_done, slot)
+                 : wire->aget(zh, r->path, 0, data_done, slot);
     case ZKL_CALL_EXISTS:
-        return zoo_aexists(zh, r->path, 0, stat_done, slot);
+        return wire->aexists(zh, r->path, 0, stat_done, slot);
     case ZKL_CALL_DELETE:
-        return zoo_adelete(zh, r->path, -1, void_done, slot);
+        return wire->adelete(zh, r->path, -1, void_done, slot);
     case ZKL_CALL_MULTI:
-        return zoo_amulti(zh, r->nops, r->ops, r->results, void_done, slot);
+        return wire->amulti(zh, r->nops, r->ops, r->results, void_done, slot);
     }
     return ZBADARGUMENTS;
 }
@@ -196,7 +198,7 @@ bool zklock__send(zkl_contender_t *c, const struct zkl_request *r)
     int rc;
 
     if (c->ops == 0)
-        zklock__now(&c->sent_at); /* no later than any request in flight */
+        zklock__now(s, &c->sent_at); /* no later than any request in flight */
     c->ops++;
     t->ops++;
     s->ops++;

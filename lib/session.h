@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "timer.h"
+#include "wire.h"
 
 /* States of a session (s->state). */
 enum zkl_sstate {
@@ -37,6 +38,8 @@ struct zklock_session {
     pthread_cond_t thread_cond; /* wakes the session thread (timers, renewal) */
     pthread_t thread;
     bool thread_started, thread_stop;
+    const struct zkl_wire *wire; /* ZooKeeper, the clocks, waits, threads (wire.h) */
+    void *wire_env;             /* ... its first argument where it takes one */
     struct zkl_timers timers;
 
     zhandle_t *zh;

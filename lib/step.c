@@ -873,7 +873,7 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
     char *path = zklock__child_path(dir, name);
 
     if (path)
-        zklock__detached_sent(s, zoo_adelete(s->zh, path, -1, stray_deleted, s));
+        zklock__detached_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
     free(path);
 }
 

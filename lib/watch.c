@@ -179,7 +179,7 @@ static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *
 
     if (*count == 0 || !path || !s->zh)
         return false;
-    if (zoo_remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
+    if (s->wire->remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
         return false;
     (*count)--;
     zklock__watch_gone(s);
@@ -244,8 +244,8 @@ void zklock__unwatch_queue(zkl_contender_t *c)
 
     c->queue_watch = false;
     if (c->queue_watches > 0 && s->zh &&
-        zoo_remove_watches(s->zh, c->l->queue, ZWATCHTYPE_CHILD, zklock__queue_watcher, c, 1) ==
-            ZOK) {
+        s->wire->remove_watches(s->zh, c->l->queue, ZWATCHTYPE_CHILD, zklock__queue_watcher, c,
+                                1) == ZOK) {
         c->queue_watches = 0;
         zklock__watch_gone(s);
     }

@@ -113,7 +113,7 @@ static int send_value(zkl_contender_t *c, const void *value, size_t len, struct 
         return ZKLOCK_ENOMEM;
     p->s = s;
     p->l = c->l;
-    rc = zoo_aset(s->zh, c->node, value, (int)len, -1, proclaimed, p);
+    rc = s->wire->aset(s->zh, c->node, value, (int)len, -1, proclaimed, p);
     if (rc != ZOK) {
         free(p);
         return tell(done, rc);
@@ -189,7 +189,7 @@ int zklock_proclaim(zklock_t *l, const void *value, size_t len)
     pthread_mutex_lock(&l->s->mu);
     rc = proclaim_locked(l, value, len, NULL, &me, &started);
     while (started && !me.decided)
-        pthread_cond_wait(&l->s->cond, &l->s->mu);
+        zklock__cond_wait(l->s, &l->s->cond);
     if (started)
         rc = me.rc;
     pthread_mutex_unlock(&l->s->mu);
