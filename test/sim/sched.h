@@ -27,8 +27,18 @@ enum sim_thread {
     SIM_IO,        /* a ZooKeeper handle's I/O thread */
     SIM_COMPLETION,/* a ZooKeeper handle's completion thread */
     SIM_SESSION,   /* zklock's session thread (its timers) */
-    SIM_APP        /* the application's thread: its calls and its dispatch */
+    SIM_CALLBACK,  /* zklock's callback thread (ZKLOCK_DISPATCH_THREAD) */
+    SIM_APP,       /* the application's thread: its calls and its dispatch */
+    SIM_WAKE,      /* a blocked thread's deadline: wakes it */
+    SIM_WORKER,    /* the application's other threads: SIM_WORKER + k, k < 8 */
+    SIM_THREADS = SIM_WORKER + 8
 };
+
+/* The application's threads and the callback thread run their events on
+ * coroutines (coro.h): they may block (a blocking call's wait, a slow
+ * callback), and are resumed after every event of their process (what they
+ * wait for comes from their own process's answers, events and timers) and
+ * at their deadline (sim_wake_at). */
 
 struct sim_event;
 typedef void (*sim_fn)(struct sim_event *ev);
@@ -45,6 +55,10 @@ struct sim_event {
 };
 
 #define SIM_MAX_PROCS 8
+
+/* The process and thread of the event running now (-1, SIM_WORLD: none). */
+extern int sim_cur_proc;
+extern enum sim_thread sim_cur_thread;
 
 void sim_sched_init(void);
 void sim_sched_fini(void);
@@ -64,9 +78,21 @@ uint64_t sim_events_run(void);
 void sim_proc_stop(int proc);
 void sim_proc_resume(int proc);
 bool sim_proc_stopped(int proc);
-/* The process's application thread is busy (inside a callback that takes
- * time): its own events wait until it is free again. */
-void sim_app_busy(int proc, bool busy);
-bool sim_app_is_busy(int proc);
+/* A thread of the process is busy: it runs an event (perhaps blocked in a
+ * wait that runs the world, or in a callback that takes time), and its other
+ * events wait until it is free again. sim_step marks it for each event. */
+void sim_thread_busy(int proc, enum sim_thread th, bool busy);
+bool sim_thread_is_busy(int proc, enum sim_thread th);
+/* Called after every event that ran, and after a blocked thread ran again
+ * (the simulator's checks). */
+void sim_after_each(void (*fn)(const struct sim_event *ev));
+/* Inside a blocked thread's coroutine: give the world its turn until the
+ * thread is resumed (after an event of its process, or at `at`, true time;
+ * INT64_MAX: no deadline). */
+void sim_block(sim_time_t at);
+/* Is the caller on a simulated thread that can block? */
+bool sim_can_block(void);
+/* Forgets every thread (a run's end; blocked ones are abandoned). */
+void sim_threads_reset(void);
 
 #endif

@@ -95,11 +95,6 @@ static void created(int rc, const char *value, const struct Stat *st, const void
          st ? (long long)st->czxid : -1LL);
 }
 
-static void created1(int rc, const char *value, const void *data)
-{
-    note("create %s rc %d %s", (const char *)data, rc, value ? value : "-");
-}
-
 static void voided(int rc, const void *data)
 {
     note("void %s rc %d", (const char *)data, rc);
@@ -121,8 +116,6 @@ static void got(int rc, const char *value, int len, const struct Stat *st, const
     note("get %s rc %d %.*s", (const char *)data, rc, value && len > 0 ? len : 1,
          value && len > 0 ? value : "-");
 }
-
-static struct String_vector last_children;
 
 static void listed(int rc, const struct String_vector *v, const struct Stat *st, const void *data)
 {

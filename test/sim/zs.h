@@ -163,6 +163,7 @@ struct zs_session {
     bool alive;
     sim_time_t ended_at;         /* when it expired or was closed */
     bool expired;                /* ended by expiry (not a close) */
+    bool killed;                 /* ... by the operator (closed from outside) */
     int limbo_conn;              /* a connection whose requests may still be
                                     applied late (-1: none) */
 };
@@ -192,6 +193,8 @@ struct zs_server {
 struct zs_observer {
     void (*committed)(const struct zs_txn *tx, void *ctx);
     void (*session_ended)(int64_t session, bool expired, void *ctx);
+    /* A write refused: the first failing op's type (ZOO_*_OP), path, code. */
+    void (*refused)(int type, const char *path, int rc, void *ctx);
     void *ctx;
 };
 
@@ -218,6 +221,8 @@ struct zs_world {
     sim_time_t reaper_every;     /* the container reaper's period (0: off) */
     struct zs_observer obs;
     FILE *log_to;                /* the simulator's event lines, or NULL */
+    bool delivering;             /* a completion thread runs a completion or watcher */
+    int delivering_proc;
     uint64_t stat_requests, stat_events;
 };
 
@@ -310,6 +315,13 @@ int zs_handle_proc(const zhandle_t *zh);
 int zs_handle_id(const zhandle_t *zh);
 int zs_handle_server(const zhandle_t *zh);
 bool zs_handle_quiet(const zhandle_t *zh); /* nothing in flight, nothing queued */
+/* The handle whose session is `session` (the last one made for it), or NULL. */
+zhandle_t *zs_handle_of_session(int64_t session);
+/* When its global watcher was last told the connection went (CONNECTING),
+ * -1 if it is connected or was told nothing since; and whether it was told
+ * the session expired. */
+sim_time_t zs_handle_lost_told(const zhandle_t *zh);
+bool zs_handle_expiry_told(const zhandle_t *zh);
 
 /* ---- internals shared by zs_server.c and zs_client.c --------------------------- */
 
@@ -423,7 +435,9 @@ void zs_conn_client_gone(struct zs_conn *c);
 /* The process's links changed (a cut healed): messages held move on. */
 void zs_links_changed(int proc);
 
-/* zs_client.c, for zs_server.c: the process's I/O thread reads what came. */
+/* zs_client.c, for zs_server.c: the process's I/O thread reads what came;
+ * every handle freed (the world's end). */
 void zs_client_readable(struct zs_conn *c);
+void zs_client_free_all(void);
 
 #endif

@@ -120,6 +120,8 @@ struct _zhandle {
     sim_time_t last_recv, last_send;
     uint64_t io_gen;
     bool closed;
+    sim_time_t lost_told;       /* the CONNECTING event ran (-1: connected since) */
+    bool expiry_told;
 };
 
 static char *xstrdup(const char *s)
@@ -189,6 +191,24 @@ int zs_handle_server(const zhandle_t *zh)
 bool zs_handle_quiet(const zhandle_t *zh)
 {
     return !zh->head && !zh->cq_head;
+}
+
+zhandle_t *zs_handle_of_session(int64_t session)
+{
+    for (size_t i = W->nhandles; i-- > 0;)
+        if (W->handles[i]->cid.client_id == session)
+            return W->handles[i];
+    return NULL;
+}
+
+sim_time_t zs_handle_lost_told(const zhandle_t *zh)
+{
+    return zh->lost_told;
+}
+
+bool zs_handle_expiry_told(const zhandle_t *zh)
+{
+    return zh->expiry_told;
 }
 
 /* ---- watch tables (zk_hashtable.c) ------------------------------------------------ */
@@ -381,15 +401,18 @@ static void completion_free(struct completion *c)
     free(c);
 }
 
-/* op_result_*_completion and deserialize_multi. */
+/* op_result_*_completion and deserialize_multi. A whole request that
+ * failed (the connection, ZTHROTTLEDOP: an error in the reply's header) is
+ * cleanup_failed_multi: every op gets that code. */
 static int multi_results(struct pending *p, const struct completion *c)
 {
-    int rc = 0;
+    bool whole = c->failed || !c->ans.results;
+    int whole_rc = c->failed ? c->rc : c->ans.rc, rc = 0;
 
     for (int i = 0; i < p->nresults; i++) {
         zoo_op_result_t *r = &p->results[i];
-        int err = c->failed ? c->rc : c->ans.results[i];
-        bool op_failed = c->failed || c->ans.rc != ZOK;
+        int err = whole ? whole_rc : c->ans.results[i];
+        bool op_failed = whole || c->ans.rc != ZOK;
         r->err = err;
         if (p->op_types[i] == ZOO_CREATE_OP || p->op_types[i] == ZOO_CREATE_CONTAINER_OP) {
             const char *v = op_failed ? NULL : c->ans.created[i];
@@ -409,10 +432,10 @@ static int multi_results(struct pending *p, const struct completion *c)
                 r->stat = NULL;
             /* a successful set's Stat: not modelled (zklock reads none) */
         }
-        if (!c->failed && rc == 0 && op_failed && err != 0 && err != ZRUNTIMEINCONSISTENCY)
+        if (!whole && rc == 0 && op_failed && err != 0 && err != ZRUNTIMEINCONSISTENCY)
             rc = err;
     }
-    return c->failed ? c->rc : rc;
+    return whole ? whole_rc : rc;
 }
 
 static void run_response(struct completion *c)
@@ -462,14 +485,26 @@ static void run_response(struct completion *c)
 static void run_one(zhandle_t *zh, struct completion *c)
 {
     int saved = W->current_proc;
+    bool was = W->delivering;
+    int was_proc = W->delivering_proc;
 
     W->current_proc = zh->proc;
+    W->delivering = true;
+    W->delivering_proc = zh->proc;
     if (c->event) {
+        if (c->type == ZOO_SESSION_EVENT && c->state == ZOO_CONNECTING_STATE)
+            zh->lost_told = sim_now();
+        else if (c->type == ZOO_SESSION_EVENT && c->state == ZOO_CONNECTED_STATE)
+            zh->lost_told = -1;
+        else if (c->type == ZOO_SESSION_EVENT && c->state == ZOO_EXPIRED_SESSION_STATE)
+            zh->expiry_told = true;
         for (struct wobj *o = c->watchers; o; o = o->next)
             o->fn(zh, c->type, c->state, c->path, o->ctx);
     } else {
         run_response(c);
     }
+    W->delivering = was;
+    W->delivering_proc = was_proc;
     W->current_proc = saved;
 }
 
@@ -581,6 +616,7 @@ static void io_connect(struct sim_event *ev)
         return;
     zh->state = ZOO_CONNECTING_STATE;
     c = zs_conn_new(zh->proc, zh->order[zh->at], zh->id);
+    zs_log("client %d: connecting to server %d (connection %d)", zh->id, c->server, c->id);
     zh->conn = c->id;
     zh->last_recv = zh->last_send = sim_now();
     m = xcalloc(1, sizeof *m);
@@ -703,6 +739,8 @@ static void on_response(zhandle_t *zh, struct zs_msg *m)
     if (!zh->head)
         zh->tail = NULL;
     p->next = NULL;
+    zs_log("client %d: xid %d answered %d%s%s", zh->id, m->xid, m->ans.rc,
+           m->ans.path ? " " : "", m->ans.path ? m->ans.path : "");
     if (m->ans.zxid > zh->last_zxid)
         zh->last_zxid = m->ans.zxid;
     activate_watch(zh, p, m->ans.rc);
@@ -742,9 +780,13 @@ static void on_auth(zhandle_t *zh, struct zs_msg *m)
     if (a && a->fn) {
         void_completion_t fn = a->fn;
         int saved = W->current_proc;
+        bool was = W->delivering;
         a->fn = NULL;
         W->current_proc = zh->proc;
+        W->delivering = true;
+        W->delivering_proc = zh->proc;
         fn(m->ans.rc, a->data);
+        W->delivering = was;
         W->current_proc = saved;
     }
 }
@@ -807,6 +849,7 @@ zhandle_t *zs_init(const char *host, watcher_fn fn, int recv_timeout, const clie
         abort();
     }
     zh->state = ZOO_NOTCONNECTED_STATE;
+    zh->lost_told = -1;
     zh->watcher = fn;
     zh->context = context;
     zh->recv_timeout = recv_timeout;
@@ -959,6 +1002,12 @@ static int request(zhandle_t *zh, struct zs_msg *m, struct pending *p)
     }
     m->kind = ZS_M_REQUEST;
     m->xid = p->xid = zh->xid++;
+    if (W->log_to) {
+        static const char *kinds[] = {"create", "delete", "exists", "get", "children",
+                                      "set", "multi", "sync"};
+        zs_log("client %d: xid %d %s %s%s%s", zh->id, m->xid, kinds[m->req.kind], m->req.path,
+               m->req.watch ? " (watch)" : "", connected(zh) ? "" : " (queued: not connected)");
+    }
     if (zh->tail)
         zh->tail->next = p;
     else

@@ -216,8 +216,6 @@ struct zs_world *zs_world_new(uint64_t seed, int nprocs)
     return w;
 }
 
-void zs_client_free_all(void);
-
 void zs_world_free(struct zs_world *w)
 {
     if (!w)
@@ -839,6 +837,8 @@ static int leader_write(const struct zs_mop *ops, int n, int64_t session, int *r
     zs_tree_free(&scratch);
     for (int i = 0; results && i < n; i++)
         results[i] = failed < 0 || i < failed ? ZOK : i == failed ? rc : ZRUNTIMEINCONSISTENCY;
+    if (failed >= 0 && W->obs.refused)
+        W->obs.refused(ops[failed].type, ops[failed].path, rc, W->obs.ctx);
     if (failed >= 0) {
         zs_txn_free(&tx);
         for (int i = 0; created && i < n; i++) {
@@ -1470,25 +1470,29 @@ bool zs_op_close_session(int64_t id)
     if (!s || !s->alive || !quorum_up())
         return false;
     zs_log("operator: closes session 0x%llx", (unsigned long long)id);
+    s->killed = true;
     session_end(s, true);
     return true;
 }
 
+/* ZooKeeper's ContainerManager: an empty container that had a child goes,
+ * by a deleteContainer request that no ACL refuses. */
 void zs_reap_containers(void)
 {
     if (!quorum_up())
         return;
-    for (size_t i = 0; i < W->committed.n; i++) {
+    for (size_t i = 0; i < W->committed.n;) {
         const struct zs_node *n = W->committed.v[i];
-        if (n->kind == ZS_CONTAINER && n->st.numChildren == 0 && n->creations > 0) {
-            struct zs_mop op = {.type = ZOO_DELETE_OP, .path = n->path, .version = -1};
-            char path[1024];
-            snprintf(path, sizeof path, "%s", n->path);
-            op.path = path;
-            zs_log("reaper: deletes container %s", path);
-            leader_write(&op, 1, 0, NULL, NULL);
-            i = 0; /* the tree changed under us */
+        struct zs_txn tx = {0};
+        if (n->kind != ZS_CONTAINER || n->st.numChildren != 0 || n->creations == 0) {
+            i++;
+            continue;
         }
+        zs_log("reaper: deletes container %s", n->path);
+        tx.type = ZS_TX_CHANGE;
+        op_push(&tx, ZS_OP_DELETE, n->path, NULL, -1, ZS_PERSISTENT, 0);
+        commit(&tx);
+        i = 0; /* its parent may be empty now */
     }
 }
 
