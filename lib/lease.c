@@ -219,6 +219,10 @@ void zklock__lease_check(zklock_session_t *s)
 {
     struct timespec until;
 
+    /* A host that slept past the local expiry: the session is over before
+     * a hold is answered for (with ZKLOCK_LEASE_SESSION the hold's only
+     * end; the strict lease ran out before it). */
+    zklock__local_expiry_check(s);
     if (holds_past_lease(s) && zklock__lease_valid_until(s, &until))
         lease_ran_out(s, &until);
 }

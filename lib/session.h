@@ -140,6 +140,9 @@ bool zklock__connected(const zklock_session_t *s);
 /* While the connection is down: when zklock declares the session expired
  * by itself (the local expiry, a whole session timeout after it went). */
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
+/* The local expiry, if it has passed before its timer fired (the host
+ * slept, the session thread has not run since): the session ends now. */
+void zklock__local_expiry_check(zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
 /* The handle lent to a synchronous call made without s->mu (previous.c):
