@@ -452,7 +452,7 @@ typedef struct zklock_opts {
     const struct ACL_vector *acl_custom;
     /* Who holds: ZKLOCK_OWNER_THREAD or ZKLOCK_OWNER_HANDLE (below). */
     int owner;
-    /* A maximum hold (issue 25): 0 = none; negative: ZKLOCK_EINVAL at
+    /* A maximum hold: 0 = none; negative: ZKLOCK_EINVAL at
      * creation. A hold that has lasted max_hold_ms, counted from its first
      * acquisition (hold count 0 -> 1; a reentrant acquisition does not
      * restart it), ends: the hold is over for its owner at once, zklock
@@ -463,7 +463,9 @@ typedef struct zklock_opts {
      * ZKLOCK_ELOST (as after any loss); the next acquisition of the handle
      * is a new hold with a new clock. A hold released first, or ended by
      * zklock_free() or zklock_session_close(), gets no on_lost. Timed by
-     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK; the
+     * the session's own thread (no thread per lock), on ZKLOCK_CLOCK, and
+     * answered by as the lease is: hold_count, fence, valid_until, check_op
+     * and release look at it when called, whether that thread ran or not; the
      * node is deleted by this client, so a process that is stopped cannot
      * enforce it: its session timeout still bounds that case (design.md,
      * "Maximum hold"). Per recipe: each semaphore lease has its own clock;
@@ -472,7 +474,7 @@ typedef struct zklock_opts {
      * held through the multi-lock); an election's leader resigns (its node
      * is deleted, the next participant leads), and may campaign again. */
     int max_hold_ms;
-    /* Revocation (issue 25), Curator's convention: someone asked this
+    /* Revocation, Curator's convention: someone asked this
      * lock's holder to let go (zklock_revoke(), Curator's
      * Revoker.attemptRevoke: "__REVOKE__" written into the holder's node).
      * Called once per request, with ctx, on the session's callback thread
@@ -489,25 +491,40 @@ typedef struct zklock_opts {
      * A request written into the node is its data: it replaces the
      * holder's identity (zklock-ls shows __REVOKE__). */
     void (*on_revoke)(zklock_t *l, void *ctx);
-    /* ---- the previous holder's fate (issue 25; zklock_previous below) ---- */
+    /* ---- the previous holder's fate (zklock_previous below) ---------------- */
     /* Nonzero: every hold records itself in the lock path's child
      * "zklock.previous" (a persistent node: design.md, "The previous
-     * holder's fate"), and its release records that it released, so that
-     * the next holder learns how the previous one left (zklock_previous).
-     * Costs a read and a write when a hold begins and a write when it ends.
-     * Mutexes only (other recipes answer ZKLOCK_EINVAL), on a session that
-     * zklock opened (an adopted one: ZKLOCK_EINVAL), and the blocking
-     * zklock_acquire()/zklock_release() only (zklock_acquire_async and
-     * zklock_release_async answer ZKLOCK_EINVAL). */
+     * holder's fate"), so that the next holder learns how the previous one
+     * left (zklock_previous): released, or not. When a turn comes, the
+     * record is read and "held" written before the hold is the caller's;
+     * a holder writes it again every half session timeout (its last sign
+     * of life, which bounds an unclean end for the next holder's
+     * lock-delay; in the strict lease mode a hold whose record cannot be
+     * written for a lease is lost, ZKLOCK_LOST_UNSURE); its release
+     * deletes its node and writes "released" in one transaction; a waiter
+     * that gives up deletes its node and writes that it never held, in one
+     * transaction, so that when every contender tracks, the next holder's
+     * answer is never ZKLOCK_PREV_UNKNOWN. Costs a read and a write when a
+     * turn comes, two writes per session timeout while holding, a read
+     * more when a waiter gives up. Mutexes only (other recipes answer
+     * ZKLOCK_EINVAL), on a session that zklock opened (an adopted one:
+     * ZKLOCK_EINVAL). */
     int track_previous;
-    /* Milliseconds (>= 0; implies track_previous when > 0) that an
-     * acquisition waits, holding, after a previous hold that ended
-     * unclean (ZKLOCK_PREV_UNCLEAN) or of unknown fate (ZKLOCK_PREV_UNKNOWN),
-     * before it returns: the dead holder's delayed writes drain first. None
-     * after a clean end or the first hold. Within the acquisition's
-     * timeout: if that ends first, the hold is released and the call
-     * answers ZKLOCK_ETIMEDOUT (also a try-once). Not shorter than a
-     * max_hold_ms: ZKLOCK_EINVAL. */
+    /* Milliseconds (>= 0; implies track_previous when > 0): after a
+     * previous hold that ended unclean (ZKLOCK_PREV_UNCLEAN), nobody holds
+     * before this long after that unclean end (the end of the dead holder's
+     * lease, from its record); after an end of unknown fate
+     * (ZKLOCK_PREV_UNKNOWN), this long after the caller's turn. None after a
+     * clean end or the first hold. The turn waits, its node first in the
+     * queue, but the hold is not the caller's during the delay: the
+     * acquisition has not returned, zklock_hold_count() is 0, and a
+     * zklock_release() or zklock_free() meanwhile gives the turn up (the
+     * acquisition answers ZKLOCK_ECANCELED) and leaves the record as it
+     * was. If the acquisition's timeout ends first (a try-once too), it
+     * gives up at once with ZKLOCK_ETIMEDOUT, leaving the record as it was:
+     * the next acquisition reads the same fate, the same token, the same
+     * end of the delay (zklock_previous_info() says how long was left). A
+     * max_hold_ms counts from the hold's start, after the delay. */
     int lock_delay_ms;
 } zklock_opts_t;
 
@@ -564,6 +581,25 @@ ZKLOCK_API const char *zklock_previous_name(int how);
  * track), ZKLOCK_ENOTHELD (the caller holds nothing), ZKLOCK_ELOST.
  * Non-blocking. */
 ZKLOCK_API int zklock_previous(const zklock_t *l, int *how, int64_t *token);
+
+/* What an acquisition of a tracking mutex learnt when its turn came. */
+typedef struct zklock_previous_info {
+    int how;           /* ZKLOCK_PREV_*: how the hold before it ended */
+    int64_t token;     /* that holder's fencing token (CLEAN, UNCLEAN), else 0 */
+    int64_t delay_ms;  /* the lock-delay it still owed when its turn came (0: none) */
+    int64_t waited_ms; /* ... how much of it it waited before it held */
+    int64_t left_ms;   /* ... how much was left when it gave up inside it
+                          (ZKLOCK_ETIMEDOUT; 0: it did not) */
+} zklock_previous_info_t;
+
+/* Copies into *info what the last acquisition of l (by any caller) whose
+ * turn came learnt: the previous holder's fate and the lock-delay, whether
+ * it went on to hold or gave up inside the delay (what `zklock -v` reports).
+ * size is sizeof *info as the caller was compiled with: the struct only grows
+ * at its end, as zklock_lock_stats_t. Errors: ZKLOCK_EINVAL
+ * (NULL, a size this library never had, l does not track), ZKLOCK_ENOTHELD
+ * (no acquisition of l has had its turn yet). Non-blocking, thread-safe. */
+ZKLOCK_API int zklock_previous_info(const zklock_t *l, zklock_previous_info_t *info, size_t size);
 
 /* ------------------------------------------------------------------------
  * Event loops: asynchronous calls (handle-owned locks)

@@ -107,8 +107,7 @@ static void probe_answered(int rc, const struct Stat *stat, const void *data)
             pthread_cond_broadcast(&s->cond);
         }
     }
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
     free(p);
 }
@@ -170,12 +169,11 @@ void zklock__auth_confirm(zklock_session_t *s)
         return;
     }
     *p = (struct auth_probe){s, s->auth_gen};
-    if (s->wire->aexists(s->zh, "/", 0, probe_answered, p) != ZOK) {
+    if (!zklock__request_sent(s, s->wire->aexists(s->zh, "/", 0, probe_answered, p))) {
         free(p); /* the handle is ending: the session code tells why */
         return;
     }
     s->auth_probing = true;
-    s->ops++;
 }
 
 /* ---- ACLs ------------------------------------------------------------------------- */

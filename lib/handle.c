@@ -28,18 +28,15 @@ int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
         return ZKLOCK_EINVAL;
     if (l->opts.lock_delay_ms < 0)
         return ZKLOCK_EINVAL;
-    /* A delay as long as the maximum hold would end every hold that
-     * follows an unclean end before its acquisition returned. */
-    if (l->opts.max_hold_ms > 0 && l->opts.lock_delay_ms >= l->opts.max_hold_ms)
-        return ZKLOCK_EINVAL;
     l->tracks = l->opts.track_previous || l->opts.lock_delay_ms > 0;
     /* Only a mutex records its holds (previous.c): other recipes, and a
      * mutex's kazoo sibling tags, refuse before anything is made. */
     if (l->tracks && curator_tag != ZKL_TAG_LOCK)
         return ZKLOCK_EINVAL;
-    /* The record's synchronous calls borrow the session's handle, which
-     * an adopted session's application may close at any time after an
-     * expiry: not there. */
+    /* The record's multis keep their per-operation results in the
+     * contender: an adopted session's old handle, the application's to
+     * close when it likes, may still write one's while a new handle's is
+     * in flight. Not there. */
     if (l->tracks && s->adopted)
         return ZKLOCK_EINVAL;
     l->s = s;
@@ -107,6 +104,11 @@ void zklock__lock_fini(zklock_t *l)
 }
 
 /* With s->mu held; the last reference frees the handle. */
+void zklock__lock_ref(zklock_t *l)
+{
+    l->refs++;
+}
+
 void zklock__lock_unref(zklock_t *l)
 {
     if (--l->refs > 0)

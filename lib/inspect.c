@@ -78,7 +78,7 @@ struct zkl_reading {
 
 static void answered(struct zkl_reading *r)
 {
-    r->s->ops--;
+    zklock__request_answered(r->s);
     if (--r->pending == 0)
         pthread_cond_broadcast(&r->cond);
     pthread_cond_broadcast(&r->s->cond);
@@ -142,14 +142,12 @@ static void await_answers(struct zkl_reading *r)
 /* Sends one request; counts it if the client took it. */
 static bool sent(struct zkl_reading *r, int rc)
 {
-    if (rc != ZOK) {
+    if (!zklock__request_sent(r->s, rc)) {
         if (r->rc == 0)
             r->rc = rc;
         return false;
     }
     r->pending++;
-    r->s->ops++;
-    r->s->stats.requests++;
     return true;
 }
 
@@ -388,6 +386,48 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
     return rc;
 }
 
+/* ---- writing into a node from outside (zklock_revoke) --------------------------------- */
+
+static void set_done(int rc, const struct Stat *st, const void *data)
+{
+    struct answer *a = (struct answer *)data;
+    struct zkl_reading *r = a->r;
+
+    pthread_mutex_lock(&r->s->mu);
+    a->rc = rc;
+    answered(r);
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+/* A write is a reading with one answer: listed in s->readings while it
+ * waits, so that a closed handle ends it (inspect_handle_closed) and the
+ * handle it went on is never closed under a call that still uses it. */
+int zklock__node_write(zklock_session_t *s, const char *path, const char *data, int len)
+{
+    struct zkl_reading r;
+    struct answer a = {.r = &r};
+    int rc;
+
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    if (zklock__cond_init(&r.cond) != 0)
+        return ZKLOCK_ESYSTEM;
+    pthread_mutex_lock(&s->mu);
+    rc = enter(s);
+    if (rc == 0) {
+        r.next = s->readings;
+        s->readings = &r;
+        if (sent(&r, s->wire->aset(s->zh, path, data, len, -1, set_done, &a)))
+            await_answers(&r);
+        unlist_reading(&r);
+        rc = as_closed(s, r.rc ? r.rc : a.rc);
+        leave(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&r.cond);
+    return rc;
+}
+
 /* The first node of the queue holds: the leader of an election. */
 static void take_leader(struct zkl_reading *r, char **value, size_t *len, int64_t *token)
 {
@@ -500,7 +540,7 @@ static void qwatch_answer(struct zkl_qwatch *w, int rc, bool registered, const s
         w->registered = 1;
         s->watches++;
     }
-    s->ops--;
+    zklock__request_answered(s);
     pthread_cond_broadcast(&s->cond);
 }
 
@@ -594,11 +634,8 @@ int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool wa
     } else {
         rc = s->wire->awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
     }
-    if (rc == ZOK) {
+    if (zklock__request_sent(s, rc))
         w->in_flight = true;
-        s->ops++;
-        s->stats.requests++;
-    }
     return rc;
 }
 

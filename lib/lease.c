@@ -28,9 +28,9 @@
  * count), so that it commits at most two heartbeats per timeout and the
  * answer has T/2 - T/20 (0.45 T) before the lease's end: a round trip, a
  * reconnection, a blip (design.md, "Told first", has the figures). The
- * heartbeat is a write of the root's data with a version no node has,
- * refused (never applied) but committed as an error transaction, the
- * cheapest request that needs a quorum. (A multi with one check did the
+ * heartbeat is a write of a child of a holder's own node, which cannot
+ * exist (heartbeat_path), refused (never applied) but committed as an error
+ * transaction, the cheapest request that needs a quorum, whatever the ACLs. (A multi with one check did the
  * same, but ZooKeeper's C client leaks a multi still pending when its
  * session ends.) A reconnection sends one at once
  * if the lease is past its first half.
@@ -133,11 +133,15 @@ static void arm_belief(zklock_session_t *s)
 /* The answers a write gets only once the leader has proposed it (with a
  * quorum behind it): success, or the errors ZooKeeper's PrepRequestProcessor
  * turns into an error transaction. Not a read-only server's refusal, nor
- * the client's own errors. */
+ * the client's own errors, nor ZNOAUTH: a server that checks ACLs eagerly
+ * (zookeeper.enableEagerACLCheck) answers it alone, before any quorum, and
+ * the answer does not say which server refused (a false proof would
+ * stretch the lease past the session's life; a missed one only ends a hold
+ * early). */
 bool zklock__lease_proves(int rc)
 {
     switch (rc) {
-    case ZOK: case ZNONODE: case ZNOAUTH: case ZBADVERSION: case ZNODEEXISTS:
+    case ZOK: case ZNONODE: case ZBADVERSION: case ZNODEEXISTS:
     case ZNOTEMPTY: case ZNOCHILDRENFOREPHEMERALS: case ZRUNTIMEINCONSISTENCY:
     case ZINVALIDACL: case ZBADARGUMENTS:
         return true;
@@ -200,8 +204,9 @@ void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
     arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
 }
 
-/* The belief timer: the lease's end, unless heard from meanwhile. */
-static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+/* The belief timer (its door, doors.c): the lease's end, unless heard from
+ * meanwhile. */
+void zklock__lease_end_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until;
 
@@ -212,19 +217,16 @@ static void belief_over(struct zkl_timer *t, zklock_session_t *s)
         return;
     }
     lease_ran_out(s, &until);
-    zklock__entry_done(s);
 }
 
-void zklock__lease_check(zklock_session_t *s)
+bool zklock__lease_check(zklock_session_t *s)
 {
     struct timespec until;
 
-    /* A host that slept past the local expiry: the session is over before
-     * a hold is answered for (with ZKLOCK_LEASE_SESSION the hold's only
-     * end; the strict lease ran out before it). */
-    zklock__local_expiry_check(s);
-    if (holds_past_lease(s) && zklock__lease_valid_until(s, &until))
-        lease_ran_out(s, &until);
+    if (!holds_past_lease(s) || !zklock__lease_valid_until(s, &until))
+        return false;
+    lease_ran_out(s, &until);
+    return true;
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -239,12 +241,16 @@ static void regrant(zklock_session_t *s)
             zklock__mark_event(c);
 }
 
-static void heartbeat_done(int rc, const struct Stat *st, const void *data)
+zklock_session_t *zklock__heartbeat_session(const void *data)
+{
+    return ((const struct zkl_heartbeat *)data)->s;
+}
+
+void zklock__heartbeat_answered(const void *data, int rc)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
     zklock_session_t *s = hb->s;
 
-    pthread_mutex_lock(&s->mu);
     /* Refused (as it always is: no node has that version), it proves the
      * lease all the same: a refused write is committed as an error
      * transaction. */
@@ -256,30 +262,48 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         s->heartbeat = NULL;
     if (proved)
         regrant(s);
-    zklock__detached_done(s);
-    zklock__entry_done(s);
-    pthread_mutex_unlock(&s->mu);
+    zklock__request_answered(s);
     free(hb);
+}
+
+/* What a heartbeat writes (malloc'ed): a child of one of our own nodes.
+ * Our nodes are ephemeral, and an ephemeral node has no children, so the
+ * leader refuses the write with "no node" (an error transaction the quorum
+ * commits) whatever the ACLs: a server that checks ACLs eagerly lets a write
+ * of a node that does not exist through to the leader. Only with no node of
+ * ours known, "/" with a version it never has, which an ACL on "/" may refuse
+ * at the server we talk to (ZNOAUTH, proving nothing). */
+static char *heartbeat_path(const zklock_session_t *s)
+{
+    for (const zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->node && (c->phase == ZKL_HELD || c->phase == ZKL_GRANTING))
+            return zklock__child_path(c->node, "zklock.heartbeat");
+    return strdup("/");
 }
 
 void zklock__lease_renew(zklock_session_t *s)
 {
     struct zkl_heartbeat *hb;
+    char *path;
 
     if (s->heartbeat && s->heartbeat->gen != s->gen)
         s->heartbeat = NULL; /* an old handle's: its answer, if any, frees it */
     if (s->heartbeat || !needs_heartbeats(s) || !zklock__connected(s) ||
         !(hb = malloc(sizeof *hb)))
         return;
-    hb->s = s;
-    hb->gen = s->gen;
-    zklock__now(s, &hb->sent);
-    if (!zklock__detached_sent(s, s->wire->aset(s->zh, "/", NULL, -1, NO_SUCH_VERSION,
-                                                heartbeat_done, hb))) {
+    if (!(path = heartbeat_path(s))) {
         free(hb);
         return;
     }
-    s->heartbeat = hb;
+    hb->s = s;
+    hb->gen = s->gen;
+    zklock__now(s, &hb->sent);
+    if (!zklock__request_sent(s, s->wire->aset(s->zh, path, NULL, -1, NO_SUCH_VERSION,
+                                                s->doors->heartbeat_answered, hb)))
+        free(hb);
+    else
+        s->heartbeat = hb;
+    free(path); /* serialised by zoo_aset */
 }
 
 /* When the lease is to be renewed: half a timeout after heard_at. False if
@@ -301,7 +325,7 @@ bool zklock__lease_fresh(const zklock_session_t *s)
     return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(s, &due));
 }
 
-static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
+void zklock__heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec due;
 
@@ -346,8 +370,8 @@ void zklock__lease_keep(zklock_session_t *s)
 {
     struct timespec due;
 
-    s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
-    s->belief_timer.fire = belief_over;
+    s->heartbeat_timer.fire = s->doors->heartbeat_due; /* timers the session reserved */
+    s->belief_timer.fire = s->doors->lease_ends;
     if (s->negotiated_ms <= 0 || !needs_heartbeats(s))
         return;
     if (!zklock__timer_armed(&s->heartbeat_timer)) {

@@ -46,10 +46,17 @@ static bool may_wait(const zklock_session_t *s)
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
 }
 
-void zklock__lease_checked(zklock_session_t *s)
+void zklock__lapses_caught(zklock_session_t *s)
 {
+    /* A host that slept past the local expiry: the session is over first
+     * (with ZKLOCK_LEASE_SESSION a hold's only end; the strict lease ran
+     * out before it). */
+    zklock__local_expiry_check(s);
     zklock__lease_check(s);
-    zklock__drive(s);
+    zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
+    zklock__track_leases_check(s); /* ... and a tracking hold's record's lease */
+    if (s->marked_head)
+        zklock__drive(s); /* an entry of its own: the holds end before the call looks */
 }
 
 /* Counts a caller inside a blocking call, so that zklock_free() and
@@ -70,16 +77,17 @@ static void leave(zklock_t *l)
     zklock__lock_unref(l);
 }
 
-/* Waits for the blocking call `me` was started with. */
-static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
+/* Waits for the blocking call `me` was started with on c (the driver ran:
+ * the call's start is sent); the caller's own deadline, seen passing by
+ * itself, is an entry of its own (the driver gives the acquisition up).
+ * Once decided, c is the engine's (it may be freed already). */
+static int wait_for(zklock_t *l, zkl_contender_t *c, struct zkl_waiter *me)
 {
-    zklock_t *l = c->l;
-    int rc;
-
     enter(l);
-    rc = zklock__call_wait(c, me);
+    while (!zklock__call_await(l->s, c, me))
+        zklock__drive(l->s);
     leave(l);
-    return rc;
+    return me->rc;
 }
 
 /* The outcome of a call that started, known at once: returned (a blocking
@@ -115,60 +123,18 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
-/* A tracking mutex's hold was granted: its record (previous.c), and the
- * lock-delay; a hold that cannot record is released, and the call fails. */
-static int previous_granted(zklock_t *l, const struct timespec *until)
-{
-    int rc = zklock__previous_granted(l, until);
-
-    if (rc != ZKLOCK_OK)
-        zklock_release(l); /* ELOST if it was lost: on_lost says so */
-    return rc;
-}
-
-/* A tracking hold whose last release is writing "released" (previous.c)
- * is ending: a re-entry now would go on under that record, and an unclean
- * end later would read clean. A hold being granted (another thread of a
- * handle-owned lock reads the record, or waits the lock-delay) is not the
- * caller's yet: a re-entry would skip the delay, or judge the record
- * again and read its own write. Either waits, within its own timeout (a
- * try-once: ZKLOCK_EBUSY), and then acquires (re-enters or afresh). */
-static int await_record(zklock_t *l, int timeout_ms, const struct timespec *until)
-{
-    const zkl_contender_t *c;
-
-    while ((c = zklock__owner_contender(l)) && (c->prev_releasing || c->prev_granting)) {
-        if (timeout_ms == 0)
-            return ZKLOCK_EBUSY;
-        if (timeout_ms < 0)
-            zklock__cond_wait(l->s, &l->s->cond);
-        else if (zklock__cond_wait_until(l->s, &l->s->cond, until, 0) == ETIMEDOUT)
-            return ZKLOCK_ETIMEDOUT;
-    }
-    return 0;
-}
-
-/* The caller's hold is being granted (its record, its lock-delay), or no
- * longer: re-entries wait meanwhile (await_record). With s->mu. */
-static void granting(zklock_t *l, bool on)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c)
-        c->prev_granting = on;
-    if (!on)
-        pthread_cond_broadcast(&l->s->cond); /* a failed grant let it go: wake them too */
-}
-
-/* done: NULL for a blocking call. */
-static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
+/* Starts an acquisition, told to done, or (done NULL) to the blocked
+ * caller's record me: then *waits is the contender to wait on once the
+ * driver ran. The caller runs the driver. */
+static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
+                          struct zkl_waiter *me, zkl_contender_t **waits)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
     int rc;
 
-    zklock__lease_checked(s); /* no reentrant hold on a lease that ran out */
+    *waits = NULL;
+    zklock__lapses_caught(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
@@ -187,6 +153,11 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
     c = zklock__contender_new(l);
     if (!c)
         return ZKLOCK_ENOMEM;
+    if (!zklock__track_new(c)) {
+        zklock__leave(c, ZKLOCK_ENOMEM); /* never started: nothing to delete */
+        zklock__abandon(c);
+        return ZKLOCK_ENOMEM;
+    }
     if (l->recipe->prepare && (rc = l->recipe->prepare(l, c)) != 0) {
         /* The caller's own state refuses it (an upgrade, another
          * acquisition in progress, a held member): nothing started, and
@@ -196,66 +167,49 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         return rc;
     }
     zklock__stats_called(c);
-    if (done) {
-        zklock__acquire_start(c, timeout_ms, done, NULL);
-        return ZKLOCK_OK;
-    }
-    zklock__acquire_start(c, timeout_ms, NULL, &me);
-    zklock__drive(s);
-    rc = wait_for(c, &me);
-    if (rc != ZKLOCK_OK)
-        c->attached = false; /* a failed acquisition is over for its owner */
-    zklock__mark(c);
-    return rc;
+    zklock__acquire_start(c, timeout_ms, done, done ? NULL : me);
+    if (!done)
+        *waits = c;
+    return ZKLOCK_OK;
 }
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
-    struct timespec until;
+    struct zkl_waiter me;
+    zkl_contender_t *c = NULL;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    if (l->tracks)
-        zklock__deadline(l->s, &until, timeout_ms);
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
-    if (rc == 0 && l->tracks)
-        rc = await_record(l, timeout_ms, &until);
     if (rc == 0)
-        rc = acquire_locked(l, timeout_ms, NULL);
-    zklock__drive(l->s);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        enter(l); /* the record's calls: zklock_free() waits for them */
-        granting(l, true);
-    }
+        rc = acquire_locked(l, timeout_ms, NULL, &me, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
     pthread_mutex_unlock(&l->s->mu);
-    if (rc == ZKLOCK_OK && l->tracks) {
-        zklock_session_t *s = l->s;
-
-        rc = previous_granted(l, timeout_ms < 0 ? NULL : &until);
-        pthread_mutex_lock(&s->mu);
-        granting(l, false);
-        leave(l);
-        pthread_mutex_unlock(&s->mu);
-    }
+    zklock__waiter_fini(&me);
     return rc;
 }
 
 int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done;
+    zkl_contender_t *c;
     int rc;
 
-    if (!l || !fn || timeout_ms < -1 || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l || !fn || timeout_ms < -1)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER; /* the likeliest first mistake: say what to set */
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, true);
     if (rc == 0) {
         done = zklock__done_new(l, fn, ctx);
-        rc = done ? acquire_locked(l, timeout_ms, done) : ZKLOCK_ENOMEM;
+        rc = done ? acquire_locked(l, timeout_ms, done, NULL, &c) : ZKLOCK_ENOMEM;
         if (rc != ZKLOCK_OK)
             zklock__done_discard(done);
     }
@@ -266,16 +220,18 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
 
 /* ---- release -------------------------------------------------------------------- */
 
-/* done: NULL for a blocking call (or one that does not wait: background).
- * The hold is over for its owner as the release starts: the contender is
- * let go at once, and a blocked caller keeps it alive until it returns. */
-static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
+/* Starts the release, told to done, or to the blocked caller's record me
+ * (then *waits is the contender to wait on once the driver ran), or to
+ * nobody (both NULL: in the background). The hold is over for its owner
+ * as the release starts: the contender is let go at once. The caller runs
+ * the driver. */
+static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter *me,
+                          zkl_contender_t **waits)
 {
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
-    int rc;
 
-    zklock__lease_checked(l->s); /* a hold whose lease ran out was lost */
+    *waits = NULL;
+    zklock__lapses_caught(l->s); /* a hold whose lease ran out was lost */
     c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
@@ -289,6 +245,13 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
         zklock__abandon(c);
         return answer(done, ZKLOCK_ELOST);
     }
+    if (c->phase == ZKL_GRANTING && c->waiting && !zklock__track_granted(c)) {
+        /* Its turn, not yet its owner's hold (the record, the lock-delay):
+         * given up, the record left as it was (the acquisition: canceled). */
+        c->canceled = true;
+        zklock__mark(c);
+        return answer(done, ZKLOCK_OK);
+    }
     if (c->phase != ZKL_HELD)
         return ZKLOCK_ENOTHELD;
     if (c->holds > 1) {
@@ -297,81 +260,53 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     }
     if (c->parent)
         return ZKLOCK_EBUSY; /* held through a multi-lock: released with it */
-    if (wait && zklock__on_completion_thread(l->s))
+    if (me && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
     c->attached = false;
     zklock__stats_hold_over(c, false); /* over for its owner now */
-    zklock__release_start(c, done, wait ? &me : NULL);
-    zklock__mark(c);
-    if (!wait)
-        return ZKLOCK_OK;
-    zklock__drive(l->s);
-    rc = wait_for(c, &me);
-    zklock__mark(c);
-    return rc;
-}
-
-/* Does the caller hold l once, so that its release ends the hold? And
- * may it wait for ZooKeeper here (not on its completion thread)? */
-static bool last_hold(zklock_t *l)
-{
-    zkl_contender_t *c;
-    bool last;
-
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    last = c && c->phase == ZKL_HELD && c->holds == 1 && !c->parent &&
-           !zklock__on_completion_thread(l->s);
-    if (last)
-        c->prev_releasing = true; /* no re-entry until it is released */
-    pthread_mutex_unlock(&l->s->mu);
-    return last;
-}
-
-/* The record is written (or given up): re-entries may go on, afresh. */
-static void release_recorded(zklock_t *l)
-{
-    zkl_contender_t *c = zklock__owner_contender(l);
-
-    if (c && c->prev_releasing) {
-        c->prev_releasing = false;
-        pthread_cond_broadcast(&l->s->cond);
-    }
+    zklock__release_start(c, done, me);
+    *waits = me ? c : NULL;
+    return ZKLOCK_OK;
 }
 
 int zklock_release(zklock_t *l)
 {
+    struct zkl_waiter me;
+    zkl_contender_t *c;
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
-    if (l->tracks && last_hold(l))
-        zklock__previous_releasing(l); /* "released", while we still hold */
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&l->s->mu);
-    release_recorded(l);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
-    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
-    zklock__drive(l->s);
+    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s) ? &me : NULL, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
     pthread_mutex_unlock(&l->s->mu);
+    zklock__waiter_fini(&me);
     return rc;
 }
 
 int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done = NULL;
+    zkl_contender_t *c;
     int rc;
 
-    if (!l || l->tracks)
-        return ZKLOCK_EINVAL; /* a record is written by the blocking call only */
+    if (!l)
+        return ZKLOCK_EINVAL;
     if (!handle_owned(l))
         return ZKLOCK_EOWNER;
     pthread_mutex_lock(&l->s->mu);
     if (fn && !(done = zklock__done_new(l, fn, ctx)))
         rc = ZKLOCK_ENOMEM;
     else
-        rc = release_locked(l, done, false);
+        rc = release_locked(l, done, NULL, &c);
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done);
     zklock__drive(l->s);
@@ -389,7 +324,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -404,7 +339,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -424,7 +359,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline))
         rc = ZKLOCK_OK;
@@ -440,7 +375,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -462,18 +397,15 @@ const char *zklock_path(const zklock_t *l)
     return l ? l->path : NULL;
 }
 
+/* Marks l's acquisitions in progress canceled (the caller runs the driver). */
 static void cancel_locked(zklock_t *l)
 {
-    zkl_contender_t *c, *next;
-
-    for (c = l->contenders; c; c = next) {
-        next = c->lock_next;
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
         if (c->waiting) {
             c->canceled = true;
             zklock__mark(c); /* its step gives up */
         }
     }
-    zklock__drive(l->s);
 }
 
 int zklock_cancel(zklock_t *l)
@@ -482,6 +414,7 @@ int zklock_cancel(zklock_t *l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     cancel_locked(l);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return ZKLOCK_OK;
 }
@@ -543,7 +476,7 @@ static struct zkl_callback *take_callbacks(zklock_t *l)
  * caller must run before it returns. Where nothing may wait (a callback,
  * ZooKeeper's completion thread), the deletes go on in the background and
  * blocked callers on their way out drop their own contender and reference. */
-struct zkl_callback *zklock__lock_retire(zklock_t *l)
+static struct zkl_callback *lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
     bool wait = may_wait(s);
@@ -554,6 +487,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     cancel_locked(l);
     if (l->recipe->retiring)
         l->recipe->retiring(l); /* its own calls (an election's proclaims) */
+    zklock__drive(s);
     while (wait && (l->users > 0 || l->in_callback > 0))
         zklock__cond_wait(s, &s->cond);
     for (c = l->contenders; c; c = next) {
@@ -578,18 +512,23 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     return owed;
 }
 
-void zklock_free(zklock_t *l)
+void zklock__locks_free(zklock_t *const locks[], size_t n)
 {
-    zklock_session_t *s;
+    zklock_session_t *s = locks[0]->s;
     bool free_session;
 
-    if (!l || l->borrowed)
-        return;
-    s = l->s;
     pthread_mutex_lock(&s->mu);
-    zklock__dispatch_run(s, zklock__lock_retire(l));
+    for (size_t i = 0; i < n; i++) /* (retiring the last may free what held them) */
+        zklock__dispatch_run(s, lock_retire(locks[i]));
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)
         zklock__session_free(s);
+}
+
+void zklock_free(zklock_t *l)
+{
+    if (!l || l->borrowed)
+        return;
+    zklock__locks_free(&l, 1);
 }

@@ -1,275 +1,134 @@
-/* previous.c: the previous holder's fate and the lock-delay
- * (zklock_opts_t.track_previous, .lock_delay_ms; design.md, "The previous
- * holder's fate").
+/* previous.c: the previous holder's fate and the lock-delay, as steps of a
+ * tracking contender (zklock_opts_t.track_previous, .lock_delay_ms;
+ * design.md, "The previous holder's fate").
  *
  * A tracking mutex keeps one persistent child of its lock path, the record
- * "zklock.previous" (a name no lock client parses as a contender). Its data,
- * one line: "1 <state> <token> <seq> <identity>", state "held" or
- * "released", token the holder's node's czxid, seq its sequence number.
- *  - A hold begins (the engine granted it): read the record, then write
- *    "held" by us, in one multi with a check that our node still stands and
- *    with the version read (or create it), so that only a holder writes it.
- *  - A hold ends by its release: write "released" likewise (check of our
- *    node + the version we wrote), then the engine deletes our node.
- * A lost reply is decided by reading the record again: it names our token
- * if our write happened.
- *
- * This runs on the caller's thread, outside s->mu, with ZooKeeper's
- * synchronous calls, after the engine's grant and before its release: the
- * engine itself is unchanged, and only tracking handles pay. */
+ * "zklock.previous" (record.c has its text). A tracking contender:
+ *  - whose turn comes (GRANTING: the hold is not its owner's yet) reads the
+ *    record, judges how the hold before it ended, waits out the lock-delay
+ *    after an unclean or unknown end, then writes "held" by itself in one
+ *    multi with a check that its node stands (or creates the record): only
+ *    then does it hold for its owner. A give-up before that (a deadline
+ *    inside the delay, a cancel, a release or zklock_free) leaves the
+ *    record as it was;
+ *  - that holds writes the record again every half session timeout (its
+ *    last sign of life: the bound of its hold the next holder's delay runs
+ *    from), and, in the strict lease mode, loses its hold if a whole lease
+ *    passes without one answered;
+ *  - that leaves deletes its node in one multi with the record's word:
+ *    "released" by a hold its owner had, or its number among those that
+ *    never held (so that a waiter giving up leaves no gap the next holder
+ *    would read as a hold it cannot vouch for).
+ * Every write carries the version read, so a lost race or a lost reply is
+ * decided by reading again. All of it runs in the contender's step, with
+ * s->mu held, through the engine's requests: nothing waits here.
+ */
 #include "previous.h"
 
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "contender.h"
+#include "lease.h"
+#include "lockstats.h"
 #include "owner.h"
-#include "session.h"
-#include "timer.h"
+#include "request.h"
 
-/* What a hold knows of itself, copied under s->mu. */
-struct hold_facts {
-    char *node;          /* our node's path */
-    int64_t token;
-    int32_t seq;
-    bool was_blocked;
-    int32_t blocker_seq;
-    int version;         /* the record's version we wrote (release) */
-    bool known;
+/* A tracking contender's timers: the lock-delay's end, the next refresh,
+ * the end of the lease its record promises. */
+#define TRACK_TIMERS 3
+
+struct zkl_track {
+    zkl_contender_t *c;          /* whose */
+    struct zkl_record_view view; /* the record as last read or written */
+    bool fresh;          /* view is current enough to write against */
+    bool write_unknown;  /* a "held" write's reply was lost: a read decides */
+    bool broken;         /* the record is not ours to write: a plain delete */
+    /* the grant */
+    bool judged;
+    int how;             /* ZKLOCK_PREV_*, once judged */
+    int64_t token;       /* ... the previous holder's, where the record names it */
+    bool written;        /* our "held" is written: the hold is the owner's */
+    struct timespec judged_at, delay_end;
+    struct zkl_timer delay_timer;
+    /* the hold */
+    bool refresh_due;
+    struct timespec refreshed; /* send time of the last write answered */
+    struct zkl_timer refresh_timer, lease_timer;
+    bool lease_over;
+    /* our node's creation, on the server's clock and ours */
+    int64_t ctime_ms;
+    struct timespec ctime_local;
+    int32_t former[ZKL_FORMER_MAX]; /* our earlier nodes that never held */
+    int nformer;
+    /* the multi in flight */
+    zoo_op_result_t results[2];
+    struct Stat stat;
+    struct timespec sent; /* ... no later than it went out */
 };
 
-/* The record's text for a hold (malloc'ed; *len its length). */
-static char *record_text(bool released, const struct hold_facts *h, const char *identity,
-                         int *len)
-{
-    size_t idlen = identity ? strlen(identity) : 0, room = idlen + 96;
-    char *text = malloc(room);
+/* ---- lifetime ------------------------------------------------------------------------ */
 
-    if (!text)
-        return NULL;
-    *len = snprintf(text, room, "%d %s %" PRId64 " %" PRId32 " %s", ZKL_RECORD_VERSION,
-                    released ? "released" : "held", h->token, h->seq,
-                    identity ? identity : "");
-    return text;
+#define TRACK_OF(timer, field) \
+    ((struct zkl_track *)((char *)(timer) - offsetof(struct zkl_track, field)))
+
+/* The record's timers, for their doors (doors.c): the fact recorded, the
+ * contender marked (its step reads the time). */
+void zklock__track_delay_timer(struct zkl_timer *timer)
+{
+    zklock__mark(TRACK_OF(timer, delay_timer)->c);
 }
 
-/* Copies what c's hold knows, under s->mu; false if the caller holds nothing. */
-static bool hold_facts_get(zklock_t *l, struct hold_facts *h)
+void zklock__track_refresh_timer(struct zkl_timer *timer)
 {
-    zkl_contender_t *c;
-    bool ok = false;
+    struct zkl_track *t = TRACK_OF(timer, refresh_timer);
 
-    memset(h, 0, sizeof *h);
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD && c->node) {
-        h->node = strdup(c->node);
-        h->token = c->czxid;
-        h->seq = c->seq;
-        h->was_blocked = c->was_blocked;
-        h->blocker_seq = c->blocker_seq;
-        h->version = c->prev_version;
-        h->known = c->prev_known;
-        ok = h->node != NULL;
+    t->refresh_due = true;
+    zklock__mark(t->c);
+}
+
+void zklock__track_lease_timer(struct zkl_timer *timer)
+{
+    struct zkl_track *t = TRACK_OF(timer, lease_timer);
+
+    t->lease_over = true;
+    zklock__mark(t->c);
+}
+
+bool zklock__track_new(zkl_contender_t *c)
+{
+    struct zkl_track *t;
+
+    if (!c->l->tracks)
+        return true;
+    if (!(t = calloc(1, sizeof *t)))
+        return false;
+    if (zklock__timers_reserve(session_of(c), TRACK_TIMERS) != 0) {
+        free(t);
+        return false;
     }
-    pthread_mutex_unlock(&l->s->mu);
-    return ok;
+    t->c = c;
+    t->delay_timer.fire = session_of(c)->doors->track_delay_over;
+    t->refresh_timer.fire = session_of(c)->doors->track_refresh_due;
+    t->lease_timer.fire = session_of(c)->doors->track_lease_over;
+    c->track = t;
+    return true;
 }
 
-/* Waits until the session is connected again or `until` (NULL: a session
- * timeout from now) passes; false then. */
-static bool wait_connected(zklock_session_t *s, const struct timespec *until)
+void zklock__track_free(zkl_contender_t *c)
 {
-    struct timespec end, tick;
-    bool up;
+    zklock_session_t *s = session_of(c);
+    struct zkl_track *t = c->track;
 
-    pthread_mutex_lock(&s->mu);
-    if (until)
-        end = *until;
-    else
-        zklock__deadline(s, &end, s->opts.timeout_ms);
-    /* The session's state changes broadcast s->cond; the cap looks again
-     * every 20 ms in case one is missed. */
-    while (!(up = zklock__connected(s)) && s->state != ZKL_S_CLOSED && !zklock__passed(s, &end)) {
-        zklock__deadline(s, &tick, 20);
-        if (zklock__earlier(&end, &tick))
-            tick = end;
-        zklock__cond_wait_until(s, &s->cond, &tick, 0);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return up;
+    if (!t)
+        return;
+    zklock__timer_cancel(s, &t->delay_timer);
+    zklock__timer_cancel(s, &t->refresh_timer);
+    zklock__timer_cancel(s, &t->lease_timer);
+    zklock__timers_unreserve(s, TRACK_TIMERS);
+    free(t);
+    c->track = NULL;
 }
 
-/* One synchronous call on the session's handle, lent for its duration. */
-static zhandle_t *borrow(zklock_session_t *s)
+bool zklock__track_granted(const zkl_contender_t *c)
 {
-    zhandle_t *zh;
-
-    pthread_mutex_lock(&s->mu);
-    zh = zklock__zh_borrow(s);
-    pthread_mutex_unlock(&s->mu);
-    return zh;
-}
-
-static void give_back(zklock_session_t *s)
-{
-    pthread_mutex_lock(&s->mu);
-    zklock__zh_return(s);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* Reads the record: ZOK (*rec, *version set; *present), ZNONODE (absent),
- * or the error. */
-static int record_read(zklock_session_t *s, const char *path, struct zkl_record_view *rec,
-                       bool *parsed, int *version, int64_t *writer)
-{
-    char buf[96];
-    int len = sizeof buf, rc;
-    struct Stat st;
-    zhandle_t *zh = borrow(s);
-
-    if (!zh)
-        return ZCONNECTIONLOSS; /* between two handles: wait for the next */
-    rc = zoo_get(zh, path, 0, buf, &len, &st);
-    give_back(s);
-    if (rc != ZOK)
-        return rc;
-    *version = st.version;
-    *parsed = zklock__record_parse(buf, len, rec) == 0;
-    *writer = *parsed ? rec->token : 0;
-    rec->created = st.czxid;
-    return ZOK;
-}
-
-/* zoo_multi(), but through the asynchronous call: the C client's
- * synchronous multi leaks its per-operation entries when the connection is
- * lost before the answer (free_completions() frees a synchronous request's
- * entry only; the asynchronous path answers each operation and frees it).
- * The completion always runs: the handle is borrowed, so it is not closed
- * under us, and a lost connection or expiry answers every request. */
-struct multi_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool done;
-    int rc;
-};
-
-static void multi_answered(int rc, const void *data)
-{
-    struct multi_wait *w = (struct multi_wait *)data;
-
-    pthread_mutex_lock(&w->mu);
-    w->rc = rc;
-    w->done = true;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int multi_call(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results)
-{
-    struct multi_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
-    int rc = zoo_amulti(zh, count, ops, results, multi_answered, &w);
-
-    if (rc == ZOK) {
-        pthread_mutex_lock(&w.mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cond, &w.mu);
-        rc = w.rc;
-        pthread_mutex_unlock(&w.mu);
-    }
-    pthread_mutex_destroy(&w.mu);
-    pthread_cond_destroy(&w.cond);
-    return rc;
-}
-
-/* Writes the record (create if version < 0) in one multi with a check that
- * our node stands. Returns the multi's rc; *written the new version. */
-static int record_write(zklock_session_t *s, const char *path, const struct hold_facts *h,
-                        const char *text, int len, int version, const struct ACL_vector *acl,
-                        int *written)
-{
-    zoo_op_t ops[2];
-    zoo_op_result_t results[2] = {{0}}; /* read below even if the multi never went out */
-    struct Stat st;
-    int rc;
-    zhandle_t *zh = borrow(s);
-
-    if (!zh)
-        return ZCONNECTIONLOSS;
-    zoo_check_op_init(&ops[0], h->node, -1);
-    if (version < 0)
-        zoo_create_op_init(&ops[1], path, text, len, acl, ZOO_PERSISTENT, NULL, 0);
-    else
-        zoo_set_op_init(&ops[1], path, text, len, version, &st);
-    rc = multi_call(zh, 2, ops, results);
-    give_back(s);
-    if (rc == ZOK)
-        *written = version < 0 ? 0 : st.version;
-    else if (rc != ZOK && !transient(rc) && results[0].err == ZNONODE)
-        rc = ZKLOCK_ELOST; /* our node is gone: no longer a holder */
-    return rc;
-}
-
-/* Records that h holds (or released), deciding lost replies by reading
- * again. On the first read, *how is judged (grant only: how != NULL). */
-static int record(zklock_t *l, const struct hold_facts *h, const char *path, bool released,
-                  const struct timespec *until, int *how, int64_t *prev_token, int *written)
-{
-    struct zkl_record_view rec;
-    bool parsed = false, judged = how == NULL;
-    int len, rc, version = -1;
-    int64_t writer = 0;
-    char *text = record_text(released, h, l->s->identity, &len);
-
-    if (!text)
-        return ZKLOCK_ENOMEM;
-    for (int attempt = 0; attempt < 50; attempt++) {
-        rc = record_read(l->s, path, &rec, &parsed, &version, &writer);
-        if (rc == ZNONODE)
-            version = -1;
-        else if (transient(rc))
-            goto retry;
-        else if (rc != ZOK)
-            break; /* e.g. ZNOAUTH: the record is not ours to read */
-        if (!judged) {
-            struct zkl_hold_view me = {.was_blocked = h->was_blocked,
-                                       .blocker_seq = h->blocker_seq,
-                                       .seq = h->seq,
-                                       .czxid = h->token};
-
-            *how = zklock__previous_judge(rc == ZOK && parsed ? &rec : NULL, &me);
-            if (rc == ZOK && !parsed)
-                *how = ZKLOCK_PREV_UNKNOWN; /* a record of a later version */
-            *prev_token = *how == ZKLOCK_PREV_CLEAN || *how == ZKLOCK_PREV_UNCLEAN ?
-                              rec.token : 0;
-            judged = true;
-        } else if (rc == ZOK && parsed && writer == h->token && rec.released == released) {
-            *written = version; /* a write whose reply was lost happened */
-            rc = ZOK;
-            break;
-        }
-        if (released && (rc == ZNONODE || version != h->version)) {
-            rc = ZOK; /* someone removed or rewrote it (zklock-ls --forget):
-                         nothing of ours to record against */
-            *written = version;
-            break;
-        }
-        rc = record_write(l->s, path, h, text, len, version, l->acl, written);
-        /* Our node stands, and the record changed since we read it: it was
-         * rewritten, made, or removed (ZNONODE: an operator retired it
-         * meanwhile). Read again. */
-        if (rc == ZOK ||
-            (!transient(rc) && rc != ZBADVERSION && rc != ZNODEEXISTS && rc != ZNONODE))
-            break;
-    retry:
-        if (transient(rc) && !wait_connected(l->s, until))
-            break;
-    }
-    free(text);
-    return rc;
+    return !c->track || c->track->written;
 }
 
 char *zklock__record_path(const zklock_t *l)
@@ -277,136 +136,365 @@ char *zklock__record_path(const zklock_t *l)
     return zklock__child_path(l->path, ZKL_RECORD_NAME);
 }
 
-/* Is the caller's hold of l still a hold, its handle not being freed?
- * With s->mu. */
-static bool still_held(zklock_t *l)
+void zklock__track_created(zkl_contender_t *c, const struct Stat *st)
 {
-    const zkl_contender_t *c = zklock__owner_contender(l);
-
-    return c && c->phase == ZKL_HELD && !l->freeing;
-}
-
-/* Waits, holding, for the lock-delay (until `delay_end`), within the
- * acquisition's deadline (`until`, NULL: none): ZKLOCK_ETIMEDOUT if that
- * comes first, ZKLOCK_ELOST if the hold ends meanwhile (looked at on the
- * session's state changes, and every 20 ms in case one is missed). */
-static int lock_delay(zklock_t *l, const struct timespec *delay_end, const struct timespec *until)
-{
-    zklock_session_t *s = l->s;
-    struct timespec tick;
-    bool held;
-
-    if (until && zklock__earlier(until, delay_end))
-        return ZKLOCK_ETIMEDOUT; /* it would end inside the delay */
-    pthread_mutex_lock(&s->mu);
-    while ((held = still_held(l)) && !zklock__passed(s, delay_end)) {
-        zklock__deadline(s, &tick, 20);
-        if (zklock__earlier(delay_end, &tick))
-            tick = *delay_end;
-        zklock__cond_wait_until(s, &s->cond, &tick, 0);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return held ? ZKLOCK_OK : ZKLOCK_ELOST;
-}
-
-/* Stores what the hold learnt, under s->mu; false if the hold is gone. */
-static bool hold_facts_put(zklock_t *l, int how, int64_t token, int version)
-{
-    zkl_contender_t *c;
-    bool held = false;
-
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD) {
-        c->prev_known = true;
-        c->prev_how = how;
-        c->prev_token = token;
-        c->prev_version = version;
-        held = true;
-    }
-    pthread_mutex_unlock(&l->s->mu);
-    return held;
-}
-
-/* The hold's record is not to be written "released" by its release. */
-static void hold_facts_forget(zklock_t *l)
-{
-    zkl_contender_t *c;
-
-    pthread_mutex_lock(&l->s->mu);
-    c = zklock__owner_contender(l);
-    if (c)
-        c->prev_known = false;
-    pthread_mutex_unlock(&l->s->mu);
-}
-
-int zklock__previous_granted(zklock_t *l, const struct timespec *until)
-{
-    struct hold_facts h;
-    struct timespec delay_end;
-    int how = ZKLOCK_PREV_UNKNOWN, version = -1, rc;
-    int64_t token = 0;
-    char *path;
-
-    if (!hold_facts_get(l, &h))
-        return ZKLOCK_ELOST;
-    if (h.known) {
-        free(h.node);
-        return ZKLOCK_OK; /* reentrant: recorded when the hold began */
-    }
-    zklock__deadline(l->s, &delay_end, l->opts.lock_delay_ms);
-    path = zklock__record_path(l);
-    rc = path ? record(l, &h, path, false, until, &how, &token, &version) : ZKLOCK_ENOMEM;
-    free(path);
-    free(h.node);
-    if (rc == ZOK && !hold_facts_put(l, how, token, version))
-        rc = ZKLOCK_ELOST;
-    if (rc == ZOK && l->opts.lock_delay_ms > 0 &&
-        (how == ZKLOCK_PREV_UNCLEAN || how == ZKLOCK_PREV_UNKNOWN)) {
-        rc = lock_delay(l, &delay_end, until);
-        /* Never the caller's hold: its release leaves "held", so that the
-         * unclean end it did not repair stays unclean to the next. */
-        if (rc != ZKLOCK_OK)
-            hold_facts_forget(l);
-    }
-    return rc;
-}
-
-/* May the record's calls wait here? Not in a callback while disconnected:
- * the callbacks queued behind it (another hold's on_lost, told first) would
- * wait for the connection as long as it does. */
-static bool may_record_here(zklock_session_t *s)
-{
-    bool ok;
-
-    pthread_mutex_lock(&s->mu);
-    ok = !zklock__in_callback(s) || zklock__connected(s);
-    pthread_mutex_unlock(&s->mu);
-    return ok;
-}
-
-void zklock__previous_releasing(zklock_t *l)
-{
-    struct hold_facts h;
-    struct timespec now, *until = NULL;
-    int version;
-    char *path;
-
-    if (!hold_facts_get(l, &h))
+    if (!c->track)
         return;
-    if (zklock__in_callback(l->s)) {
-        zklock__deadline(l->s, &now, 0); /* and no wait for the connection */
-        until = &now;
-    }
-    if (h.known && may_record_here(l->s) && (path = zklock__record_path(l))) {
-        /* Best effort: a release that cannot record (the connection stays
-         * down past a session timeout) leaves "held", which the next holder
-         * reads as unclean: the safe side. */
-        record(l, &h, path, true, until, NULL, NULL, &version);
-        free(path);
-    }
-    free(h.node);
+    c->track->ctime_ms = st->ctime;
+    zklock__now(session_of(c), &c->track->ctime_local);
 }
+
+void zklock__track_node_lost(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    zklock_session_t *s = session_of(c);
+
+    if (!t)
+        return;
+    if (!t->written && c->node && t->nformer < ZKL_FORMER_MAX)
+        t->former[t->nformer++] = c->seq; /* (a full list leaves a gap: UNKNOWN) */
+    /* A new node, a new turn: read, judged and written again. */
+    t->judged = t->fresh = t->written = t->write_unknown = t->refresh_due = false;
+    zklock__timer_cancel(s, &t->delay_timer);
+    zklock__timer_cancel(s, &t->refresh_timer);
+    zklock__timer_cancel(s, &t->lease_timer);
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+static void send_read(zkl_contender_t *c)
+{
+    char *path = zklock__record_path(c->l);
+
+    if (!path)
+        return; /* no memory: the next step tries again */
+    zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_RECORD_READ, .call = ZKL_CALL_GET,
+                                          .path = path});
+    free(path);
+}
+
+/* The record op of a multi: set with the version read, or create. */
+static void record_op(zkl_contender_t *c, zoo_op_t *op, const char *path, const char *text,
+                      int len)
+{
+    struct zkl_track *t = c->track;
+
+    if (t->view.present)
+        zoo_set_op_init(op, path, text, len, t->view.version, &t->stat);
+    else
+        zoo_create_op_init(op, path, text, len, c->l->acl, ZOO_PERSISTENT, NULL, 0);
+}
+
+/* Sends {op on our node, the record's write} as one multi of `kind`. */
+static void send_multi(zkl_contender_t *c, int kind, const struct zkl_record *r)
+{
+    struct zkl_track *t = c->track;
+    char *path = zklock__record_path(c->l), *text;
+    zoo_op_t ops[2];
+    int len;
+
+    if (!path)
+        return;
+    if ((text = zklock__record_format(r, session_of(c)->identity, &len))) {
+        if (kind == ZKL_REQ_RECORD_END)
+            zoo_delete_op_init(&ops[0], c->node, -1);
+        else
+            zoo_check_op_init(&ops[0], c->node, -1); /* only a holder writes "held" */
+        record_op(c, &ops[1], path, text, len);
+        memset(t->results, 0, sizeof t->results); /* read even if it never went out */
+        zklock__send(c, &(struct zkl_request){.kind = kind, .call = ZKL_CALL_MULTI, .nops = 2,
+                                              .ops = ops, .results = t->results});
+        t->sent = c->sent_at; /* (the oldest in flight: no later than this one) */
+        t->view.rec = *r; /* what we write; a failure reads it again */
+    }
+    free(text); /* serialised by zoo_amulti */
+    free(path);
+}
+
+static int32_t timeout_of(const zkl_contender_t *c)
+{
+    return (int32_t)session_of(c)->negotiated_ms;
+}
+
+/* ---- the grant --------------------------------------------------------------------- */
+
+static void judge(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    const zklock_t *l = c->l;
+    struct zkl_hold_view me = {.was_blocked = c->was_blocked, .blocker_seq = c->blocker_seq,
+                               .seq = c->seq, .czxid = c->czxid, .nformer = t->nformer,
+                               .former = t->former};
+    int how = zklock__previous_judge(&t->view, &me);
+    int64_t end = how == ZKLOCK_PREV_UNCLEAN ? zklock__record_end_ms(&t->view) : -1;
+    int delay = l->opts.lock_delay_ms;
+
+    t->judged = true;
+    zklock__now(session_of(c), &t->judged_at);
+    t->delay_end = t->judged_at;
+    if (delay <= 0 || how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_NONE)
+        ; /* nothing to wait for */
+    else if (end >= 0 && t->ctime_ms > 0)
+        /* From the unclean end, on the server's clock: our node's creation
+         * is the latest moment of it we know, and our clock has run since
+         * (no earlier than the server's stamp: the wait is no shorter). */
+        zklock__later(&t->delay_end, &t->ctime_local, end + delay - t->ctime_ms);
+    else
+        /* Unknown: someone may have held, and ended, just before our turn. */
+        zklock__later(&t->delay_end, &t->judged_at, delay);
+    t->how = how;
+    t->token = how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN ? t->view.rec.token : 0;
+    if (zklock__earlier(&t->delay_end, &t->judged_at))
+        t->delay_end = t->judged_at; /* over already: owed nothing */
+    c->l->prev = (zklock_previous_info_t){
+        .how = how, .token = t->token,
+        .delay_ms = zklock__ms_between(&t->judged_at, &t->delay_end)};
+    c->l->prev_known = true;
+}
+
+/* May the owner's acquisition wait until the delay's end? */
+static bool may_wait_until(const zkl_contender_t *c, const struct timespec *end)
+{
+    if (c->try_once)
+        return false;
+    return !c->has_deadline || !zklock__earlier(&c->deadline_timer.at, end);
+}
+
+enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
+{
+    struct zkl_track *t = c->track;
+    zklock_session_t *s = session_of(c);
+
+    if (t->written)
+        return ZKL_GRANT_HOLD;
+    if (c->busy)
+        return ZKL_GRANT_WAIT; /* its answer steps it again */
+    if (!t->fresh) {
+        send_read(c);
+        return ZKL_GRANT_WAIT;
+    }
+    if (!t->judged)
+        judge(c);
+    if (!zklock__passed(s, &t->delay_end)) {
+        if (!may_wait_until(c, &t->delay_end)) {
+            *rc = ZKLOCK_ETIMEDOUT; /* holding on past its deadline is not its wish */
+            c->l->prev.left_ms = zklock__ms_between(&t->judged_at, &t->delay_end);
+            return ZKL_GRANT_GIVE_UP;
+        }
+        if (!zklock__timer_armed(&t->delay_timer))
+            zklock__timer_arm(s, &t->delay_timer, &t->delay_end);
+        return ZKL_GRANT_WAIT;
+    }
+    {
+        struct zkl_record r = t->view.parsed ? t->view.rec : (struct zkl_record){0};
+
+        zklock__record_hold(&r, false, c->czxid, c->seq, timeout_of(c));
+        send_multi(c, ZKL_REQ_RECORD_WRITE, &r);
+    }
+    return ZKL_GRANT_WAIT;
+}
+
+/* ---- the hold ----------------------------------------------------------------------- */
+
+static bool keeps_record_lease(const zklock_session_t *s)
+{
+    return s->opts.lease != ZKLOCK_LEASE_SESSION;
+}
+
+/* A write of ours landed: the record vouches for us until a session
+ * timeout after it was sent (its mtime is no earlier). Known from its
+ * answer, or from a read after its reply was lost: from the write's send
+ * time either way, not the read's. */
+static void refreshed(zkl_contender_t *c)
+{
+    zklock_session_t *s = session_of(c);
+    struct zkl_track *t = c->track;
+    int T = s->negotiated_ms;
+
+    t->refreshed = t->sent;
+    t->refresh_due = false;
+    zklock__timer_cancel(s, &t->refresh_timer);
+    zklock__timer_cancel(s, &t->lease_timer);
+    if (T <= 0)
+        return;
+    {
+        struct timespec at;
+
+        zklock__later(&at, &t->refreshed, T / 2);
+        zklock__timer_arm(s, &t->refresh_timer, &at);
+        if (keeps_record_lease(s)) {
+            zklock__later(&at, &t->refreshed, T - T / ZKL_LEASE_MARGIN_DIVISOR);
+            zklock__timer_arm(s, &t->lease_timer, &at);
+        }
+    }
+}
+
+void zklock__track_held(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    struct zkl_record r;
+
+    if (!t || !t->refresh_due || c->busy || c->phase != ZKL_HELD)
+        return;
+    if (!t->fresh) {
+        send_read(c);
+        return;
+    }
+    r = t->view.rec;
+    zklock__record_hold(&r, false, c->czxid, c->seq, timeout_of(c));
+    t->refresh_due = false; /* again if it fails */
+    send_multi(c, ZKL_REQ_RECORD_REFRESH, &r);
+}
+
+/* Has the lease its record promises passed (whether its timer ran or not)? */
+static bool record_lease_passed(const zkl_contender_t *c)
+{
+    const struct zkl_track *t = c->track;
+    const zklock_session_t *s = session_of(c);
+    struct timespec end;
+
+    if (!t || !t->written || !keeps_record_lease(s) || s->negotiated_ms <= 0)
+        return false;
+    zklock__later(&end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
+    return zklock__passed(s, &end);
+}
+
+void zklock__track_leases_check(zklock_session_t *s)
+{
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
+        if (c->phase == ZKL_HELD && record_lease_passed(c)) {
+            c->track->lease_over = true; /* its step ends the hold */
+            zklock__mark(c);
+        }
+    }
+}
+
+bool zklock__track_lease_over(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    zklock_session_t *s = session_of(c);
+
+    if (!t || !t->written)
+        return false;
+    if (record_lease_passed(c))
+        t->lease_over = true; /* the timer may not have run yet (a host that slept) */
+    if (!t->lease_over)
+        return false;
+    t->lease_over = false;
+    zklock__timer_cancel(s, &t->lease_timer);
+    zklock__timer_cancel(s, &t->refresh_timer);
+    return true;
+}
+
+/* ---- the end ------------------------------------------------------------------------ */
+
+bool zklock__track_end(zkl_contender_t *c)
+{
+    struct zkl_track *t = c->track;
+    struct zkl_record r;
+
+    if (!t || t->broken || !c->node)
+        return false;
+    if (!t->fresh) {
+        send_read(c); /* what is there now: a give-up adds to it, a write needs its version */
+        return true;
+    }
+    if (t->written) {
+        r = t->view.rec;
+        zklock__record_hold(&r, true, c->czxid, c->seq, timeout_of(c));
+    } else {
+        if (t->view.present && !t->view.parsed)
+            return false; /* a later version's record: not ours to rewrite */
+        r = t->view.parsed ? t->view.rec : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+        if (!zklock__record_give_up(&r, t->view.mtime, c->seq, t->former, t->nformer))
+            return false; /* the list is full: a gap, read as UNKNOWN */
+    }
+    send_multi(c, ZKL_REQ_RECORD_END, &r);
+    return true;
+}
+
+/* ---- answers ------------------------------------------------------------------------ */
+
+static void on_read(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    struct zkl_track *t = c->track;
+    struct zkl_record_view *v = &t->view;
+
+    memset(v, 0, sizeof *v);
+    v->present = a->rc == ZOK;
+    if (v->present) {
+        v->parsed = zklock__record_parse(a->value, a->len, &v->rec) == 0;
+        v->version = a->stat->version;
+        v->czxid = a->stat->czxid;
+        v->mtime = a->stat->mtime;
+    }
+    t->fresh = true;
+    if (t->write_unknown && v->parsed && v->rec.state == ZKL_REC_HELD && v->rec.token == c->czxid) {
+        t->written = true; /* our "held" landed; its reply was lost */
+        refreshed(c);
+    }
+    t->write_unknown = false;
+}
+
+/* The record op of a multi failed because the record changed since we
+ * read it (someone else's give-up, an operator): read it again. */
+static bool record_changed(int err)
+{
+    return err == ZBADVERSION || err == ZNODEEXISTS || err == ZNONODE;
+}
+
+/* A write of ours landed: the version it made, and for "held" (a grant or
+ * a refresh) the lease it gives. */
+static void on_written(zkl_contender_t *c, int kind)
+{
+    struct zkl_track *t = c->track;
+
+    t->view.version = t->view.present ? t->stat.version : 0; /* a set, or a create */
+    t->view.present = t->view.parsed = true;
+    if (kind == ZKL_REQ_RECORD_END)
+        return;
+    if (!t->written)
+        c->l->prev.waited_ms = c->l->prev.delay_ms; /* the hold is the owner's now */
+    t->written = true;
+    refreshed(c);
+}
+
+enum zkl_record_news zklock__track_answer(zkl_contender_t *c, const struct zkl_answer *a, int *rc)
+{
+    struct zkl_track *t = c->track;
+
+    *rc = a->rc;
+    if (a->kind == ZKL_REQ_RECORD_READ) {
+        if (a->rc == ZOK || a->rc == ZNONODE)
+            on_read(c, a);
+        else if (!transient(a->rc) && !session_ending(a->rc))
+            return ZKL_RECORD_REFUSED;
+        return ZKL_RECORD_NOTHING;
+    }
+    if (zklock__lease_proves(a->rc))
+        zklock__lease_heard(session_of(c), &c->sent_at); /* a write: the leader answered */
+    if (a->rc == ZOK) {
+        on_written(c, a->kind);
+        return a->kind == ZKL_REQ_RECORD_END ? ZKL_RECORD_DELETED : ZKL_RECORD_NOTHING;
+    }
+    t->fresh = false; /* whatever went wrong, read again before the next write */
+    if (transient(a->rc) || session_ending(a->rc)) {
+        t->write_unknown = a->kind == ZKL_REQ_RECORD_WRITE;
+        t->refresh_due |= a->kind == ZKL_REQ_RECORD_REFRESH;
+        return ZKL_RECORD_NOTHING; /* the step backs off; a read decides */
+    }
+    if (t->results[0].err == ZNONODE)
+        return ZKL_RECORD_NODE_GONE;
+    if (record_changed(t->results[1].err)) {
+        t->refresh_due |= a->kind == ZKL_REQ_RECORD_REFRESH;
+        return ZKL_RECORD_NOTHING;
+    }
+    *rc = t->results[1].err != ZOK ? t->results[1].err : a->rc;
+    t->broken = true; /* e.g. ZNOAUTH: its ends are plain deletes */
+    return ZKL_RECORD_REFUSED;
+}
+
+/* ---- what the owner asks ------------------------------------------------------------- */
 
 int zklock_previous(const zklock_t *l, int *how, int64_t *token)
 {
@@ -417,13 +505,34 @@ int zklock_previous(const zklock_t *l, int *how, int64_t *token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD && c->prev_known) {
-        *how = c->prev_how;
+    if (c && c->phase == ZKL_HELD && c->track && c->track->written) {
+        *how = c->track->how;
         if (token)
-            *token = c->prev_token;
+            *token = c->track->token;
         rc = ZKLOCK_OK;
     } else if (c && c->phase == ZKL_LOST) {
         rc = ZKLOCK_ELOST;
+    }
+    pthread_mutex_unlock(&l->s->mu);
+    return rc;
+}
+
+/* Every size zklock_previous_info_t has had, oldest first. */
+static const size_t info_sizes[] = {sizeof(zklock_previous_info_t)};
+
+int zklock_previous_info(const zklock_t *l, zklock_previous_info_t *out, size_t size)
+{
+    size_t known = size < sizeof *out ? size : sizeof *out;
+    int rc = ZKLOCK_ENOTHELD;
+
+    if (!l || !out || !l->tracks ||
+        !zklock__stats_size_ok(size, info_sizes, sizeof info_sizes / sizeof info_sizes[0]))
+        return ZKLOCK_EINVAL;
+    pthread_mutex_lock(&l->s->mu);
+    if (l->prev_known) {
+        memcpy(out, &l->prev, known);
+        memset((char *)out + known, 0, size - known);
+        rc = ZKLOCK_OK;
     }
     pthread_mutex_unlock(&l->s->mu);
     return rc;

@@ -1,11 +1,9 @@
-/* record.c: the previous holder's record, read (pure: test_unit runs it).
- *
- * The record's data is one versioned line, "1 <state> <token> <seq>
- * <identity>" (previous.c writes it); the judge says what it tells the
- * hold being granted, given what that hold saw of the queue. design.md,
- * "The previous holder's fate", has the argument. */
+/* record.c: the previous holder's record, its text and its judge (pure:
+ * test_unit runs it). design.md, "The previous holder's fate", has the
+ * argument; previous.h the format. */
 #include "previous.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,65 +18,220 @@ const char *zklock_previous_name(int how)
     }
 }
 
-/* 0, or -1 for data that is not a record of a version we know (then the
- * previous holder's fate is unknown). */
-int zklock__record_parse(const char *data, int len, struct zkl_record_view *out)
+/* ---- the text ---------------------------------------------------------------------- */
+
+static const char *const state_names[] = {
+    [ZKL_REC_NONE] = "none", [ZKL_REC_HELD] = "held", [ZKL_REC_RELEASED] = "released"};
+
+static int state_of(const char *word)
 {
-    char buf[96], state[16];
+    for (int i = 0; i < 3; i++)
+        if (strcmp(word, state_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* "-" or "12,13,20": ascending, each after the holder's number. */
+static int parse_never(const char *list, struct zkl_record *r)
+{
+    r->nnever = 0;
+    if (strcmp(list, "-") == 0)
+        return 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        long seq = strtol(p, &end, 10);
+
+        if (end == p || seq < 0 || seq > INT32_MAX || r->nnever == ZKL_RECORD_NEVER_MAX ||
+            (*end != ',' && *end != '\0'))
+            return -1;
+        r->never[r->nnever++] = (int32_t)seq;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+int zklock__record_parse(const char *data, int len, struct zkl_record *out)
+{
+    char buf[1024], state[16], never[960];
     int version, n = len < (int)sizeof buf - 1 ? len : (int)sizeof buf - 1;
-    long long token;
-    long seq;
+    long long token, alive;
+    long seq, timeout;
 
     if (!data || len <= 0)
         return -1;
     memcpy(buf, data, (size_t)n);
     buf[n] = '\0';
-    if (sscanf(buf, "%d %15s %lld %ld", &version, state, &token, &seq) != 4 ||
-        version != ZKL_RECORD_VERSION)
+    memset(out, 0, sizeof *out);
+    if (sscanf(buf, "%d", &version) != 1)
         return -1;
-    if (strcmp(state, "held") == 0)
-        out->released = false;
-    else if (strcmp(state, "released") == 0)
-        out->released = true;
-    else
+    if (version == 1) {
+        if (sscanf(buf, "%d %15s %lld %ld", &version, state, &token, &seq) != 4)
+            return -1;
+        alive = timeout = 0;
+    } else if (version == ZKL_RECORD_VERSION) {
+        if (sscanf(buf, "%d %15s %lld %ld %lld %ld %959s", &version, state, &token, &seq, &alive,
+                   &timeout, never) != 7 ||
+            parse_never(never, out) != 0 || alive < 0 || timeout < 0 || timeout > INT32_MAX)
+            return -1;
+    } else {
+        return -1; /* a later version */
+    }
+    if (state_of(state) < 0 || (version == 1 && state_of(state) == ZKL_REC_NONE))
         return -1;
+    out->state = (enum zkl_rec_state)state_of(state);
     out->token = token;
     out->seq = (int32_t)seq;
+    out->alive_ms = alive;
+    out->timeout_ms = (int32_t)timeout;
     return 0;
 }
 
-/* Was no node created between the record's holder's and ours, besides the
- * record itself? Sequence numbers count the lock path's child creations
- * (node.c), so ours is the holder's + 1, + 1 more if the record was made
- * between the two (by that holder, which alone may write it). Any other
- * hold after the record's holder had a node created in that span. */
-static bool nothing_created_between(const struct zkl_record_view *rec,
-                                    const struct zkl_hold_view *me)
+char *zklock__record_format(const struct zkl_record *r, const char *identity, int *len)
 {
-    int64_t expected = (int64_t)rec->seq + 1;
+    size_t room = 96 + (size_t)r->nnever * 12 + (identity ? strlen(identity) : 0);
+    char *text = malloc(room), *p;
 
-    if (rec->created > rec->token && rec->created < me->czxid)
-        expected++;
-    return me->seq == expected;
+    if (!text)
+        return NULL;
+    p = text + snprintf(text, room, "%d %s %" PRId64 " %" PRId32 " %" PRId64 " %" PRId32 " ",
+                        ZKL_RECORD_VERSION, state_names[r->state], r->token, r->seq, r->alive_ms,
+                        r->timeout_ms);
+    if (r->nnever == 0)
+        *p++ = '-';
+    for (int i = 0; i < r->nnever; i++)
+        p += snprintf(p, room - (size_t)(p - text), "%s%" PRId32, i ? "," : "", r->never[i]);
+    *len = (int)(p - text) + snprintf(p, room - (size_t)(p - text), " %s", identity ? identity : "");
+    return text;
 }
 
-/* The answer for a hold that read `rec` (NULL: none). The record speaks
- * for the hold before ours only if nobody else can have held in between:
- * we were blocked last by the record's holder, or, never blocked (our
- * first listing came after it left), no node was created between its node
- * and ours. No record: we are the first holder only if ours is the lock
- * path's first node (a hold that wrote none, a Curator peer's, had its
- * node created before ours). Otherwise someone may have held without a
- * record: unknown. */
-int zklock__previous_judge(const struct zkl_record_view *rec, const struct zkl_hold_view *me)
-{
-    bool vouched = me->was_blocked ? rec && me->blocker_seq == rec->seq
-                   : rec           ? nothing_created_between(rec, me)
-                                   : me->seq == 0;
+/* ---- the writers ------------------------------------------------------------------- */
 
+/* Keeps only the give-ups after `seq`: the others speak of holds before
+ * the record's holder, which nobody asks about any more. */
+static void keep_never_after(struct zkl_record *r, int32_t seq)
+{
+    int k = 0;
+
+    for (int i = 0; i < r->nnever; i++)
+        if (r->never[i] > seq)
+            r->never[k++] = r->never[i];
+    r->nnever = k;
+}
+
+void zklock__record_hold(struct zkl_record *r, bool released, int64_t token, int32_t seq,
+                         int32_t timeout_ms)
+{
+    r->state = released ? ZKL_REC_RELEASED : ZKL_REC_HELD;
+    r->token = token;
+    r->seq = seq;
+    r->alive_ms = 0; /* this write's own mtime is the holder's sign of life */
+    r->timeout_ms = timeout_ms;
+    keep_never_after(r, seq);
+}
+
+static bool has_never(const struct zkl_record *r, int32_t seq)
+{
+    for (int i = 0; i < r->nnever; i++)
+        if (r->never[i] == seq)
+            return true;
+    return false;
+}
+
+/* Adds seq in order; false if there is no room. */
+static bool add_never(struct zkl_record *r, int32_t seq)
+{
+    int i;
+
+    if (seq <= r->seq || has_never(r, seq))
+        return true; /* before the holder's, or there already */
+    if (r->nnever == ZKL_RECORD_NEVER_MAX)
+        return false;
+    for (i = r->nnever; i > 0 && r->never[i - 1] > seq; i--)
+        r->never[i] = r->never[i - 1];
+    r->never[i] = seq;
+    r->nnever++;
+    return true;
+}
+
+bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
+                            const int32_t *former, int nformer)
+{
+    struct zkl_record next = *r;
+
+    if (next.state == ZKL_REC_NONE)
+        next.seq = -1;
+    else if (next.alive_ms == 0)
+        next.alive_ms = mtime; /* the holder's last write, kept past ours */
+    for (int i = 0; i < nformer; i++)
+        if (!add_never(&next, former[i]))
+            return false;
+    if (!add_never(&next, seq))
+        return false;
+    *r = next;
+    return true;
+}
+
+/* ---- the judge --------------------------------------------------------------------- */
+
+static bool accounted(const struct zkl_record *r, const struct zkl_hold_view *me, int32_t seq)
+{
+    if (r && has_never(r, seq))
+        return true;
+    for (int i = 0; i < me->nformer; i++)
+        if (me->former[i] == seq)
+            return true;
+    return false;
+}
+
+/* Sequence numbers count the lock path's child creations (node.c), so the
+ * numbers after `from` and before ours are exactly the nodes created
+ * between. Is each of them a contender that never held (its give-up said
+ * so, in the multi that deleted its node), or the record's own creation
+ * (it alone may be made between without a number of its own in the list)?
+ * Then nobody held between `from` and us. */
+static bool all_accounted(const struct zkl_record_view *v, const struct zkl_hold_view *me,
+                          int32_t from, int64_t after_czxid)
+{
+    int64_t gaps = (int64_t)me->seq - from - 1, known = 0;
+
+    if (gaps < 0)
+        return false; /* a number below the holder's: the path was made again */
+    for (int32_t seq = from + 1; seq < me->seq && known <= gaps; seq++)
+        known += accounted(v && v->parsed ? &v->rec : NULL, me, seq);
+    if (v && v->present && v->czxid > after_czxid && v->czxid < me->czxid)
+        known++;
+    return known == gaps;
+}
+
+/* The record speaks for the hold before ours only if nobody else can have
+ * held in between: we were blocked last by the record's holder (nobody
+ * after it could hold while its node stood, and its node went just before
+ * our turn), or every node created between its node and ours never held.
+ * No holder yet: every node created before ours never held. */
+int zklock__previous_judge(const struct zkl_record_view *v, const struct zkl_hold_view *me)
+{
+    const struct zkl_record *r = v && v->present && v->parsed ? &v->rec : NULL;
+    bool vouched;
+
+    if (v && v->present && !v->parsed)
+        return ZKLOCK_PREV_UNKNOWN; /* a record of a later version */
+    if (!r || r->state == ZKL_REC_NONE)
+        vouched = all_accounted(v, me, -1, 0);
+    else
+        vouched = (me->was_blocked && me->blocker_seq == r->seq) ||
+                  all_accounted(v, me, r->seq, r->token);
     if (!vouched)
         return ZKLOCK_PREV_UNKNOWN;
-    if (!rec)
+    if (!r || r->state == ZKL_REC_NONE)
         return ZKLOCK_PREV_NONE;
-    return rec->released ? ZKLOCK_PREV_CLEAN : ZKLOCK_PREV_UNCLEAN;
+    return r->state == ZKL_REC_RELEASED ? ZKLOCK_PREV_CLEAN : ZKLOCK_PREV_UNCLEAN;
+}
+
+int64_t zklock__record_end_ms(const struct zkl_record_view *v)
+{
+    const struct zkl_record *r = &v->rec;
+
+    if (!v->present || !v->parsed || r->state != ZKL_REC_HELD || r->timeout_ms <= 0)
+        return -1; /* version 1: no refreshes, nothing bounds its holder */
+    return (r->alive_ms ? r->alive_ms : v->mtime) + r->timeout_ms;
 }

@@ -12,14 +12,16 @@
  * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
- * engine, the queue inspector) hear of connection changes through the table
- * zklock__layers (layers.c).
+ * engine, the queue inspector, the followers) hear of connection changes
+ * through the table the composition root handed down (s->layers, root.c).
  */
 #include "names.h"
 #include "lockstats.h"
 #include "session.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +33,17 @@
 
 /* ---- the layers above ------------------------------------------------------ */
 
-#define EACH_LAYER(hook, ...)                                  \
+#define EACH_LAYER(hook, s, ...)                               \
     do {                                                       \
-        for (size_t i_ = 0; zklock__layers[i_]; i_++)              \
-            if (zklock__layers[i_]->hook)                          \
-                zklock__layers[i_]->hook(__VA_ARGS__);             \
+        for (size_t i_ = 0; (s)->layers[i_]; i_++)             \
+            if ((s)->layers[i_]->hook)                         \
+                (s)->layers[i_]->hook(s, ##__VA_ARGS__);       \
     } while (0)
 
 static bool layers_busy(const zklock_session_t *s)
 {
-    for (size_t i = 0; zklock__layers[i]; i++)
-        if (zklock__layers[i]->busy && zklock__layers[i]->busy(s))
+    for (size_t i = 0; s->layers[i]; i++)
+        if (s->layers[i]->busy && s->layers[i]->busy(s))
             return true;
     return false;
 }
@@ -216,8 +218,7 @@ static void probe_done(int rc, const struct Stat *st, const void *data)
     pthread_mutex_lock(&s->mu);
     if (s->zh == s->probe_zh)
         zklock__learn_completion_thread(s);
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -227,11 +228,8 @@ static void probe_completion_thread(zklock_session_t *s)
 {
     if (s->cthread_zh == s->zh || s->probe_zh == s->zh)
         return;
-    if (s->wire->aexists(s->zh, "/", 0, probe_done, s) == ZOK) {
+    if (zklock__request_sent(s, s->wire->aexists(s->zh, "/", 0, probe_done, s)))
         s->probe_zh = s->zh;
-        s->ops++;
-        s->stats.requests++;
-    }
 }
 
 static void connected(zklock_session_t *s)
@@ -416,31 +414,6 @@ static int open_handle_when_resolved(zklock_session_t *s)
     return rc ? rc : open_handle(s);
 }
 
-/* ---- the handle lent to synchronous calls (previous.c) -------------------- */
-
-zhandle_t *zklock__zh_borrow(zklock_session_t *s)
-{
-    if (!s->zh || s->adopted || s->state == ZKL_S_CLOSED)
-        return NULL;
-    s->zh_borrowers++;
-    return s->zh;
-}
-
-void zklock__zh_return(zklock_session_t *s)
-{
-    if (--s->zh_borrowers == 0)
-        pthread_cond_broadcast(&s->cond);
-}
-
-/* Before a handle no longer in s->zh is closed: its synchronous calls in
- * progress end first (each ends at its answer or at the connection's loss,
- * within a session timeout). */
-void zklock__zh_unborrowed(zklock_session_t *s)
-{
-    while (s->zh_borrowers > 0)
-        zklock__cond_wait(s, &s->cond);
-}
-
 /* Closes the dead handle (its late answers are stale by generation) and
  * opens a new session (the first one, for a session opened in the
  * background). */
@@ -454,7 +427,6 @@ static void replace_handle(zklock_session_t *s)
     s->reopen_now = false;
     s->zh = s->retired_zh = NULL;
     if (old) {
-        zklock__zh_unborrowed(s);
         pthread_mutex_unlock(&s->mu);
         s->wire->close(old);
         pthread_mutex_lock(&s->mu);
@@ -541,6 +513,24 @@ static void trace_open(zklock_session_t *s)
     s->trace_owned = s->trace != NULL;
 }
 
+void zklock__internal_error(const zklock_session_t *s, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s->trace && s->trace != stderr) {
+        fprintf(s->trace, "zklock: internal error: session 0x%" PRIx64 " %s\n",
+                (uint64_t)s->session_id, what);
+        fflush(s->trace);
+    }
+    fprintf(stderr, "zklock: internal error: session 0x%" PRIx64 " %s\n", (uint64_t)s->session_id,
+            what);
+    abort();
+}
+
 static void trace_close(zklock_session_t *s)
 {
     if (s->trace_owned)
@@ -614,7 +604,7 @@ static int take_options(zklock_session_t *s, const zklock_session_opts_t *opts)
 }
 
 static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts,
-                       const struct zkl_wire *wire, void *env)
+                       const struct zkl_wire *wire, void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -632,6 +622,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
         return ZKLOCK_ENOMEM;
     s->wire = wire;
     s->wire_env = env;
+    s->layers = above->layers;
+    s->doors = above->doors;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKLOCK_ESYSTEM;
@@ -715,9 +707,9 @@ static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
     return 0;
 }
 
-int zklock__session_open_on(zklock_session_t **out, const char *hosts,
-                            const zklock_session_opts_t *opts, const struct zkl_wire *wire,
-                            void *env)
+int zklock__session_open_with(zklock_session_t **out, const char *hosts,
+                              const zklock_session_opts_t *opts, const struct zkl_wire *wire,
+                              void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     struct timespec deadline;
@@ -728,7 +720,7 @@ int zklock__session_open_on(zklock_session_t **out, const char *hosts,
     *out = NULL;
     if (zklock__hosts_check(hosts) != 0)
         return ZKLOCK_EINVAL; /* malformed: no retry would help */
-    rc = session_new(&s, opts, wire, env);
+    rc = session_new(&s, opts, wire, env, above);
     if (rc)
         return rc;
     s->hosts = strdup(hosts);
@@ -758,12 +750,6 @@ int zklock__session_open_on(zklock_session_t **out, const char *hosts,
     return finish_open(out, s, rc);
 }
 
-int zklock_session_open(zklock_session_t **out, const char *hosts,
-                        const zklock_session_opts_t *opts)
-{
-    return zklock__session_open_on(out, hosts, opts, &zklock__real_wire, NULL);
-}
-
 /* With s->mu held: starts using the application's handle zh. */
 static void take_handle(zklock_session_t *s, zhandle_t *zh)
 {
@@ -782,8 +768,8 @@ static void take_handle(zklock_session_t *s, zhandle_t *zh)
         connected(s);
 }
 
-int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
-                         const zklock_session_opts_t *opts)
+int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
+                               const zklock_session_opts_t *opts, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -793,7 +779,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     *out = NULL;
     if (!zh || (opts && (opts->tls_ca || opts->tls_cert || opts->tls_key)))
         return ZKLOCK_EINVAL; /* the handle's TLS is the application's */
-    rc = session_new(&s, opts, &zklock__real_wire, NULL);
+    rc = session_new(&s, opts, &zklock__real_wire, NULL, above);
     if (rc)
         return rc;
     s->adopted = true;
@@ -931,7 +917,6 @@ void zklock_session_close(zklock_session_t *s)
     retired = s->retired_zh;
     s->zh = s->retired_zh = NULL;
     pthread_cond_broadcast(&s->cond);
-    zklock__zh_unborrowed(s);
     pthread_mutex_unlock(&s->mu);
 
     stop_threads(s);
@@ -966,4 +951,36 @@ bool zklock__session_claim_free(zklock_session_t *s)
         return false;
     s->free_claimed = true;
     return true;
+}
+
+/* ---- what a recipe reads of the session (recipe.h) ------------------------------------ */
+
+void zklock__session_lock(zklock_session_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+}
+
+void zklock__session_unlock(zklock_session_t *s)
+{
+    pthread_mutex_unlock(&s->mu);
+}
+
+const char *zklock__identity(const zklock_session_t *s)
+{
+    return s->identity;
+}
+
+unsigned zklock__generation(const zklock_session_t *s)
+{
+    return s->gen;
+}
+
+bool zklock__closing(const zklock_session_t *s)
+{
+    return s->closing || s->state == ZKL_S_CLOSED;
+}
+
+bool zklock__between_sessions(const zklock_session_t *s)
+{
+    return s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED;
 }

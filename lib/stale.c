@@ -99,7 +99,7 @@ bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char 
 
 static bool sent(struct zkl_stale *e, int rc)
 {
-    if (!zklock__detached_sent(e->s, rc))
+    if (!zklock__request_sent(e->s, rc))
         return false; /* the next resume tries again */
     e->ops++;
     e->gen = e->s->gen;
@@ -125,7 +125,7 @@ static bool answered(struct zkl_stale *e)
     zklock_session_t *s = e->s;
 
     e->ops--;
-    zklock__detached_done(s);
+    zklock__request_answered(s);
     return e->gen == s->gen;
 }
 

@@ -18,6 +18,7 @@
  */
 #include "lease.h"
 #include "owner.h"
+#include "previous.h"
 #include "recipe.h"
 #include "request.h"
 #include "revoke.h"
@@ -30,6 +31,7 @@
 #include <stdio.h>
 
 static void failed(zkl_contender_t *c, int rc);
+static void own_node_gone(zkl_contender_t *c);
 static void send_owner_check(zkl_contender_t *c);
 static void send_stray_delete(zklock_session_t *s, const char *dir, const char *name);
 
@@ -41,6 +43,7 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
 static void start_over(zkl_contender_t *c, bool keep_place)
 {
     zklock__forget_blocker(c);
+    zklock__track_node_lost(c); /* a node that never held, gone without a word */
     zklock__set_node(c, NULL);
     c->create_unknown = false;
     c->fast = false;
@@ -49,7 +52,7 @@ static void start_over(zkl_contender_t *c, bool keep_place)
     zklock__set_phase(c, ZKL_QUEUING, keep_place ? "queues again, in its place" : "queues again");
     c->need_list = false;
     if (!keep_place && zklock__inherits(c))
-        c->l->recipe->forget_place(c);
+        c->l->recipe->heir->forget_place(c);
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
@@ -158,6 +161,14 @@ bool zklock__become_holder(zkl_contender_t *c)
         zklock__lease_keep(s); /* a heartbeat refused or lost is sent again (T/6) */
         return false;
     }
+    if (!zklock__track_granted(c)) {
+        /* A tracking mutex: the record is read and "held" written, and the
+         * lock-delay waited, before the hold is the owner's (step_granting). */
+        if (c->phase != ZKL_GRANTING)
+            zklock__set_phase(c, ZKL_GRANTING, "its turn: reads the record");
+        zklock__lease_keep(s);
+        return false;
+    }
     zklock__set_phase(c, ZKL_HELD, "its turn");
     c->result = ZKLOCK_OK;
     s->stats.acquired++;
@@ -187,10 +198,9 @@ static void created(zkl_contender_t *c, bool fast, int64_t czxid)
     if (c->phase != ZKL_QUEUING)
         return;
     if (fast && zklock__fast_holds(c->seq, czxid, c->fast_prev_seq, c->fast_prev_zxid)) {
-        if (zklock__become_holder(c)) {
-            c->alone = true;
+        c->alone = true; /* known now, whenever the hold begins */
+        if (zklock__become_holder(c))
             session_of(c)->stats.fast_acquired++;
-        }
     } else if (fast) {
         c->need_list = true;
     }
@@ -211,6 +221,7 @@ static void on_create(zkl_contender_t *c, const struct zkl_answer *a)
         }
         c->seq = zklock__parse_name(basename_of(a->value), &e) == 0 ? e.seq : 0;
         c->czxid = a->stat->czxid;
+        zklock__track_created(c, a->stat);
         created(c, fast, a->stat->czxid);
     } else if (a->rc == ZNONODE) {
         if (c->parent_rc != 0)
@@ -259,7 +270,7 @@ static void facts_of(const zkl_contender_t *c, struct zkl_queue_facts *f)
         .exclusive = !c->l->shared,
         .try_once = c->try_once,
         .heir = zklock__inherits(c),
-        .writer = zklock__inherits(c) ? c->l->recipe->place_node(c) : NULL,
+        .writer = zklock__inherits(c) ? c->l->recipe->heir->place_node(c) : NULL,
         .stale = stale,
         .stale_ctx = c,
     };
@@ -285,8 +296,8 @@ static void act_on(zkl_contender_t *c, const struct zkl_verdict *v)
 {
     switch (v->kind) {
     case ZKL_V_HOLDS:
-        if (zklock__become_holder(c))
-            c->alone = v->alone;
+        c->alone = v->alone; /* known now, whenever the hold begins */
+        zklock__become_holder(c);
         break;
     case ZKL_V_WATCH:
         zklock__watch_blocker(c, v->node, v->sole);
@@ -366,6 +377,7 @@ static void on_owner(zkl_contender_t *c, const struct zkl_answer *a)
 {
     if (a->rc == ZOK && a->stat->ephemeralOwner == session_of(c)->session_id) {
         c->czxid = a->stat->czxid;
+        zklock__track_created(c, a->stat);
         if (zklock__inherits(c) && c->phase == ZKL_QUEUING)
             zklock__become_holder(c); /* a heir holds by its writer's place */
         else
@@ -375,6 +387,8 @@ static void on_owner(zkl_contender_t *c, const struct zkl_answer *a)
         zklock__set_node(c, NULL);
     } else {
         /* Gone, or not ours after all: never touch it, start afresh. */
+        if (a->rc == ZOK)
+            zklock__set_node(c, NULL); /* someone else's: not a node of ours that went */
         zklock__requeue_own(c);
     }
 }
@@ -390,22 +404,55 @@ static void node_abandoned(zkl_contender_t *c, int rc)
         c->result = rc;
 }
 
-static void on_delete(zkl_contender_t *c, const struct zkl_answer *a)
+/* Our node's delete was answered (or the multi that deleted it with the
+ * record's word): gone, or it may still be there (a lost reply). */
+static void node_deleted(zkl_contender_t *c, int rc)
 {
-    zklock__heard(c, a->rc);
-    if (a->rc == ZOK || a->rc == ZNONODE) {
+    if (rc == ZOK || rc == ZNONODE) {
         /* "No node" after a delete whose reply was lost is that delete's
          * success; on a first attempt, the node was gone before we came. */
-        if (a->rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
+        if (rc == ZNONODE && !c->delete_unknown && c->result == ZKLOCK_OK)
             release_found_lost(c, ZKLOCK_LOST_DELETED); /* the session answered: alive */
-        if (a->rc == ZOK && c->alone)
+        if (rc == ZOK && c->alone)
             zklock__fast_remember(c);
         zklock__set_node(c, NULL);
         c->delete_unknown = false;
-    } else if (transient(a->rc)) {
+    } else if (transient(rc)) {
         c->delete_unknown = true;
-    } else if (!session_ending(a->rc)) {
-        node_abandoned(c, a->rc);
+    } else if (!session_ending(rc)) {
+        node_abandoned(c, rc);
+    }
+}
+
+static void on_delete(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    zklock__heard(c, a->rc);
+    node_deleted(c, a->rc);
+}
+
+/* The previous holder's record (previous.c): what its answer means here. */
+static void on_record(zkl_contender_t *c, const struct zkl_answer *a)
+{
+    int rc;
+
+    switch (zklock__track_answer(c, a, &rc)) {
+    case ZKL_RECORD_DELETED:
+        node_deleted(c, ZOK);
+        break;
+    case ZKL_RECORD_NODE_GONE:
+        if (c->phase == ZKL_LEAVING)
+            node_deleted(c, ZNONODE);
+        else
+            own_node_gone(c);
+        break;
+    case ZKL_RECORD_REFUSED:
+        if (ZKL_WANTS(c))
+            failed(c, rc); /* the record is not ours to read or write */
+        break;
+    case ZKL_RECORD_NOTHING:
+        if (a->kind == ZKL_REQ_RECORD_END && transient(rc))
+            c->delete_unknown = true; /* it may have deleted our node */
+        break;
     }
 }
 
@@ -515,6 +562,12 @@ static void read_answer(zkl_contender_t *c)
         break;
     case ZKL_REQ_OWN_WATCH:
         on_own_watch(c, a);
+        break;
+    case ZKL_REQ_RECORD_READ:
+    case ZKL_REQ_RECORD_WRITE:
+    case ZKL_REQ_RECORD_REFRESH:
+    case ZKL_REQ_RECORD_END:
+        on_record(c, a);
         break;
     default:
         c->l->recipe->answer(c, a); /* a recipe's own request */
@@ -679,6 +732,18 @@ static void read_lease_run_out(zkl_contender_t *c)
     zklock__stale_sweep(session_of(c)); /* sent now if the connection is up after all */
 }
 
+/* A tracking hold's record was not written for a lease (previous.c): the
+ * next holder's lock-delay runs from its last write, so the hold ends as
+ * when the session's lease runs out. */
+static void read_record_lease(zkl_contender_t *c)
+{
+    if (c->phase != ZKL_HELD || !zklock__track_lease_over(c))
+        return;
+    zklock__stale_add(c);
+    zklock__lose(c, ZKLOCK_LOST_UNSURE);
+    zklock__stale_sweep(session_of(c));
+}
+
 /* What became of its subs (a semaphore's acquisition lock, a multi-lock's
  * members): a failed acquisition gives c up; a lost hold is c's own
  * (a multi-lock holds by its members, whose releases it answers for too). */
@@ -791,7 +856,7 @@ bool zklock__send_list(zkl_contender_t *c)
     c->need_list = false;
     if (!zklock__send(c, &(struct zkl_request){
                              .kind = ZKL_REQ_LIST, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
-                             .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
+                             .watch = c->queue_watch ? ZKL_WATCH_QUEUE : ZKL_WATCH_NONE}))
         return false;
     zklock__queue_listing_sent(c);
     return true;
@@ -808,7 +873,7 @@ static void send_create(zkl_contender_t *c)
     char *name;
     bool sent;
 
-    if (c->l->recipe->create && c->l->recipe->create(c))
+    if (c->l->recipe->heir && c->l->recipe->heir->create(c))
         return; /* a heir's check and create in one multi (rwlock.c) */
     if (!(name = zklock__node_name(c))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
@@ -862,7 +927,7 @@ static void stray_deleted(int rc, const void *data)
     zklock_session_t *s = (zklock_session_t *)data;
 
     pthread_mutex_lock(&s->mu);
-    zklock__detached_done(s);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -873,7 +938,7 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
     char *path = zklock__child_path(dir, name);
 
     if (path)
-        zklock__detached_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
+        zklock__request_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
     free(path);
 }
 
@@ -906,8 +971,25 @@ static void step_leaving(zkl_contender_t *c)
         return;
     if (c->create_unknown)
         send_recovery(c);
-    else if (c->node)
-        send_delete(c);
+    else if (c->node && !zklock__track_end(c))
+        send_delete(c); /* (a tracking contender's goes with the record's word) */
+}
+
+/* A tracking contender's turn: the record, the lock-delay (previous.c). */
+static void step_record(zkl_contender_t *c)
+{
+    int rc = 0;
+
+    switch (zklock__track_grant(c, &rc)) {
+    case ZKL_GRANT_HOLD:
+        zklock__become_holder(c);
+        break;
+    case ZKL_GRANT_GIVE_UP:
+        zklock__give_up(c, rc);
+        break;
+    case ZKL_GRANT_WAIT:
+        break;
+    }
 }
 
 /* Its turn came on a lease that ran out, or is old: once the session is
@@ -926,6 +1008,8 @@ static void step_granting(zkl_contender_t *c)
         zklock__set_phase(c, ZKL_QUEUING, "lease proved: looks at its members again");
     else if (zklock__inherits(c) && !zklock__place_stands(c))
         zklock__requeue(c);
+    else if (!zklock__track_granted(c))
+        step_record(c);
     else
         zklock__become_holder(c);
 }
@@ -957,6 +1041,7 @@ void zklock__step(zkl_contender_t *c)
     read_watch_events(c);
     read_session_end(c);
     read_lease_run_out(c);
+    read_record_lease(c);
     zklock__let_go_step(c);
     read_subs(c);
     if (c->l->recipe->step)
@@ -976,6 +1061,8 @@ void zklock__step(zkl_contender_t *c)
         send_loss_probe(c);
     if (c->phase == ZKL_HELD || ZKL_WANTS(c))
         zklock__arm_own_watch(c);
+    if (c->phase == ZKL_HELD)
+        zklock__track_held(c); /* a tracking holder's record, again when due */
     if (c->phase == ZKL_GRANTING)
         step_granting(c);
     step_queuing(c);

@@ -7,6 +7,7 @@
 #define ZKLOCK_TIMER_H
 
 #include "common.h"
+#include "recipe.h"
 
 /* ---- clock.c: time, on ZKLOCK_CLOCK (CLOCK_BOOTTIME on Linux) ------------- */
 
@@ -17,8 +18,7 @@ int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
  * the clock is read again; ETIMEDOUT once at has passed, else 0. */
 int zklock__cond_wait_until(zklock_session_t *s, pthread_cond_t *cond, const struct timespec *at,
                             int cap_ms);
-/* Waits on cond, with s->mu held, for a wake-up (or none: look again). */
-void zklock__cond_wait(zklock_session_t *s, pthread_cond_t *cond);
+/* (zklock__cond_wait: waits on cond for a wake-up, or none: recipe.h.) */
 void zklock__now(const zklock_session_t *s, struct timespec *ts);
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
 /* now + timeout_ms */

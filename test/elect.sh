@@ -126,10 +126,12 @@ check "a revocable leader runs its command" wait_for 20 started "$T/rv.up"
 "$ELECT" $P/rv second >"$T/rv.second" & second=$!
 check "a second participant waits" wait_for 20 queued $P/rv 2
 "$ZKLS" --revoke $P/rv >"$T/rv.asked"; st=$?
-check "zklock-ls --revoke asks the leader only, by its value (exit $st)" \
-  [ "$st" = 0 ] && [ "$(wc -l <"$T/rv.asked")" = 1 ] && grep -q " first\$" "$T/rv.asked"
+check "zklock-ls --revoke asks (exit $st)" [ "$st" = 0 ]
+check "...one node" [ "$(wc -l <"$T/rv.asked")" = 1 ]
+check "...the leader's, named by its value" grep -q " first\$" "$T/rv.asked"
 wait $rv; st=$?
-check "the asked leader stopped its command and resigned: exit 79 (got $st)" [ "$st" = 79 ] && [ -s "$T/rv.down" ]
+check "the asked leader resigned: exit 79 (got $st)" [ "$st" = 79 ]
+check "...having stopped its command (SIGTERM)" [ -s "$T/rv.down" ]
 check "the next participant leads at once" wait_for 20 grep -qx leader "$T/rv.second"
 kill -INT $second; wait $second
 

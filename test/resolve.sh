@@ -53,7 +53,7 @@ not_yet() { ! grep -q acquired "$T/late"; }
 check "...which does not resolve yet: no acquisition" not_yet
 echo "127.0.0.1 zklock-late" >>"$T/hosts"
 wait $helper; st=$?
-check "an acquisition made before the name resolved succeeds once it does, within its timeout" \
-  [ $st = 0 ] && grep -qx "acquired ZKLOCK_OK" "$T/late"
+check "an acquisition made before the name resolved ends well once it does (exit $st)" [ $st = 0 ]
+check "...having acquired, within its timeout" grep -qx "acquired ZKLOCK_OK" "$T/late"
 check "no node left under $P/late" wait_for 10 queued $P/late 0
 done_testing

@@ -1,7 +1,10 @@
 """The soak's and the partition rig's checkers (test/soak.py,
 test/partition/check.py), fed synthetic histories: a clean one must pass,
 and each kind of violation must be caught, or the checkers could pass a
-broken lock. Run by test/checkers.sh (make check).
+broken lock. And the shell suites' checker (test/script_checks.py), fed
+made-up scripts: a check that asserts only its first condition must be
+caught, on one line or over continuation lines, and the suites must have
+none. Run by test/checkers.sh (make check).
 
 Times are in milliseconds here (the logs have nanoseconds); the session
 timeout is 2 s (a lease margin of 100 ms) for the soak, 4 s (200 ms) for the
@@ -20,6 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "partition"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import soak  # noqa: E402
 import check  # noqa: E402
+import script_checks  # noqa: E402
 
 MS = 1_000_000
 
@@ -227,6 +231,73 @@ class Checkers(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("could not be counted", out)
         self.assertIn("the lock nodes left on the server could not be counted", self.rig(leftover=None))
+
+
+class ScriptChecks(unittest.TestCase):
+    """A check that names two conditions and asserts one is caught."""
+
+    def caught(self, script):
+        return [line for line, _ in script_checks.unasserted(script)]
+
+    # ---- what must be caught
+
+    def test_a_second_condition_after_and(self):
+        self.assertEqual(self.caught('check "a and b" [ "$a" = 1 ] && [ "$b" = 2 ]\n'), [1])
+
+    def test_over_continuation_lines(self):
+        script = ('true\n'
+                  'check "a and b" \\\n'
+                  '  [ "$a" = 1 ] && grep -q b "$T/out"\n')
+        self.assertEqual(self.caught(script), [2])
+
+    def test_the_operator_on_the_continuation_line_itself(self):
+        self.assertEqual(self.caught('check "a" [ "$a" = 1 ] \\\n  && [ -s f ]\n'), [1])
+
+    def test_or_and_a_pipe(self):
+        script = ('check "x" foo || echo never\n'
+                  'expect_status 0 "y" "$ZKLOCK" /p true | cat\n')
+        self.assertEqual(self.caught(script), [1, 2])
+
+    def test_after_then_and_do(self):
+        script = ('if true; then check "x" a && b; fi\n'
+                  'for p in a b; do check "y" c && d; done\n')
+        self.assertEqual(self.caught(script), [1, 2])
+
+    def test_after_a_here_document(self):
+        script = ('"$PY" - <<\'PY\'\n'
+                  'print("it\'s && not shell")\n'
+                  'PY\n'
+                  'check "x" a && b\n')
+        self.assertEqual(self.caught(script), [4])
+
+    # ---- what must pass
+
+    def test_conditions_inside_the_asserted_command(self):
+        script = ('check "x" sh -c "a && b || c | d"\n'
+                  "check 'y' sh -c 'a && b'\n"
+                  'check "z" [ "$(a && b | c)" = "$(( 1 && 2 ))" ]\n'
+                  'check "w" grep -q "a \\" && b" f\n'
+                  'check "v" wait_for 20 sh -c "grep -qs x $L && grep -qs y $L"\n')
+        self.assertEqual(self.caught(script), [])
+
+    def test_one_check_per_condition(self):
+        script = ('check "a" [ "$a" = 1 ]\n'
+                  'check "...and b" \\\n'
+                  '  [ "$b" = 2 ]; wait $x && echo done\n'
+                  '[ -n "$x" ] && check "c" true\n'
+                  'expect_status 64 "d" "$ZKLOCK" 2>&1 >/dev/null\n'
+                  'check "e" true # a comment && more\n')
+        self.assertEqual(self.caught(script), [])
+
+    # ---- the suites themselves: make check fails on the shape
+
+    def test_the_suites_assert_every_condition(self):
+        suites = [os.path.join(HERE, f) for f in sorted(os.listdir(HERE)) if f.endswith(".sh")]
+        self.assertIn(os.path.join(HERE, "tools.sh"), suites)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = script_checks.main(suites)
+        self.assertEqual(rc, 0, out.getvalue())
 
 
 if __name__ == "__main__":

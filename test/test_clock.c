@@ -92,8 +92,8 @@ static int64_t past_the_lease(zklock_t *l, int timeout_ms)
     return ms_until(&until) + timeout_ms;
 }
 
-/* A session of its own holding a lock at tu_path(name), whose node is
- * node, and whose losses are recorded in lost. */
+/* A session of its own holding a lock at tu_path(name) (max_hold_ms: its
+ * opts'), whose node is node, and whose losses are recorded in lost. */
 struct holder {
     zklock_session_t *s;
     zklock_t *l;
@@ -102,10 +102,10 @@ struct holder {
     char *node;
 };
 
-static void hold(struct holder *h, const char *name)
+static void hold(struct holder *h, const char *name, int max_hold_ms)
 {
     zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS};
-    zklock_opts_t lo = {.on_lost = tu_on_lost};
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .max_hold_ms = max_hold_ms};
 
     memset(h, 0, sizeof *h);
     pthread_mutex_init(&h->lost.mu, NULL);
@@ -126,31 +126,82 @@ static void let_go(struct holder *h)
     tu_assert_clean(h->path);
 }
 
+/* The calls that answer by the hold as it is when they are called (the
+ * lease, the maximum hold), whoever noticed first. */
+enum query { Q_HOLD_COUNT, Q_FENCE, Q_VALID_UNTIL, Q_CHECK_OP, Q_RELEASE, Q_COUNT };
+
+/* Asks q first, of a hold that has just lapsed while nothing else could
+ * notice: it must answer that the hold is over. Each query is asked first
+ * on a lapse of its own: the first to notice ends the hold for every
+ * other. */
+static void assert_over(zklock_t *l, enum query q)
+{
+    struct timespec until;
+    int64_t token;
+    zoo_op_t op;
+
+    switch (q) {
+    case Q_HOLD_COUNT: TU_ASSERT_INT(zklock_hold_count(l), ==, 0); break;
+    case Q_FENCE: TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ELOST); break;
+    case Q_VALID_UNTIL: TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_ENOTHELD); break;
+    case Q_CHECK_OP: TU_ASSERT_RC(zklock_check_op(l, &op), ZKLOCK_ENOTHELD); break;
+    case Q_RELEASE: TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST); break;
+    case Q_COUNT: break;
+    }
+}
+
+/* ... and every other query says so too, then: the hold is over for all
+ * (once released, nothing is held: no hold to tell of). */
+static void assert_over_for_all(zklock_t *l, enum query asked)
+{
+    int64_t token;
+
+    if (asked == Q_RELEASE) {
+        TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+        TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_ENOTHELD);
+        return;
+    }
+    for (enum query q = Q_HOLD_COUNT; q < Q_COUNT; q++)
+        if (q != asked && q != Q_RELEASE)
+            assert_over(l, q);
+}
+
+/* h's hold has just lapsed (reason: what on_lost will say) while nothing
+ * else could notice: q, asked first, says it is over, and so does every
+ * other query then; on_lost follows, once, and the node goes (the session
+ * lives: zklock deletes it); the owner's release answers ELOST. */
+static void lapsed_asking(struct holder *h, enum query q, int reason)
+{
+    assert_over(h->l, q);
+    assert_over_for_all(h->l, q);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &h->lost, TU_WAIT_MS));
+    TU_ASSERT_RC(h->lost.lost_reason, reason);
+    CU_ASSERT(tu_wait_until(tu_gone, h->node, TU_WAIT_MS));
+    if (q != Q_RELEASE)
+        TU_ASSERT_RC(zklock_release(h->l), ZKLOCK_ELOST);
+    TU_ASSERT_INT(h->lost.lost, ==, 1);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------ */
 
 /* The host sleeps past the lease; the session lives on (nothing happened on
  * the ensemble meanwhile). The hold ends the moment the clock passed
- * valid_until: asked right after the wake-up, hold_count and fence say so,
- * before anything else noticed. on_lost follows (UNSURE: zklock cannot know
+ * valid_until: asked right after the wake-up, before anything else
+ * noticed, query q says so. on_lost follows (UNSURE: zklock cannot know
  * the session lives until the server answers), and the node goes once the
- * session is heard from. */
-static void test_sleep_past_the_lease(void)
+ * session is heard from. The session is the same, and a new hold has a new
+ * lease. */
+static void sleep_past_the_lease_asking(enum query q)
 {
     struct holder h;
     struct timespec until;
-    int64_t token, id;
+    int64_t id;
 
-    hold(&h, "slept");
+    hold(&h, "slept", 0);
     id = zklock_session_id(h.s);
     host_sleeps(past_the_lease(h.l, TIMEOUT_MS));
-    TU_ASSERT_INT(zklock_hold_count(h.l), ==, 0);
-    TU_ASSERT_RC(zklock_fence(h.l, &token), ZKLOCK_ELOST);
-    TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_ENOTHELD);
-    CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
-    TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
-    CU_ASSERT(tu_wait_until(tu_gone, h.node, TU_WAIT_MS)); /* the session lives: zklock deletes it */
+    lapsed_asking(&h, q, ZKLOCK_LOST_UNSURE);
     TU_ASSERT_INT(zklock_session_id(h.s), ==, id);
-    TU_ASSERT_RC(zklock_release(h.l), ZKLOCK_ELOST);
     /* A new lease for a new hold. */
     TU_ASSERT_RC(zklock_acquire(h.l, 10000), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_valid_until(h.l, &until), ZKLOCK_OK);
@@ -160,6 +211,36 @@ static void test_sleep_past_the_lease(void)
     let_go(&h);
 }
 
+static void test_sleep_past_the_lease(void)
+{
+    for (enum query q = Q_HOLD_COUNT; q < Q_COUNT; q++)
+        sleep_past_the_lease_asking(q);
+}
+
+/* A maximum hold passes while this process does not run (here the host
+ * sleeps; a process stopped past it is the same to the library: nothing
+ * ran when it fell due). As for the lease, the hold ends the moment the
+ * clock passed it: asked right after the wake-up, before the session
+ * thread noticed, query q says so. on_lost says MAX_HOLD, and the node
+ * goes. */
+#define MAX_HOLD_MS 1000
+
+static void max_hold_passed_asking(enum query q)
+{
+    struct holder h;
+
+    hold(&h, "max-hold-slept", MAX_HOLD_MS);
+    host_sleeps(MAX_HOLD_MS + 20); /* well within the lease, and late by less than its margin */
+    lapsed_asking(&h, q, ZKLOCK_LOST_MAX_HOLD);
+    let_go(&h);
+}
+
+static void test_max_hold_passed_unseen(void)
+{
+    for (enum query q = Q_HOLD_COUNT; q < Q_COUNT; q++)
+        max_hold_passed_asking(q);
+}
+
 /* The same, and nobody asks: the session thread notices by itself, within
  * the lease's margin (its sleep is capped at it while a timer is armed, and
  * it reads the clock again at every wake-up). */
@@ -167,7 +248,7 @@ static void test_sleep_noticed_unasked(void)
 {
     struct holder h;
 
-    hold(&h, "slept-unasked");
+    hold(&h, "slept-unasked", 0);
     host_sleeps(past_the_lease(h.l, TIMEOUT_MS));
     CU_ASSERT(tu_wait_until(tu_lost_once, &h.lost, TU_WAIT_MS));
     TU_ASSERT_RC(h.lost.lost_reason, ZKLOCK_LOST_UNSURE);
@@ -240,6 +321,7 @@ static const tu_test_t clock_tests[] = {
     {"the_seam", test_the_seam},
     {"sleep_past_the_lease", test_sleep_past_the_lease},
     {"sleep_noticed_unasked", test_sleep_noticed_unasked},
+    {"max_hold_passed_unseen", test_max_hold_passed_unseen},
     {"sleep_session_expired", test_sleep_session_expired},
     {NULL, NULL},
 };

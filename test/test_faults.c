@@ -245,13 +245,13 @@ static void test_lost_record_replies(void)
     TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK);
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "none");
-    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    snprintf(want, sizeof want, "2 held %lld ", (long long)token);
     TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
     CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
     zkproxy_drop_reply(f.proxy, ZOO_MULTI_OP);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     TU_ASSERT_INT(zkproxy_dropped(f.proxy), ==, 2);
-    snprintf(want, sizeof want, "1 released %lld ", (long long)token);
+    snprintf(want, sizeof want, "2 released %lld ", (long long)token);
     TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
     CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
     TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
@@ -309,7 +309,7 @@ static void test_record_removed_before_its_write(void)
     TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_OK);
     zkproxy_set_delay(f.proxy, 0, 0);
     TU_ASSERT_RC(zklock_fence(l, &token), ZKLOCK_OK);
-    snprintf(want, sizeof want, "1 held %lld ", (long long)token);
+    snprintf(want, sizeof want, "2 held %lld ", (long long)token);
     TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
     CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
     zklock_release(l);
@@ -397,12 +397,17 @@ static void *blocked_release_main(void *arg)
     return NULL;
 }
 
-/* Review (issue 25): zklock_free() waits for the callers inside a blocking
- * call on the handle (l->users); a tracking acquisition writes its record
- * after it left the engine's wait, uncounted. A is granted, its read of the
- * record is dropped and the connection cut: A waits for the connection in
- * previous.c. zklock_free(la) meanwhile must wait for A (or A must not touch
- * la again); it frees la, and A, once the connection is back, reads la->s. */
+static bool no_ephemerals(void *path)
+{
+    return tu_ephemerals(path) == 0;
+}
+
+/* Review (issue 25): zklock_free() while a tracking acquisition's turn
+ * reads the record (its read dropped, the connection cut): the caller
+ * inside zklock_acquire() returns (ECANCELED), nothing touches the freed
+ * handle, and once the connection is back the engine deletes the node (the
+ * free could not: it left it to the engine), well before the session could
+ * expire. */
 static void test_free_during_record(void)
 {
     struct faulty f;
@@ -411,15 +416,20 @@ static void test_free_during_record(void)
     zklock_t *la;
     struct tu_acquirer a;
     char full[512];
+    int64_t t0;
 
-    faulty_open(&f, 8000);
+    faulty_open(&f, 30000);
     la = tu_mutex(f.s, path, &o);
     zkproxy_drop_reply_and_cut(f.proxy, ZOO_GETDATA_OP);
     tu_start_acquirer(&a, la, 20000, false);
     CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS));
     zklock_free(la); /* A is inside zklock_acquire(la) */
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_ephemerals(path), ==, 1); /* disconnected: the engine's to delete */
+    t0 = tu_now_ms();
     zkproxy_restore(f.proxy);
-    CU_ASSERT(tu_join_acquirer(&a) != ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(no_ephemerals, (void *)path, TU_WAIT_MS));
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 30000 / 2); /* not the session's expiry */
     faulty_close(&f);
     tu_assert_clean(path);
     snprintf(full, sizeof full, "%s/zklock.previous", path);
@@ -428,14 +438,13 @@ static void test_free_during_record(void)
 }
 
 /* Review (issue 25): a handle-owned tracking hold, released by one thread
- * while another re-enters it. The release writes "released" (its reply
- * dropped and the connection cut: it waits). A re-entry meanwhile used to
- * succeed (holds 2): the release then only counted down, and the hold went
- * on under a record that said "released", so its unclean end read clean.
- * Now the ending hold takes no re-entry: a try-once is busy, a blocking
- * acquisition waits for the release and holds afresh (its own record).
- * That new hold ends unclean (the session closes, nobody releases): the
- * next holder must be told UNCLEAN, not CLEAN. */
+ * while another re-enters it. The release is one multi (the node's delete
+ * and "released"; its reply dropped and the connection cut: it waits). A
+ * re-entry meanwhile is not a hold (it used to be: holds 2, and the hold
+ * went on under a record that said "released", so its unclean end read
+ * clean); a blocking acquisition queues afresh, holds after the release,
+ * and writes its own record. That new hold ends unclean (the session
+ * closes, nobody releases): the next holder must be told UNCLEAN. */
 static void test_reenter_during_release_record(void)
 {
     struct faulty f;
@@ -457,9 +466,11 @@ static void test_reenter_during_release_record(void)
     r.l = l;
     pthread_create(&t, NULL, blocked_release_main, &r);
     CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "released" sent */
-    /* The hold is ending: a try-once is busy, a blocking re-entry waits
-     * for the release and acquires afresh (a new hold, a new record). */
-    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_EBUSY);
+    /* The hold is ending: a try-once is no hold (disconnected, it says
+     * so at once), a blocking re-entry acquires afresh (a new hold, a new
+     * record). */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZCONNECTIONLOSS);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     tu_start_acquirer(&again, l, 20000, false);
     zkproxy_restore(f.proxy);
     pthread_join(t, NULL);

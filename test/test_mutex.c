@@ -1039,6 +1039,37 @@ static void acquire_expecting(zklock_t *l, int want_how, int64_t want_token)
     TU_ASSERT_INT(token, ==, want_token);
 }
 
+/* The record as the server has it now, read as its documented format
+ * ("2 <state> <token> <seq> <alive> <timeout> <never> <identity>",
+ * design.md); false if there is none or it is not of that form. */
+struct rec {
+    char state[16];
+    long long token, alive;
+    long seq, timeout;
+    int nnever; /* numbers in <never> */
+};
+
+static bool record_now(const char *path, struct rec *r)
+{
+    char data[1024], never[900];
+    int version;
+
+    memset(r, 0, sizeof *r);
+    if (tu_get(record_of(path), data, sizeof data) <= 0 ||
+        sscanf(data, "%d %15s %lld %ld %lld %ld %899s", &version, r->state, &r->token, &r->seq,
+               &r->alive, &r->timeout, never) != 7 || version != 2)
+        return false;
+    r->nnever = strcmp(never, "-") == 0 ? 0 : 1;
+    for (const char *p = never; *p; p++)
+        r->nnever += *p == ',';
+    return true;
+}
+
+static bool rec_is(const struct rec *r, const char *state, int64_t token)
+{
+    return strcmp(r->state, state) == 0 && r->token == token;
+}
+
 /* none -> clean -> unclean (a holder's session expires): each holder learns
  * how the hold before it ended, and the record is the only node left. */
 static void test_previous_fate(void)
@@ -1047,16 +1078,18 @@ static void test_previous_fate(void)
     zklock_opts_t o = {.track_previous = 1};
     zklock_session_t *s = tu_session(), *w = tu_session();
     zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
-    int64_t first = 0, dead = 0;
-    char data[256];
+    int64_t first = 0, dead = 0, token = -1;
+    struct rec r;
+    char data[256], again[256];
+    int how = -1;
 
     acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
     TU_ASSERT_RC(zklock_fence(l, &first), ZKLOCK_OK);
-    TU_ASSERT_INT(tu_get(record_of(path), data, sizeof data), >, 0);
-    CU_ASSERT(strncmp(data, "1 held ", 7) == 0);
+    CU_ASSERT_FATAL(record_now(path, &r));
+    CU_ASSERT(rec_is(&r, "held", first));
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    TU_ASSERT_INT(tu_get(record_of(path), data, sizeof data), >, 0);
-    CU_ASSERT(strncmp(data, "1 released ", 11) == 0);
+    CU_ASSERT_FATAL(record_now(path, &r));
+    CU_ASSERT(rec_is(&r, "released", first));
     /* The record is not a contender, and keeps the path: */
     TU_ASSERT_INT(tu_count(path), ==, 1);
 
@@ -1065,9 +1098,16 @@ static void test_previous_fate(void)
     tu_expire(w); /* the holder dies without a release */
     TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
     acquire_expecting(l, ZKLOCK_PREV_UNCLEAN, dead);
-    /* Reentrant: the same answer, no new record. */
+    /* Reentrant: the same answer, and no write of the record. */
+    TU_ASSERT_INT(tu_get(record_of(path), data, sizeof data), >, 0);
     TU_REQUIRE_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_INT(token, ==, dead);
+    TU_ASSERT_INT(tu_get(record_of(path), again, sizeof again), >, 0);
+    CU_ASSERT_STRING_EQUAL(again, data);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK); /* still held once */
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_ENOTHELD);
     zklock_free(l);
@@ -1135,9 +1175,10 @@ static void test_previous_unknown_behind_untracked(void)
  * (a zklock mutex without tracking; to the record, a Curator peer), and
  * its node was created under the lock path before ours: the tracker is not
  * the first holder, and must not be told NONE. After such a hold's unclean
- * end (its session expired), the lock-delay waits. The path is persistent
- * here: an empty container may be reaped (the harness's servers look every
- * second), and then its history is gone with it (design.md). */
+ * end (its session expired), the lock-delay waits, from the tracker's turn
+ * (nothing says when that end was). The path is persistent here: an empty
+ * container may be reaped (the harness's servers look every second), and
+ * then its history is gone with it (design.md). */
 static void test_previous_unknown_without_record(void)
 {
     const char *path = tu_path("previous-no-record");
@@ -1167,127 +1208,188 @@ static void test_previous_unknown_without_record(void)
     forget_record(path);
 }
 
-/* The lock-delay: waited after an unclean end only, measured by the clock;
- * a timeout shorter than the delay answers ETIMEDOUT and leaves no node. */
+/* The previous holder's fate and lock-delay, as the last acquisition of l
+ * learnt it. */
+static zklock_previous_info_t info_of(zklock_t *l)
+{
+    zklock_previous_info_t info = {0};
+
+    TU_ASSERT_RC(zklock_previous_info(l, &info, sizeof info), ZKLOCK_OK);
+    return info;
+}
+
+/* A tracking holder with a short session (2 s) that dies holding: its
+ * session is expired at once, and its lease ends at most 2 s after its last
+ * write of the record. Returns its token; *wrote_ms: when it acquired (its
+ * first write, no later than its last one). */
+static int64_t unclean_end(const char *path, int64_t *wrote_ms)
+{
+    zklock_session_opts_t so = {.timeout_ms = 2000};
+    zklock_opts_t o = {.track_previous = 1};
+    zklock_session_t *w = tu_session_opts(&so);
+    zklock_t *lw = tu_mutex(w, path, &o);
+    int64_t token = 0;
+
+    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
+    *wrote_ms = tu_now_ms();
+    TU_ASSERT_RC(zklock_fence(lw, &token), ZKLOCK_OK);
+    tu_expire(w);
+    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
+    zklock_free(lw);
+    zklock_session_close(w);
+    return token;
+}
+
+/* The lock-delay runs from the unclean end (the dead holder's last write of
+ * the record plus its session timeout), not from each turn: an acquisition
+ * whose deadline falls inside it gives up (ETIMEDOUT), holding nothing and
+ * changing nothing the next one reads (the fate, the token, the end of the
+ * delay); one that leaves room waits until that end; one that comes after
+ * it waits for nothing (a try-once holds). None after a clean end. */
 static void test_lock_delay(void)
 {
     const char *path = tu_path("lock-delay");
-    const int delay = 1500;
+    const int delay = 1500, dead_timeout = 2000;
     zklock_opts_t o = {.lock_delay_ms = delay};
-    zklock_session_t *s = tu_session(), *w = tu_session();
-    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &o);
-    int64_t t0, dead = 0;
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o);
+    zklock_previous_info_t info;
+    struct rec before, after;
+    int64_t t0, wrote, dead, ends, mine = 0, left = 0;
 
     t0 = tu_now_ms();
     acquire_expecting(l, ZKLOCK_PREV_NONE, 0);
     TU_ASSERT_INT(tu_now_ms() - t0, <, delay); /* the first hold: no wait */
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    dead = unclean_end(path, &wrote);
+    /* A deadline inside the delay: ETIMEDOUT at once, nothing held. */
+    CU_ASSERT_FATAL(record_now(path, &before));
     t0 = tu_now_ms();
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK); /* clean: no wait */
-    TU_ASSERT_INT(tu_now_ms() - t0, <, delay);
-    tu_expire(w);
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
-    /* Unclean: a deadline inside the delay gives up, holding nothing. */
-    t0 = tu_now_ms();
-    TU_ASSERT_RC(zklock_acquire(l, 500), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 300 + 1000);
     TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
     CU_ASSERT(tu_wait_children(path, 1)); /* the record only */
-    /* ... and one that leaves room waits the delay, then holds. Our
-     * timed-out hold wrote "held", and its release "released": clean now.
-     * So the unclean end is made again. */
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(lw, &dead), ZKLOCK_OK);
-    tu_expire(w);
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
-    t0 = tu_now_ms();
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unclean");
+    TU_ASSERT_INT(info.token, ==, dead);
+    TU_ASSERT_INT(info.left_ms, >, 0);
+    TU_ASSERT_INT(info.waited_ms, ==, 0);
+    left = info.left_ms;
+    CU_ASSERT_FATAL(record_now(path, &after));
+    /* the dead holder's last write (its mtime: alive 0) is carried over */
+    CU_ASSERT(rec_is(&after, "held", dead) && after.timeout == before.timeout &&
+              (before.alive == 0 ? after.alive > 0 : after.alive == before.alive));
+    TU_ASSERT_INT(after.nnever, ==, before.nnever + 1); /* its number: it never held */
+    /* Room for the delay: held once it is over (the same end), told the
+     * same fate. */
     acquire_expecting(l, ZKLOCK_PREV_UNCLEAN, dead);
-    TU_ASSERT_INT(tu_now_ms() - t0, >=, delay);
+    TU_ASSERT_INT(tu_now_ms(), >=, wrote + dead_timeout + delay - 100 /* clocks' grain */);
+    TU_ASSERT_INT(tu_now_ms(), >=, t0 + left - 100);
+    info = info_of(l);
+    TU_ASSERT_INT(info.left_ms, ==, 0);
+    TU_ASSERT_INT(info.waited_ms, ==, info.delay_ms);
+    TU_ASSERT_RC(zklock_fence(l, &mine), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
-    tracking_pair_end(l, lw, s, w, path);
+    /* A clean end: no wait. */
+    t0 = tu_now_ms();
+    acquire_expecting(l, ZKLOCK_PREV_CLEAN, mine);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, delay);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    /* After the delay's end: a try-once holds at once. */
+    dead = unclean_end(path, &wrote);
+    ends = tu_now_ms() + dead_timeout + delay + 200;
+    CU_ASSERT(tu_wait_until(tu_past, &ends, dead_timeout + delay + 5000));
+    t0 = tu_now_ms();
+    TU_REQUIRE_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_now_ms() - t0, <, delay);
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unclean");
+    TU_ASSERT_INT(info.token, ==, dead);
+    TU_ASSERT_INT(info.delay_ms, ==, 0);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
 }
 
 /* Review (issue 25): an acquisition whose deadline ends inside the
  * lock-delay never held for its caller (ETIMEDOUT); the unclean end before
- * it is still unrepaired. Its release must not record "released": the next
- * holder would be told CLEAN and skip its recovery. */
+ * it is still unrepaired, for a tracking acquisition without a delay too;
+ * twice over (a second give-up is no more a hold than the first). */
 static void test_lock_delay_timeout_keeps_unclean(void)
 {
     const char *path = tu_path("delay-timeout-unclean");
     zklock_opts_t o = {.lock_delay_ms = 1500}, t = {.track_previous = 1};
-    zklock_session_t *s = tu_session(), *w = tu_session();
-    zklock_t *l = tu_mutex(s, path, &o), *lw = tu_mutex(w, path, &t), *lt = tu_mutex(s, path, &t);
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *lt = tu_mutex(s, path, &t);
+    int64_t wrote, dead = unclean_end(path, &wrote);
     int how = -1;
+    int64_t token = -1;
 
-    TU_REQUIRE_RC(zklock_acquire(lw, 30000), ZKLOCK_OK);
-    tu_expire(w); /* the holder dies without a release */
-    TU_ASSERT_RC(zklock_release(lw), ZKLOCK_ELOST);
     TU_ASSERT_RC(zklock_acquire(l, 300), ZKLOCK_ETIMEDOUT); /* inside the delay */
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_ETIMEDOUT);   /* ... and again */
     TU_REQUIRE_RC(zklock_acquire(lt, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_previous(lt, &how, NULL), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(lt, &how, &token), ZKLOCK_OK);
     CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_INT(token, ==, dead);
     TU_ASSERT_RC(zklock_release(lt), ZKLOCK_OK);
     zklock_free(l);
-    tracking_pair_end(lw, lt, s, w, path);
-}
-
-struct delay_watch {
-    const char *path;
-    int64_t dead;
-};
-
-/* The record says "held" by someone other than the dead holder: the new
- * holder wrote it, and waits out its lock-delay now. */
-static bool record_rewritten(void *arg)
-{
-    struct delay_watch *d = arg;
-    char data[256], dead[64];
-
-    snprintf(dead, sizeof dead, "1 held %lld ", (long long)d->dead);
-    return tu_get(record_of(d->path), data, sizeof data) > 0 && strncmp(data, "1 held ", 7) == 0 &&
-           strncmp(data, dead, strlen(dead)) != 0;
+    zklock_free(lt);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
 }
 
 /* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
  * caught in its delay. */
 struct in_delay {
     const char *path;
-    zklock_session_t *s, *w;
-    zklock_t *l, *lw;
-    struct delay_watch d;
+    zklock_session_t *s;
+    zklock_t *l;
+    int64_t dead, wrote;
     struct tu_acquirer a;
+    struct tu_events lost;
+    int max_hold_ms; /* set before in_delay_start, or 0 */
 };
 
-static void in_delay_start(struct in_delay *x, const char *name, int delay_ms)
+/* Its turn came: it judged the record (zklock_previous_info answers), and
+ * has not returned. */
+static bool in_its_delay(void *arg)
 {
-    zklock_opts_t o = {.lock_delay_ms = delay_ms, .owner = ZKLOCK_OWNER_HANDLE};
+    struct in_delay *x = arg;
+    zklock_previous_info_t info;
+
+    return zklock_previous_info(x->l, &info, sizeof info) == ZKLOCK_OK && info.delay_ms > 0 &&
+           !tu_acquirer_done(&x->a);
+}
+
+static void in_delay_start(struct in_delay *x, const char *name, int delay_ms,
+                           void (*on_revoke)(zklock_t *, void *), void *ctx)
+{
+    zklock_opts_t o = {.lock_delay_ms = delay_ms, .owner = ZKLOCK_OWNER_HANDLE,
+                       .on_lost = tu_on_lost, .on_revoke = on_revoke, .ctx = ctx,
+                       .max_hold_ms = x->max_hold_ms};
 
     x->path = tu_path(name);
     x->s = tu_session();
-    x->w = tu_session();
+    x->lost = (struct tu_events)TU_EVENTS_INIT;
+    if (!ctx)
+        o.ctx = &x->lost;
     x->l = tu_mutex(x->s, x->path, &o);
-    x->lw = tu_mutex(x->w, x->path, &o);
-    x->d = (struct delay_watch){x->path, 0};
-    TU_REQUIRE_RC(zklock_acquire(x->lw, 30000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_fence(x->lw, &x->d.dead), ZKLOCK_OK);
-    tu_expire(x->w);
-    TU_ASSERT_RC(zklock_release(x->lw), ZKLOCK_ELOST);
+    x->dead = unclean_end(x->path, &x->wrote);
     tu_start_acquirer(&x->a, x->l, delay_ms + 30000, false);
-    CU_ASSERT_FATAL(tu_wait_until(record_rewritten, &x->d, TU_WAIT_MS)); /* in its delay */
+    CU_ASSERT_FATAL(tu_wait_until(in_its_delay, x, TU_WAIT_MS));
 }
 
-/* Deletes the acquisition's node: its hold is lost, its delay ends. */
-static void in_delay_lose(struct in_delay *x)
+/* The record still names the dead holder, and nothing but it is left. */
+static void in_delay_unchanged(struct in_delay *x)
 {
-    char **kids, full[512];
-    int n;
+    struct rec r;
 
-    kids = tu_children(x->path, &n);
-    CU_ASSERT_FATAL(kids != NULL && n == 2);
-    for (int i = 0; i < n; i++)
-        if (strcmp(kids[i], "zklock.previous") != 0)
-            snprintf(full, sizeof full, "%s/%s", x->path, kids[i]);
-    tu_free_strings(kids);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    CU_ASSERT(tu_wait_children(x->path, 1));
+    CU_ASSERT_FATAL(record_now(x->path, &r));
+    CU_ASSERT(rec_is(&r, "held", x->dead));
 }
 
 static void in_delay_end(struct in_delay *x)
@@ -1295,41 +1397,233 @@ static void in_delay_end(struct in_delay *x)
     while (zklock_release(x->l) == ZKLOCK_OK)
         ; /* a hold a failed check left */
     zklock_free(x->l);
-    zklock_free(x->lw);
     zklock_session_close(x->s);
-    zklock_session_close(x->w);
     tu_assert_clean(x->path);
     forget_record(x->path);
 }
 
-/* Review (issue 25): a hold lost during its lock-delay (its node deleted)
- * must not be returned as ZKLOCK_OK when the delay ends. */
-static void test_lock_delay_loss_during_delay(void)
+/* Inside the lock-delay the hold is not the caller's: nothing answers as a
+ * hold, and a second acquisition on the handle, blocking or not, is busy
+ * (one at a time on a handle-owned lock). The first then holds, told the
+ * dead holder's fate, its maximum hold (shorter than the delay) counted
+ * from then. */
+static void test_lock_delay_not_held_yet(void)
 {
-    struct in_delay x;
+    struct in_delay x = {0};
+    int64_t token = 0;
+    struct timespec until;
+    zoo_op_t op;
+    int how;
 
-    in_delay_start(&x, "delay-loss", 3000);
-    in_delay_lose(&x);
-    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    x.max_hold_ms = 2000;
+    in_delay_start(&x, "delay-not-held", 2500, NULL, NULL);
+    TU_ASSERT_INT(zklock_hold_count(x.l), ==, 0);
+    TU_ASSERT_RC(zklock_fence(x.l, &token), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_valid_until(x.l, &until), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_check_op(x.l, &op), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_previous(x.l, &how, NULL), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_acquire(x.l, 0), ZKLOCK_EBUSY);
+    TU_ASSERT_RC(zklock_acquire(x.l, 5000), ZKLOCK_EBUSY);
+    TU_ASSERT_INT(tu_acquirer_done(&x.a), ==, 0);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_now_ms(), >=, x.wrote + 2000 + 2500 - 100);
+    TU_ASSERT_INT(zklock_hold_count(x.l), ==, 1); /* not ended by its maximum */
+    TU_ASSERT_INT(x.lost.lost, ==, 0);
+    TU_ASSERT_RC(zklock_previous(x.l, &how, &token), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean");
+    TU_ASSERT_INT(token, ==, x.dead);
     in_delay_end(&x);
 }
 
-/* Review (issue 25): a handle-owned hold is re-entered from another thread
- * while its first acquisition still waits out the lock-delay (or still
- * reads the record). The re-entry must not hold before the delay is over
- * (the dead holder's writes may still land), nor judge the record again
- * (it would read its own "held" and say UNKNOWN): it waits for the first,
- * and a try-once answers EBUSY. */
-static void test_lock_delay_reentry_waits(void)
+/* A release from another thread inside the delay gives the turn up: the
+ * acquisition answers ECANCELED, its node goes, and the record still says
+ * the dead holder's end was unclean (it said CLEAN: the next holder skipped
+ * its delay). */
+static void test_lock_delay_release_inside(void)
 {
-    struct in_delay x;
+    struct in_delay x = {0};
 
-    in_delay_start(&x, "delay-reentry", 60000);
-    TU_ASSERT_RC(zklock_acquire(x.l, 0), ZKLOCK_EBUSY); /* not a hold yet */
-    TU_ASSERT_INT(tu_acquirer_done(&x.a), ==, 0);
-    in_delay_lose(&x); /* ends the delay */
-    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ELOST);
+    in_delay_start(&x, "delay-release", 60000, NULL, NULL);
+    TU_ASSERT_RC(zklock_release(x.l), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ECANCELED);
+    in_delay_unchanged(&x);
     in_delay_end(&x);
+}
+
+/* zklock_free() inside the delay: every caller inside zklock_acquire() on
+ * the handle returns, and no node is left (it stayed until the session
+ * ended: another session's acquisition timed out). */
+static void test_lock_delay_free_inside(void)
+{
+    struct in_delay x = {0};
+
+    in_delay_start(&x, "delay-free", 60000, NULL, NULL);
+    zklock_free(x.l);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(tu_count(x.path), ==, 1); /* the record only, as free returns */
+    in_delay_unchanged(&x);
+    zklock_session_close(x.s);
+    tu_assert_clean(x.path);
+    forget_record(x.path);
+}
+
+/* A hold lost during its lock-delay (its node deleted): not a hold yet, so
+ * the acquisition queues again, as any waiter whose node went, and holds
+ * once the delay (the same end) is over. */
+static void test_lock_delay_loss_during_delay(void)
+{
+    struct in_delay x = {0};
+    char **kids, full[512] = "";
+    int n, how = -1;
+
+    in_delay_start(&x, "delay-loss", 2500, NULL, NULL);
+    kids = tu_children(x.path, &n);
+    CU_ASSERT_FATAL(kids != NULL && n == 2);
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i], "zklock.previous") != 0)
+            snprintf(full, sizeof full, "%s/%s", x.path, kids[i]);
+    tu_free_strings(kids);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), full, -1), ==, ZOK);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_now_ms(), >=, x.wrote + 2000 + 2500 - 100);
+    TU_ASSERT_RC(zklock_previous(x.l, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "unclean"); /* its old node: it never held */
+    TU_ASSERT_INT(x.lost.lost, ==, 0);
+    in_delay_end(&x);
+}
+
+struct revoked {
+    int told;          /* __atomic */
+    int64_t told_ms;
+};
+
+static void revoke_releases(zklock_t *l, void *ctx)
+{
+    struct revoked *r = ctx;
+
+    r->told_ms = tu_now_ms();
+    __atomic_add_fetch(&r->told, 1, __ATOMIC_SEQ_CST);
+    zklock_release(l);
+}
+
+static bool told_once(void *ctx)
+{
+    return __atomic_load_n(&((struct revoked *)ctx)->told, __ATOMIC_SEQ_CST) == 1;
+}
+
+/* A request to let go, made inside the delay, is told once the hold is the
+ * caller's: after the delay. (Told at the turn, its release wrote
+ * "released" inside the delay: the next holder read CLEAN.) */
+static void test_lock_delay_revoke_inside(void)
+{
+    struct in_delay x = {0};
+    struct revoked r = {0};
+    int asked = 0;
+
+    in_delay_start(&x, "delay-revoke", 2500, revoke_releases, &r);
+    TU_ASSERT_RC(zklock_revoke(x.s, x.path, &asked), ZKLOCK_OK);
+    TU_ASSERT_INT(asked, ==, 1);
+    TU_ASSERT_RC(tu_join_acquirer(&x.a), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(told_once, &r, TU_WAIT_MS));
+    TU_ASSERT_INT(r.told_ms, >=, x.wrote + 2000 + 2500 - 100);
+    in_delay_end(&x);
+}
+
+/* Three hosts race for a nightly job, each with a try-once, all tracking:
+ * exactly one runs each night, and the record's verdict is never unknown
+ * (the losers say they never held): none, clean, ..., then a holder dies
+ * (its session expires while it holds), and the first night once its
+ * lock-delay is over reads unclean, the next clean again. */
+static void test_previous_fleet(void)
+{
+    const char *path = tu_path("previous-fleet");
+    const int delay = 1000, hosts = 3, nights = 6, dies = 2;
+    zklock_session_opts_t so = {.timeout_ms = 2000};
+    zklock_opts_t o = {.lock_delay_ms = delay, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s[3];
+    zklock_t *l[3];
+    int64_t last = 0;
+
+    for (int h = 0; h < hosts; h++)
+        l[h] = tu_mutex(s[h] = tu_session_opts(&so), path, &o);
+    for (int night = 0; night < nights; night++) {
+        struct tu_acquirer a[3];
+        int ran = -1, runs = 0, how = -1;
+        int64_t token = -1, mine = 0;
+
+        for (int h = 0; h < hosts; h++)
+            tu_start_acquirer(&a[h], l[h], 0, false);
+        for (int h = 0; h < hosts; h++) {
+            int rc = tu_join_acquirer(&a[h]);
+
+            if (rc == ZKLOCK_OK)
+                ran = h, runs++;
+            else
+                CU_ASSERT(rc == ZKLOCK_EBUSY);
+        }
+        TU_ASSERT_INT(runs, ==, 1);
+        if (runs != 1)
+            break;
+        TU_ASSERT_RC(zklock_previous(l[ran], &how, &token), ZKLOCK_OK);
+        CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), night == 0          ? "none"
+                                                          : night == dies + 1 ? "unclean"
+                                                                              : "clean");
+        TU_ASSERT_INT(token, ==, last);
+        TU_ASSERT_RC(zklock_fence(l[ran], &mine), ZKLOCK_OK);
+        last = mine;
+        if (night == dies) {
+            int64_t ends = tu_now_ms() + 2000 + delay + 200;
+
+            tu_expire(s[ran]); /* dies holding; a new session follows */
+            TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_ELOST);
+            CU_ASSERT(tu_wait_until(tu_past, &ends, 10000)); /* its lease and the delay */
+        } else {
+            TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_OK);
+        }
+    }
+    for (int h = 0; h < hosts; h++) {
+        zklock_free(l[h]);
+        zklock_session_close(s[h]);
+    }
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* The asynchronous calls track too: the record is the engine's. */
+static void async_done(zklock_t *l, int rc, void *ctx)
+{
+    (void)l;
+    __atomic_store_n((int *)ctx, rc == ZKLOCK_OK ? 1 : rc, __ATOMIC_SEQ_CST);
+}
+
+static bool answered(void *ctx)
+{
+    return __atomic_load_n((int *)ctx, __ATOMIC_SEQ_CST) != 0;
+}
+
+static void test_previous_async(void)
+{
+    const char *path = tu_path("previous-async");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o);
+    int got = 0, how = -1;
+    struct rec r;
+
+    TU_REQUIRE_RC(zklock_acquire_async(l, 5000, async_done, &got), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(answered, &got, TU_WAIT_MS));
+    TU_ASSERT_INT(got, ==, 1);
+    TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "none");
+    got = 0;
+    TU_REQUIRE_RC(zklock_release_async(l, async_done, &got), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(answered, &got, TU_WAIT_MS));
+    TU_ASSERT_INT(got, ==, 1);
+    CU_ASSERT(record_now(path, &r) && strcmp(r.state, "released") == 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
 }
 
 /* Review (issue 25): a hold ended by max_hold_ms never released: the next
@@ -1354,11 +1648,6 @@ static void test_previous_after_max_hold(void)
     tracking_pair_end(l, lw, s, w, path);
 }
 
-static void ignore_done(zklock_t *l, int rc, void *ctx)
-{
-    (void)l, (void)rc, (void)ctx;
-}
-
 /* Bad values and recipes that keep no record: ZKLOCK_EINVAL, nothing made. */
 static void test_previous_refused(void)
 {
@@ -1371,10 +1660,9 @@ static void test_previous_refused(void)
 
     TU_ASSERT_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_EINVAL);
     CU_ASSERT_PTR_NULL(l);
-    /* A delay that would outlast the maximum hold. */
-    bad = (zklock_opts_t){.lock_delay_ms = 2000, .max_hold_ms = 2000};
-    TU_ASSERT_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_EINVAL);
-    bad.lock_delay_ms = 1999;
+    /* A delay longer than the maximum hold: the delay comes before the
+     * hold (lock_delay_not_held_yet). */
+    bad = (zklock_opts_t){.lock_delay_ms = 3000, .max_hold_ms = 2000};
     TU_REQUIRE_RC(zklock_mutex_new(&l, s, path, &bad), ZKLOCK_OK);
     zklock_free(l);
     l = NULL;
@@ -1385,7 +1673,6 @@ static void test_previous_refused(void)
     TU_ASSERT_RC(zklock_previous(plain, &how, NULL), ZKLOCK_EINVAL);
     o.owner = ZKLOCK_OWNER_HANDLE;
     l = tu_mutex(s, path, &o);
-    TU_ASSERT_RC(zklock_acquire_async(l, 0, ignore_done, NULL), ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_multi_new(&m, (zklock_t *const[]){l, plain}, 2, NULL),
                  ZKLOCK_EINVAL);
     TU_ASSERT_RC(zklock_previous(l, &how, NULL), ZKLOCK_ENOTHELD);
@@ -2432,7 +2719,12 @@ static const tu_test_t mutex_tests[] = {
     {"previous_after_max_hold", test_previous_after_max_hold},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
-    {"lock_delay_reentry_waits", test_lock_delay_reentry_waits},
+    {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
+    {"lock_delay_release_inside", test_lock_delay_release_inside},
+    {"lock_delay_free_inside", test_lock_delay_free_inside},
+    {"lock_delay_revoke_inside", test_lock_delay_revoke_inside},
+    {"previous_fleet", test_previous_fleet},
+    {"previous_async", test_previous_async},
     {"previous_refused", test_previous_refused},
     {NULL, NULL},
 };

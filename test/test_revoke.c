@@ -182,6 +182,37 @@ static void test_request_while_waiting_told_on_grant(void)
     tu_assert_clean(path);
 }
 
+/* tu_barrier() waits for the callbacks queued before it, not only for the
+ * events behind them: a holder told slowly has been told when it returns
+ * (a negative check after a barrier, "told once", "not told", could
+ * otherwise run before the callback it is about). */
+static void on_revoke_slowly(zklock_t *l, void *ctx)
+{
+    (void)l;
+    tu_slow_call(ctx);
+}
+
+static void test_barrier_waits_for_callbacks(void)
+{
+    zklock_session_t *s = tu_session(), *asker = tu_session();
+    const char *path = tu_path("revoke-barrier");
+    struct tu_slow slow = {0, 0, 0};
+    zklock_opts_t o = {.on_revoke = on_revoke_slowly, .ctx = &slow};
+    zklock_t *l = tu_mutex(s, path, &o);
+    int asked = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(l, -1), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_revoke(asker, path, &asked), ZKLOCK_OK);
+    TU_ASSERT_INT(asked, ==, 1);
+    tu_barrier(s);
+    TU_ASSERT_INT(__atomic_load_n(&slow.finished, __ATOMIC_SEQ_CST), ==, 1);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    zklock_session_close(asker);
+    tu_assert_clean(path);
+}
+
 static void test_bad_input_and_no_holder(void)
 {
     zklock_session_t *s = tu_session();
@@ -200,27 +231,36 @@ static void test_bad_input_and_no_holder(void)
     zklock_session_close(s);
 }
 
+/* Every reader is asked, and each is told once: one told twice and the
+ * other never would add up to the same count. */
 static void test_rwlock_both_sides(void)
 {
     zklock_session_t *s = tu_session();
     const char *path = tu_path("revoke-rw");
-    struct told tr = {0}, tw = {0};
-    zklock_opts_t orr = revocable(&tr), ow = revocable(&tw);
+    struct told tr1 = {0}, tr2 = {0}, tw = {0};
+    zklock_opts_t or1 = revocable(&tr1), or2 = revocable(&tr2), ow = revocable(&tw);
     zklock_rwlock_t *rw1 = NULL, *rw2 = NULL;
-    zklock_t *r2 = NULL;
+    zklock_t *r1 = NULL, *r2 = NULL;
     int asked = -1;
 
-    orr.owner = ZKLOCK_OWNER_HANDLE;
+    or1.owner = or2.owner = ZKLOCK_OWNER_HANDLE;
     ow.owner = ZKLOCK_OWNER_HANDLE;
-    TU_REQUIRE_RC(zklock_rwlock_new(&rw1, s, path, &orr), ZKLOCK_OK);
-    TU_REQUIRE_RC(zklock_rwlock_new(&rw2, s, path, &orr), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw1, s, path, &or1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw2, s, path, &or2), ZKLOCK_OK);
+    r1 = zklock_rwlock_read(rw1);
     r2 = zklock_rwlock_read(rw2);
-    TU_REQUIRE_RC(zklock_acquire(zklock_rwlock_read(rw1), -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(r1, -1), ZKLOCK_OK);
     TU_REQUIRE_RC(zklock_acquire(r2, -1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_revoke(s, path, &asked), ZKLOCK_OK);
     TU_ASSERT_INT(asked, ==, 2); /* every reader */
-    CU_ASSERT(wait_told(&tr, 2));
-    TU_ASSERT_RC(zklock_release(zklock_rwlock_read(rw1)), ZKLOCK_OK);
+    CU_ASSERT(wait_told(&tr1, 1));
+    CU_ASSERT(wait_told(&tr2, 1));
+    tu_barrier(s);
+    TU_ASSERT_INT(told_count(&tr1), ==, 1);
+    TU_ASSERT_INT(told_count(&tr2), ==, 1);
+    CU_ASSERT(tr1.last == r1);
+    CU_ASSERT(tr2.last == r2);
+    TU_ASSERT_RC(zklock_release(r1), ZKLOCK_OK);
     TU_ASSERT_RC(zklock_release(r2), ZKLOCK_OK);
     zklock_rwlock_free(rw1);
     zklock_rwlock_free(rw2);
@@ -350,6 +390,7 @@ static const tu_test_t revoke_tests[] = {
     {"mutex_told_once_hold_kept", test_mutex_told_once_hold_kept},
     {"not_revocable_not_told", test_not_revocable_not_told},
     {"request_while_waiting_told_on_grant", test_request_while_waiting_told_on_grant},
+    {"barrier_waits_for_callbacks", test_barrier_waits_for_callbacks},
     {"bad_input_and_no_holder", test_bad_input_and_no_holder},
     {"rwlock_both_sides", test_rwlock_both_sides},
     {"semaphore_per_lease", test_semaphore_per_lease},

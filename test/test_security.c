@@ -233,6 +233,88 @@ static void test_wrong_credentials(void)
     zookeeper_close(super);
 }
 
+/* The lease's heartbeat needs no ACL: it writes a child of the holder's own
+ * node, which cannot exist (an ephemeral node has no children), and the
+ * leader's "no node" is committed by a quorum, with eager ACL checks too.
+ * Here the chroot's ACL lets the session write nothing in it, and a write
+ * of the chroot's own data (the first heartbeat's target) is refused with
+ * ZNOAUTH, which proves nothing (an eager check answers it without a
+ * quorum): an idle hold is kept for three session timeouts, heartbeats
+ * going out, with no loss. */
+#define HEARTBEAT_TIMEOUT_MS 4000
+
+static void test_heartbeat_needs_no_acl(void)
+{
+    zhandle_t *super = zk_as(getenv("ZKLOCK_TEST_SUPER"));
+    const char *root = tu_path("sec-heartbeat");
+    struct ACL no_write_entries[1] = {{ZOO_PERM_ALL & ~ZOO_PERM_WRITE, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector no_write = {1, no_write_entries};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_opts_t so = {.timeout_ms = HEARTBEAT_TIMEOUT_MS};
+    zklock_session_t *s = NULL;
+    char hosts[512];
+    zklock_t *l;
+    uint64_t sent;
+    int64_t idle_until;
+
+    zoo_create(super, "/zklock-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    TU_REQUIRE_RC(zoo_create(super, root, NULL, -1, &no_write, 0, NULL, 0), ZOK);
+    snprintf(hosts, sizeof hosts, "%s%s", tu_hosts(), root);
+    TU_REQUIRE_RC(zklock_session_open(&s, hosts, &so), ZKLOCK_OK);
+    TU_ASSERT_RC(zoo_set(zklock_session_zhandle(s), "/", NULL, -1, -2), ZNOAUTH); /* the old target */
+    l = tu_mutex(s, "/job", &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    sent = TU_STAT(s, requests);
+    idle_until = tu_now_ms() + 3 * HEARTBEAT_TIMEOUT_MS; /* the hold, idle */
+    CU_ASSERT(tu_wait_until(tu_past, &idle_until, 4 * HEARTBEAT_TIMEOUT_MS));
+    TU_ASSERT_INT(lost.lost, ==, 0);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 1);
+    TU_ASSERT_INT(TU_STAT(s, requests) - sent, >=, 4); /* heartbeats */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    zklock_session_close(s);
+    remove_tree(super, root);
+    zookeeper_close(super);
+}
+
+/* A tracking hold whose record cannot be written (an operator made it
+ * read-only) ends when the lease its record promises runs out: the next
+ * holder's lock-delay runs from the holder's last write of the record plus
+ * its session timeout, so the holder must not believe past that, though its
+ * session's lease is kept (design.md, "The previous holder's fate"). */
+static void test_record_refused_ends_hold(void)
+{
+    zhandle_t *super = zk_as(getenv("ZKLOCK_TEST_SUPER"));
+    const char *path = tu_path("sec-record");
+    struct ACL read_entries[1] = {{ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector read_only = {1, read_entries};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t lo = {.on_lost = tu_on_lost, .ctx = &lost, .track_previous = 1};
+    zklock_session_opts_t so = {.timeout_ms = HEARTBEAT_TIMEOUT_MS};
+    zklock_session_t *s = NULL;
+    char record[512];
+    zklock_t *l;
+    int64_t refused_at;
+
+    snprintf(record, sizeof record, "%s/zklock.previous", path);
+    TU_REQUIRE_RC(zklock_session_open(&s, tu_hosts(), &so), ZKLOCK_OK);
+    l = tu_mutex(s, path, &lo);
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(super, record, -1, &read_only), ZOK);
+    refused_at = tu_now_ms();
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, 3 * HEARTBEAT_TIMEOUT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(lost.lost_at_ms - refused_at, <, HEARTBEAT_TIMEOUT_MS + 500);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    TU_ASSERT_INT(zoo_delete(super, record, -1), ==, ZOK);
+    zoo_delete(super, path, -1);
+    zookeeper_close(super);
+}
+
 /* Options that cannot work are refused before anything is sent. */
 static void test_bad_security_options(void)
 {
@@ -285,6 +367,8 @@ static const tu_test_t security_tests[] = {
     {"renewed_session_keeps_identity", test_renewed_session_keeps_identity},
     {"wrong_credentials", test_wrong_credentials},
     {"bad_security_options", test_bad_security_options},
+    {"heartbeat_needs_no_acl", test_heartbeat_needs_no_acl},
+    {"record_refused_ends_hold", test_record_refused_ends_hold},
     {NULL, NULL},
 };
 

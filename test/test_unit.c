@@ -6,6 +6,7 @@
 #include "../lib/previous.h"
 #include "../lib/session.h"
 #include "testutil.h"
+#include "unit_engine.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -709,76 +710,85 @@ static void test_phase_table(void)
     CU_ASSERT_STRING_EQUAL(zklock__phase_name(ZKL_PHASE_COUNT), "?");
 }
 
-/* An invalid transition fails an assertion where asserts are kept
- * (--enable-debug, the sanitizer builds); elsewhere the check is silent. */
-static void test_phase_assert(void)
+/* "11,12" into out[]: how many. */
+static int numbers(const char *list, int32_t *out)
 {
-    int status;
-    pid_t pid;
+    int n = 0;
 
-    fflush(NULL);
-    pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
-        /* the child's abort message is expected: keep it off the log */
-        if (!freopen("/dev/null", "w", stderr))
-            _exit(3);
-        zklock__phase_check(ZKL_QUEUING, ZKL_HELD); /* allowed */
-        zklock__phase_check(ZKL_LOST, ZKL_HELD);    /* not */
-        _exit(0);
-    }
-    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
-#ifdef NDEBUG
-    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-#else
-    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-#endif
+    for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] != 0))
+        out[n++] = (int32_t)atoi(p);
+    return n;
 }
 
-/* The previous holder's fate (previous.c): the record speaks for the hold
+/* The previous holder's fate (record.c): the record speaks for the hold
  * before ours only when nobody else can have held in between. The record's
- * holder T has sequence number 10 and czxid 100. */
+ * holder T has sequence number 10 and czxid 100; ours is czxid 200. */
 static void test_previous_judge(void)
 {
+    enum { NO, NONE, HELD, REL, LATER } ;
     static const struct {
         const char *what;
-        bool record, released;
+        int record;          /* NO: absent; LATER: a version we do not know */
         int64_t created;     /* the record node's czxid */
+        const char *never;   /* its give-ups */
         bool blocked;
         int32_t blocker, seq;
-        int64_t czxid;       /* ours */
+        const char *former;  /* our own earlier nodes that never held */
         int how;
     } t[] = {
-        {"no record, never blocked, the path's first node", false, false, 0, false, 0, 0, 50,
+        {"no record, the path's first node", NO, 0, "", false, 0, 0, "", ZKLOCK_PREV_NONE},
+        {"no record, our own earlier node first", NO, 0, "", false, 0, 1, "0", ZKLOCK_PREV_NONE},
+        {"no record, nodes created before ours", NO, 0, "", false, 0, 5, "", ZKLOCK_PREV_UNKNOWN},
+        {"no record, blocked by somebody", NO, 0, "", true, 4, 5, "", ZKLOCK_PREV_UNKNOWN},
+        {"no holder yet, every node before ours gave up", NONE, 60, "0,1", false, 0, 3, "",
          ZKLOCK_PREV_NONE},
-        {"no record, never blocked, nodes created before ours", false, false, 0, false, 0, 5, 50,
+        {"no holder yet, one node unaccounted for", NONE, 60, "0", false, 0, 3, "",
          ZKLOCK_PREV_UNKNOWN},
-        {"no record, blocked by somebody", false, false, 0, true, 4, 5, 50, ZKLOCK_PREV_UNKNOWN},
-        {"blocked by T: released", true, true, 90, true, 10, 14, 200, ZKLOCK_PREV_CLEAN},
-        {"blocked by T: held", true, false, 90, true, 10, 14, 200, ZKLOCK_PREV_UNCLEAN},
-        {"blocked by another", true, true, 90, true, 12, 14, 200, ZKLOCK_PREV_UNKNOWN},
-        {"not blocked, right after T", true, true, 90, false, 0, 11, 200, ZKLOCK_PREV_CLEAN},
-        {"not blocked, right after T, T died", true, false, 90, false, 0, 11, 200,
-         ZKLOCK_PREV_UNCLEAN},
-        {"not blocked, T made the record between", true, true, 150, false, 0, 12, 200,
+        {"blocked by T: released", REL, 90, "", true, 10, 14, "", ZKLOCK_PREV_CLEAN},
+        {"blocked by T: held", HELD, 90, "", true, 10, 14, "", ZKLOCK_PREV_UNCLEAN},
+        {"blocked by another", REL, 90, "", true, 12, 14, "", ZKLOCK_PREV_UNKNOWN},
+        {"blocked by another that gave up", REL, 90, "11,12,13", true, 12, 14, "",
          ZKLOCK_PREV_CLEAN},
-        {"not blocked, one more node between", true, true, 90, false, 0, 12, 200,
+        {"not blocked, right after T", REL, 90, "", false, 0, 11, "", ZKLOCK_PREV_CLEAN},
+        {"not blocked, right after T, T died", HELD, 90, "", false, 0, 11, "",
+         ZKLOCK_PREV_UNCLEAN},
+        {"not blocked, T made the record between", REL, 150, "", false, 0, 12, "",
+         ZKLOCK_PREV_CLEAN},
+        {"not blocked, one more node between", REL, 90, "", false, 0, 12, "",
          ZKLOCK_PREV_UNKNOWN},
-        {"not blocked, record made between and one more node", true, true, 150, false, 0, 13,
-         200, ZKLOCK_PREV_UNKNOWN},
-        {"not blocked, record made after our node", true, true, 250, false, 0, 12, 200,
+        {"not blocked, the nodes between gave up", HELD, 90, "11,12", false, 0, 13, "",
+         ZKLOCK_PREV_UNCLEAN},
+        {"not blocked, gave up and our own former node", REL, 90, "11", false, 0, 13, "12",
+         ZKLOCK_PREV_CLEAN},
+        {"not blocked, give-ups but one gap", REL, 90, "11,13", false, 0, 14, "",
          ZKLOCK_PREV_UNKNOWN},
-        {"not blocked, a number below T's (path made again)", true, true, 90, false, 0, 3, 200,
+        {"not blocked, give-ups after ours do not count", REL, 90, "11,15", false, 0, 13, "",
          ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, record made between and one more node", REL, 150, "", false, 0, 13, "",
+         ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, record made after our node", REL, 250, "", false, 0, 12, "",
+         ZKLOCK_PREV_UNKNOWN},
+        {"not blocked, a number below T's (path made again)", REL, 90, "", false, 0, 3, "",
+         ZKLOCK_PREV_UNKNOWN},
+        {"a record of a later version", LATER, 90, "", true, 10, 11, "", ZKLOCK_PREV_UNKNOWN},
     };
 
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        struct zkl_record_view rec = {.released = t[i].released, .token = 100, .seq = 10,
-                                      .created = t[i].created};
+        struct zkl_record_view v = {.present = t[i].record != NO, .parsed = t[i].record != LATER,
+                                    .czxid = t[i].created};
+        int32_t former[ZKL_FORMER_MAX];
         struct zkl_hold_view me = {.was_blocked = t[i].blocked, .blocker_seq = t[i].blocker,
-                                   .seq = t[i].seq, .czxid = t[i].czxid};
-        int how = zklock__previous_judge(t[i].record ? &rec : NULL, &me);
+                                   .seq = t[i].seq, .czxid = 200, .former = former};
+        int how;
 
+        v.rec = (struct zkl_record){.state = t[i].record == NONE ? ZKL_REC_NONE
+                                             : t[i].record == REL ? ZKL_REC_RELEASED
+                                                                  : ZKL_REC_HELD,
+                                    .token = t[i].record == NONE ? 0 : 100,
+                                    .seq = t[i].record == NONE ? -1 : 10};
+        v.rec.nnever = numbers(t[i].never, v.rec.never);
+        me.nformer = numbers(t[i].former, former);
+        how = zklock__previous_judge(&v, &me);
         if (how != t[i].how)
             fprintf(stderr, "  %s: %s, expected %s\n", t[i].what, zklock_previous_name(how),
                     zklock_previous_name(t[i].how));
@@ -786,23 +796,84 @@ static void test_previous_judge(void)
     }
 }
 
-/* The record's data: the versions and states it knows, nothing else. */
+/* The record's data: the versions and states it knows, nothing else; what
+ * it writes it reads back. */
 static void test_record_parse(void)
 {
-    struct zkl_record_view r;
-    const char *ok = "1 released 4294967301 42 host:123";
+    struct zkl_record r, back;
+    const char *v1 = "1 released 4294967301 42 host:123";
+    const char *v2 = "2 held 4294967301 42 1700000000123 6000 43,45 host:123 and more";
+    char *text;
+    int len;
 
-    CU_ASSERT_EQUAL(zklock__record_parse(ok, (int)strlen(ok), &r), 0);
-    CU_ASSERT(r.released);
+    CU_ASSERT_EQUAL(zklock__record_parse(v1, (int)strlen(v1), &r), 0);
+    CU_ASSERT_EQUAL(r.state, ZKL_REC_RELEASED);
     CU_ASSERT_EQUAL(r.token, 4294967301LL);
     CU_ASSERT_EQUAL(r.seq, 42);
+    TU_ASSERT_INT(r.timeout_ms, ==, 0); /* version 1: nothing bounds its holder */
     CU_ASSERT_EQUAL(zklock__record_parse("1 held 7 3 ", 11, &r), 0);
-    CU_ASSERT(!r.released);
-    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 x", 12, &r), -1);      /* a later version */
-    CU_ASSERT_EQUAL(zklock__record_parse("1 gone 7 3 x", 12, &r), -1);      /* no such state */
-    CU_ASSERT_EQUAL(zklock__record_parse("1 held 7", 8, &r), -1);           /* cut short */
+    CU_ASSERT_EQUAL(r.state, ZKL_REC_HELD);
+    CU_ASSERT_EQUAL(zklock__record_parse(v2, (int)strlen(v2), &r), 0);
+    CU_ASSERT_EQUAL(r.state, ZKL_REC_HELD);
+    TU_ASSERT_INT(r.alive_ms, ==, 1700000000123LL);
+    TU_ASSERT_INT(r.timeout_ms, ==, 6000);
+    TU_ASSERT_INT(r.nnever, ==, 2);
+    TU_ASSERT_INT(r.never[1], ==, 45);
+    text = zklock__record_format(&r, "host:123", &len);
+    CU_ASSERT_FATAL(text != NULL);
+    TU_ASSERT_INT(len, ==, (int)strlen(text));
+    CU_ASSERT_EQUAL(zklock__record_parse(text, len, &back), 0);
+    CU_ASSERT(memcmp(&r, &back, sizeof r) == 0);
+    free(text);
+    r.nnever = 0;
+    text = zklock__record_format(&r, "", &len);
+    CU_ASSERT_STRING_EQUAL(text, "2 held 4294967301 42 1700000000123 6000 - ");
+    free(text);
+    CU_ASSERT_EQUAL(zklock__record_parse("3 held 7 3 0 0 - x", 18, &r), -1); /* a later version */
+    CU_ASSERT_EQUAL(zklock__record_parse("1 gone 7 3 x", 12, &r), -1);       /* no such state */
+    CU_ASSERT_EQUAL(zklock__record_parse("1 none 7 3 x", 12, &r), -1);       /* not in version 1 */
+    CU_ASSERT_EQUAL(zklock__record_parse("1 held 7", 8, &r), -1);            /* cut short */
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0", 14, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 1,x y", 20, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 -5 0 - y", 19, &r), -1);
     CU_ASSERT_EQUAL(zklock__record_parse("__REVOKE__", 10, &r), -1);
     CU_ASSERT_EQUAL(zklock__record_parse(NULL, 0, &r), -1);
+}
+
+/* What each writer makes of the record: a holder keeps only the give-ups
+ * after its own number; a give-up adds its numbers in order, keeps the
+ * holder's last sign of life, and finds a full list full; the end of an
+ * unclean hold is its last write plus its session timeout. */
+static void test_record_writers(void)
+{
+    struct zkl_record r = {.state = ZKL_REC_HELD, .token = 100, .seq = 10, .timeout_ms = 6000,
+                           .nnever = 3, .never = {11, 12, 14}};
+    struct zkl_record_view v = {.present = true, .parsed = true, .mtime = 5000};
+    int32_t former[] = {13};
+
+    CU_ASSERT(zklock__record_give_up(&r, 5000, 16, former, 1));
+    TU_ASSERT_INT(r.nnever, ==, 5);
+    TU_ASSERT_INT(r.never[2], ==, 13);
+    TU_ASSERT_INT(r.never[4], ==, 16);
+    TU_ASSERT_INT(r.alive_ms, ==, 5000); /* the holder's write, not ours */
+    CU_ASSERT(zklock__record_give_up(&r, 9000, 15, NULL, 0));
+    TU_ASSERT_INT(r.alive_ms, ==, 5000);
+    v.rec = r;
+    TU_ASSERT_INT(zklock__record_end_ms(&v), ==, 11000);
+    zklock__record_hold(&r, false, 200, 14, 4000);
+    TU_ASSERT_INT(r.nnever, ==, 2); /* 15, 16 */
+    TU_ASSERT_INT(r.never[0], ==, 15);
+    TU_ASSERT_INT(r.alive_ms, ==, 0);
+    v.rec = r;
+    TU_ASSERT_INT(zklock__record_end_ms(&v), ==, 9000); /* its own write's mtime */
+    zklock__record_hold(&r, true, 200, 14, 4000);
+    v.rec = r;
+    TU_ASSERT_INT(zklock__record_end_ms(&v), ==, -1); /* released: no unclean end */
+    r = (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+    for (int i = 0; i < ZKL_RECORD_NEVER_MAX; i++)
+        CU_ASSERT(zklock__record_give_up(&r, 0, i, NULL, 0));
+    CU_ASSERT(!zklock__record_give_up(&r, 0, ZKL_RECORD_NEVER_MAX, NULL, 0));
+    TU_ASSERT_INT(r.nnever, ==, ZKL_RECORD_NEVER_MAX);
 }
 
 static const tu_test_t unit_tests[] = {
@@ -824,15 +895,16 @@ static const tu_test_t unit_tests[] = {
     {"fast_path_rules", test_fast_path_rules},
     {"lease_rules", test_lease_rules},
     {"phase_table", test_phase_table},
-    {"phase_assert", test_phase_assert},
     {"previous_judge", test_previous_judge},
     {"record_parse", test_record_parse},
+    {"record_writers", test_record_writers},
     {NULL, NULL},
 };
 
 int main(void)
 {
-    const tu_suite_t suites[] = {{"unit", unit_tests}, {NULL, NULL}};
+    const tu_suite_t suites[] = {
+        {"unit", unit_tests}, {"engine", zklock__unit_engine_tests}, {NULL, NULL}};
     return tu_main(suites, false);
 }
 

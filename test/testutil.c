@@ -25,6 +25,11 @@ int64_t tu_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool tu_past(void *at_ms)
+{
+    return tu_now_ms() >= *(int64_t *)at_ms;
+}
+
 bool tu_wait_until(bool (*cond)(void *), void *arg, int ms)
 {
     int64_t deadline = tu_now_ms() + ms;

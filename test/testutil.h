@@ -148,6 +148,9 @@ bool tu_wait_until(bool (*cond)(void *), void *arg, int ms);
 
 /* Monotonic milliseconds. */
 int64_t tu_now_ms(void);
+/* A condition for tu_wait_until: tu_now_ms() has reached *(int64_t *)at_ms
+ * (a window of time a test's property is about, not a synchronisation). */
+bool tu_past(void *at_ms);
 /* n, or n / 10 when the suite runs under valgrind (make check-valgrind):
  * scale tests keep their shape but not their size, which memcheck would
  * stretch past any session timeout. */
@@ -313,9 +316,11 @@ uint64_t tu_stat(zklock_session_t *s, size_t offset);
  * that has listed knows its predecessor, so a release after that wakes it. */
 bool tu_wait_listings(zklock_session_t *s, uint64_t n);
 /* Waits until zklock has handled every watch event and answer the servers
- * sent s for what happened before this call: a negative check ("not woken",
- * "not held") made after it cannot be made before the event that would make
- * it fail had arrived. */
+ * sent s for what happened before this call, and (unless s dispatches with
+ * ZKLOCK_DISPATCH_POLL) its callback thread has run every callback that
+ * queued: a negative check ("not woken", "not held", "told once") made after
+ * it cannot be made before the event, or the callback, that would make it
+ * fail. */
 void tu_barrier(zklock_session_t *s);
 /* The caller's event loop, for a ZKLOCK_DISPATCH_POLL session: polls its
  * descriptor and dispatches until cond(arg) holds or ms pass; cond(arg). */

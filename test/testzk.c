@@ -333,11 +333,41 @@ static bool barrier_passed(void *b)
     return __atomic_load_n(&((struct barrier *)b)->done, __ATOMIC_SEQ_CST) != 0;
 }
 
+static void callbacks_passed(const char *path, const void *value, size_t len, int64_t token,
+                             void *ctx)
+{
+    (void)path, (void)value, (void)len, (void)token;
+    __atomic_store_n(&((struct barrier *)ctx)->done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* zklock runs a session's callbacks one at a time, in the order they were
+ * queued, on its callback thread: a follower's first report, queued once
+ * its look is answered (after everything the session had heard), runs
+ * after every callback queued before it has returned. The path is never
+ * made: nobody leads there, and the follower's watch waits on it harmlessly
+ * until the session ends. A session that dispatches on the caller's loop
+ * (ZKLOCK_DISPATCH_POLL) has no callback thread: its caller runs them. */
+static void wait_for_callbacks(zklock_session_t *s)
+{
+    struct barrier b = {0, 0};
+    zklock_follow_t *f = NULL;
+
+    if (zklock_session_fd(s) >= 0)
+        return;
+    TU_REQUIRE_RC(zklock_leader_follow(s, "/zklock-test-barrier/never-made", callbacks_passed, &b,
+                                       &f),
+                  ZKLOCK_OK);
+    if (!tu_wait_until(barrier_passed, &b, TU_WAIT_MS))
+        CU_FAIL("the session's callbacks did not pass the barrier");
+    zklock_follow_stop(f);
+}
+
 /* A write of the root's data with a version no node has: refused
  * (ZBADVERSION), never applied, but ordered with every other write, so its
  * answer comes after every event of an earlier write; and zklock handles a
  * session's watch events and answers on the ZooKeeper client's completion
- * thread, in the order they came, as this answer is. */
+ * thread, in the order they came, as this answer is. What they queued for
+ * the user (on_lost, on_revoke, done) has run too when this returns. */
 void tu_barrier(zklock_session_t *s)
 {
     zhandle_t *zh = zklock_session_zhandle(s);
@@ -350,6 +380,7 @@ void tu_barrier(zklock_session_t *s)
         CU_FAIL_FATAL("the session's barrier write was not answered"); /* b stays: it may still be */
     TU_ASSERT_RC(b->rc, ZBADVERSION);
     free(b);
+    wait_for_callbacks(s);
 }
 
 /* ---- servers ------------------------------------------------------------------------ */

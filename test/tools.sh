@@ -323,6 +323,14 @@ check "-v says how long it waited" grep -Eq "^zklock: waited [0-9]+\.[0-9]{3}s f
 check "...a wait behind a holder is not nothing" \
   [ "$(sed -n "s|^zklock: waited \([0-9.]*\)s for $P/v$|\1|p" "$T/verbose" | tr -d .)" -gt 0 ]
 check "-v says how long it held" grep -Eq "^zklock: held $P/v for [0-9]+\.[0-9]{3}s$" "$T/verbose"
+# An empty identity reads the same in -v as in zklock-ls's table.
+rm -f "$T/ready"
+"$ZKLOCK" --identity "" $P/v sh -c "echo x > $T/ready; sleep 30" & hv=$!
+check "a holder with an empty identity" wait_for 20 started "$T/ready"
+"$ZKLOCK" -v $P/v true 2>"$T/verbose" & vw=$!
+check "zklock-ls shows it as -" [ "$("$ZKLS" $P/v | awk '$2 == "holds" { print $NF }')" = - ]
+check "...and so does -v" wait_for 20 grep -q "; held by - (mutex, token" "$T/verbose"
+kill -TERM $hv; wait $hv $vw
 
 rm -f "$T/ready"
 "$ZKLOCK" --kazoo $P/kz sh -c "echo x > $T/ready; sleep 30" & kz=$!
@@ -606,9 +614,27 @@ took=$(( $(date +%s) - started_at ))
 check "--max-hold 2 ends a longer command: exit 124, as timeout(1) (exit $st)" [ $st = 124 ]
 check "...in less than the command's 30 s (took $took s)" [ $took -lt 30 ]
 check "...which is gone" wait_for 5 dead "$T/mh-pid"
-check "...and zklock says why" grep -q "lost $P/maxhold (--max-hold passed: released); stopping sh" "$T/mh-err"
+check "...and zklock says why" grep -q "^zklock: $P/maxhold: --max-hold passed: stopping sh, then releasing\$" "$T/mh-err"
 check "...the lock is free after" "$ZKLOCK" -t 0 $P/maxhold true
 expect_status 0 "a command that ends within --max-hold: its own status" "$ZKLOCK" --max-hold 30 $P/maxhold true
+# The lock goes only once the command is gone: a command (a whole group)
+# that ignores SIGTERM keeps it until SIGKILL, --kill-after later, and the
+# next holder's command, queued meanwhile, starts only after that.
+rm -f "$T/mh-first" "$T/mh-next"
+"$ZKLOCK" --max-hold 1 --kill-after 2 $P/maxhold \
+  sh -c "trap '' TERM; echo \$\$ >$T/mh-first; sleep 30 & while :; do sleep 0.05; done" \
+  2>"$T/mh-err" & first=$!
+check "a command that ignores SIGTERM holds, --max-hold 1 --kill-after 2" wait_for 20 started "$T/mh-first"
+"$ZKLOCK" -t 30 $P/maxhold \
+  sh -c "if kill -0 -\$(cat $T/mh-first) 2>/dev/null; then echo beside; else echo after; fi >$T/mh-next" &
+next=$!
+check "...the next holder waits" wait_for 20 queued $P/maxhold 2
+wait $first; st=$?
+check "...its zklock exits 124 (exit $st)" [ $st = 124 ]
+check "...once the group took SIGKILL" grep -q "sh did not stop after SIGTERM: SIGKILL" "$T/mh-err"
+wait $next; st=$?
+check "...and the next holder's command (exit $st) ran only once that group was gone" \
+  grep -qx after "$T/mh-next"
 # ---- --track-previous, --lock-delay (issue 25): none -> clean -> unclean -------------------------------
 tp=$P/prev
 envvar() { sed -n "s/^$2=//p" "$1"; } # FILE NAME
@@ -624,14 +650,14 @@ check "the next is told clean, with the first's token" \
 # kill_holder N: a --track-previous holder with a short session is killed
 # (kill -9 of its whole group); waits until its node is gone (the session
 # expired).
-kill_holder() {
-  local pid
+kill_holder() { # N [path]: sets kill_ms
+  local pid path=${2:-$tp}
   rm -f "$T/prev-k$1"
-  setsid "$ZKLOCK" --track-previous --session-timeout 4000 $tp sh -c 'env >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60' \
+  setsid "$ZKLOCK" --track-previous --session-timeout 4000 $path sh -c 'env >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60' \
     "$T/prev-k$1" 2>/dev/null & pid=$!
   check "a --track-previous holder runs ($1)" wait_for 20 started "$T/prev-k$1"
-  kill -KILL -- -$pid; wait $pid 2>/dev/null
-  check "...is killed, and its session expires" wait_for 30 queued $tp 0
+  kill -KILL -- -$pid; kill_ms=$(ms_now); wait $pid 2>/dev/null
+  check "...is killed, and its session expires" wait_for 30 queued $path 0
 }
 kill_holder 1
 expect_status 0 "after a kill -9" "$ZKLOCK" --track-previous $tp sh -c 'env >"$0"' "$T/prev-3"
@@ -639,32 +665,89 @@ check "...the next is told unclean, with the dead holder's token" \
   [ "$(envvar "$T/prev-3" ZKLOCK_PREVIOUS)" = unclean -a \
   "$(envvar "$T/prev-3" ZKLOCK_PREVIOUS_TOKEN)" = "$(envvar "$T/prev-k1" ZKLOCK_FENCE)" ]
 kill_holder 2
-t0=$(ms_now)
-expect_status 0 "--lock-delay 2 after an unclean end" "$ZKLOCK" --lock-delay 2 $tp sh -c 'env >"$0"' "$T/prev-4"
-t1=$(ms_now)
-check "...waits at least 2 s (took $((t1 - t0)) ms)" [ $((t1 - t0)) -ge 2000 ]
-check "...and says unclean" [ "$(envvar "$T/prev-4" ZKLOCK_PREVIOUS)" = unclean ]
+# The delay runs from the dead holder's unclean end (the end of its lease: no
+# sooner than its death), not from this run's turn.
+expect_status 0 "--lock-delay 2 after an unclean end" "$ZKLOCK" -v --lock-delay 2 $tp sh -c 'env >"$0"; date +%s%3N >"$0.t"' "$T/prev-4"
+cp "$T/err" "$T/prev-4.err"
+check "...runs its command at least 2 s after the death ($(( $(cat "$T/prev-4.t") - kill_ms )) ms)" \
+  [ $(( $(cat "$T/prev-4.t") - kill_ms )) -ge 2000 ]
+check "...and says unclean, with the dead holder's token" \
+  [ "$(envvar "$T/prev-4" ZKLOCK_PREVIOUS)" = unclean -a \
+  "$(envvar "$T/prev-4" ZKLOCK_PREVIOUS_TOKEN)" = "$(envvar "$T/prev-k2" ZKLOCK_FENCE)" ]
+check "...and -v tells it" grep -q "previous holder: unclean (token $(envvar "$T/prev-k2" ZKLOCK_FENCE))" "$T/prev-4.err"
+acquired=$(sed -n 's/.*acquired .* after \([0-9.]*\)s .*/\1/p' "$T/prev-4.err")
+waited=$(sed -n 's/.*waited \([0-9.]*\)s for .*/\1/p' "$T/prev-4.err")
+check "...whose 'acquired after' ($acquired s) agrees with 'waited' ($waited s)" \
+  "$PY" -c 'import sys; a, w = map(float, sys.argv[1:]); sys.exit(abs(a - w) > 0.5)' "${acquired:-0}" "${waited:-99}"
+# Inside the delay, a try-once gives up (the conflict code), says how much
+# is left, and changes nothing the next run reads.
+kill_holder 3 $P/prev-in
+expect_status 1 "-t 0 inside a 30 s lock-delay: skips" "$ZKLOCK" -v -t 0 --lock-delay 30 $P/prev-in true
+check "...and says how much was left, after whose end" \
+  grep -q "lock-delay: [0-9.]* s left after the unclean end of token $(envvar "$T/prev-k3" ZKLOCK_FENCE)" "$T/err"
+expect_status 0 "...the next run, tracking without a delay" "$ZKLOCK" --track-previous $P/prev-in sh -c 'env >"$0"' "$T/prev-in"
+check "...reads the same unclean end" [ "$(envvar "$T/prev-in" ZKLOCK_PREVIOUS)" = unclean -a \
+  "$(envvar "$T/prev-in" ZKLOCK_PREVIOUS_TOKEN)" = "$(envvar "$T/prev-k3" ZKLOCK_FENCE)" ]
 t0=$(ms_now)
 expect_status 0 "--lock-delay 2 after a clean end" "$ZKLOCK" --lock-delay 2 $tp sh -c 'env >"$0"' "$T/prev-5"
 t1=$(ms_now)
 check "...does not wait (took $((t1 - t0)) ms)" [ $((t1 - t0)) -lt 2000 ]
 check "...and says clean" [ "$(envvar "$T/prev-5" ZKLOCK_PREVIOUS)" = clean ]
 expect_status 64 "--lock-delay -1 is refused" "$ZKLOCK" --lock-delay -1 $tp true
-expect_status 64 "--lock-delay no shorter than --max-hold is refused" "$ZKLOCK" --lock-delay 2 --max-hold 2 $tp true
 expect_status 64 "--track-previous with -r is refused" "$ZKLOCK" --track-previous -r $tp true
 expect_status 64 "--track-previous with --and is refused" "$ZKLOCK" --track-previous --and $P/prev2 $tp true
 check "no node left under $tp but the record" queued $tp 0
-if /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
-  /usr/bin/python3 -c 'import sys
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
-print(sorted(zk.get_children(sys.argv[2])))
-zk.delete(sys.argv[2] + "/zklock.previous"); zk.stop()' "$ZKLOCK_TEST_HOSTS" $tp >"$T/prev-kids"
-  check "...which is the only child, and is deleted" grep -qx "\['zklock.previous'\]" "$T/prev-kids"
-fi
+
+# ---- the cron fleet: three hosts race every night with -t 0 --lock-delay 3 -------------------------------
+# Exactly one runs each night; every host tracks, so the verdict is never
+# unknown: none, clean..., a host killed -9 while it runs, then (once its
+# session expired and the delay after its end is over) unclean, clean...
+fleet=$P/fleet
+run_host() { # NIGHT HOST [kill]: one host's cron run; its pid, exit status and (if it ran) env in files
+  local f=$T/fleet-$1
+  # The job lasts until the two other runs are over (or, to be killed, for
+  # ever): none of them can find the lock free meanwhile.
+  "$ZKLOCK" -t 0 --lock-delay 3 --session-timeout 4000 $fleet sh -c 'env >"$0.env.tmp"; mv "$0.env.tmp" "$0.env"
+    n=0; while [ "$(ls "$1"-*.rc 2>/dev/null | wc -l)" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+    [ "$2" = kill ] && exec sleep 60; exit 0' "$f-$2" "$f" "${3:-}" 2>"$f-$2.err" &
+  echo $! >"$f-$2.pid"
+  wait $!
+  echo $? >"$f-$2.rc"
+}
+ran_in() { ls "$T"/fleet-$1-*.env 2>/dev/null | sed 's/\.env$//'; } # NIGHT: who ran
+rcs_in() { cat "$T"/fleet-$1-*.rc 2>/dev/null | sort | tr '\n' ' '; }
+last_fence=
+for night in 1 2 3 4 5 6 7 8; do # (not n: testlib.sh counts its checks in n)
+  rm -f "$T"/fleet-$night-*
+  mode=; [ $night = 4 ] && mode=kill
+  pids=
+  for h in 1 2 3; do run_host $night $h $mode & pids="$pids $!"; done
+  if [ "$mode" = kill ]; then
+    check "night $night: one host runs" wait_for 30 sh -c "ls $T/fleet-$night-*.env >/dev/null 2>&1"
+    check "...the two others skip" wait_for 30 sh -c "[ \$(ls $T/fleet-$night-*.rc 2>/dev/null | wc -l) = 2 ]"
+    kill -KILL "$(cat "$(ran_in $night).pid")"; kill_ms=$(ms_now)
+  fi
+  wait $pids
+  winner=$(ran_in $night)
+  case $night in 1) want=none ;; 5) want=unclean ;; *) want=clean ;; esac
+  check "night $night: exactly one host runs (ran: $(echo $winner | wc -w); exits: $(rcs_in $night))" \
+    [ "$(echo $winner | wc -w)" = 1 ]
+  [ "$mode" = kill ] || check "...the two others skip, exit 1" [ "$(rcs_in $night)" = "0 1 1 " ]
+  check "...reading $want ($(envvar "$winner.env" ZKLOCK_PREVIOUS), token $(envvar "$winner.env" ZKLOCK_PREVIOUS_TOKEN))" \
+    [ "$(envvar "$winner.env" ZKLOCK_PREVIOUS)" = $want -a \
+      "$(envvar "$winner.env" ZKLOCK_PREVIOUS_TOKEN)" = "$last_fence" ]
+  last_fence=$(envvar "$winner.env" ZKLOCK_FENCE)
+  if [ "$mode" = kill ]; then
+    check "...its host killed -9 while it runs: its session expires" wait_for 30 queued $fleet 0
+    # Its lease ends no later than a session timeout (4 s) after its death;
+    # the delay (3 s) after that.
+    check "...and the delay after its end passes" wait_for 20 sh -c "[ \$(date +%s%3N) -ge $((kill_ms + 7500)) ]"
+  fi
+done
+check "no node left under $fleet but the record" queued $fleet 0
 
 # ---- nothing left behind -------------------------------------------------------------------------------
-for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2 maxhold; do
+for p in a env id busy sig wait job tty lost del rw ls tree tree/a tree/b/deep v kz susp sem ksem and1 and2 maxhold prev-in fleet; do
   check "no node left under $P/$p" wait_for 10 queued $P/$p 0
 done
 done_testing

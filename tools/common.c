@@ -134,10 +134,10 @@ void tool_check_path(const char *path)
                  path);
 }
 
-char *tool_identity_text(const char *identity, const char *if_empty)
+char *tool_identity_text(const char *identity)
 {
     char *text = *identity ? tool_text_for_terminal(identity, strlen(identity), TOOL_IDENTITY_SHOWN)
-                           : strdup(if_empty);
+                           : strdup(TOOL_NO_IDENTITY);
     if (!text)
         tool_die(EXIT_OSERR, "out of memory");
     return text;

@@ -148,9 +148,11 @@ void tool_check_path(const char *path);
 /* A lock node's identity (its data, which whoever created the node chose)
  * as the tools show it in a table or a message: escaped as
  * tool_text_for_terminal() says, cut at TOOL_IDENTITY_SHOWN characters;
- * if_empty when it is empty. Dies if out of memory; the caller frees it. */
+ * TOOL_NO_IDENTITY when it is empty (the same in every tool: zklock-ls's
+ * table, zklock -v). Dies if out of memory; the caller frees it. */
 #define TOOL_IDENTITY_SHOWN 80
-char *tool_identity_text(const char *identity, const char *if_empty);
+#define TOOL_NO_IDENTITY "-"
+char *tool_identity_text(const char *identity);
 
 /* "1.5s", "3m07s", "2h05m": a short age. */
 void tool_age(char *buf, size_t len, int64_t ms);

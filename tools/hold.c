@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -165,7 +166,7 @@ static char *describe(const zklock_queue_t *q, int64_t self)
         ahead += !(q->nodes[me].shared && q->nodes[i].shared);
     if (!holder || holder->session == self)
         return NULL;
-    who = tool_identity_text(holder->identity, "?");
+    who = tool_identity_text(holder->identity);
     if (asprintf(&line, "waiting for %s: place %zu of %zu, %zu ahead of us; held by %s (%s, token %lld)",
                  q->path, me + 1, q->count, ahead, who, holder->kind, (long long)holder->token) < 0)
         line = NULL;
@@ -200,7 +201,7 @@ static char *describe_lease(const zklock_queue_t *leases, const zklock_queue_t *
         snprintf(place, sizeof place, "next in line");
     else
         return NULL; /* not queued yet */
-    who = tool_identity_text(first ? first->identity : "", "?");
+    who = tool_identity_text(first ? first->identity : "");
     if (asprintf(&text, "waiting for a lease of %s: %zu taken (%s%s, token %lld%s); %s",
                  leases->path, taken, first ? "by " : "", first ? who : "none",
                  first ? (long long)first->token : 0LL, taken > 1 ? ", and others" : "",
@@ -353,14 +354,18 @@ struct run {
     bool releasing;  /* the lock thread was asked to release */
     bool released;   /* ... and did (or found the lock lost) */
     bool lost_lock;  /* on_lost came */
-    bool stopping;   /* SIGTERM went to the job after a loss; SIGKILL at kill_at_ms */
+    bool stopping;   /* SIGTERM went to the job (a loss, a revocation, --max-hold);
+                        SIGKILL at kill_at_ms; released once the group is gone */
     bool suspended;  /* --on-suspend stop: we stopped the job for a lost connection */
     bool idle;       /* held, with no COMMAND to run (zklock-elect): until a signal */
     int states[2];   /* on_state's pipe: the session's states, for --on-suspend and -v */
     bool connected;  /* the session is connected (the last state told) */
     bool expired;    /* ... and it expired since it was opened */
     bool killed;
+    bool ended_told;      /* job_ended() ran */
+    bool max_hold_passed; /* --max-hold: COMMAND ran that long, and is stopped */
     int64_t kill_at_ms, started_ms;
+    int64_t max_hold_at_ms; /* --max-hold: when COMMAND is stopped (0: not armed) */
     struct guard guard; /* stops the job should we die (guard.h) */
     int grace_ms;       /* the guard's SIGTERM grace while connected */
 };
@@ -447,6 +452,43 @@ static void start_job(struct run *r)
     guard_watch(&r->guard, r->job.pgid, guard_grace(r));
 }
 
+/* -v, --track-previous: "previous holder: unclean (token 17); waited 3.0 s
+ * of lock-delay", as the acquisition's turn learnt it. */
+static void say_previous(const struct run *r)
+{
+    zklock_previous_info_t p;
+    char token[48] = "", waited[64] = "";
+
+    if (!r->o->verbose || !r->o->track_previous ||
+        zklock_previous_info(r->h.lock, &p, sizeof p) != ZKLOCK_OK)
+        return;
+    if (p.how == ZKLOCK_PREV_CLEAN || p.how == ZKLOCK_PREV_UNCLEAN)
+        snprintf(token, sizeof token, " (token %lld)", (long long)p.token);
+    if (p.waited_ms > 0)
+        snprintf(waited, sizeof waited, "; waited %.1f s of lock-delay", (double)p.waited_ms / 1000);
+    tool_say("previous holder: %s%s%s", zklock_previous_name(p.how), token, waited);
+}
+
+/* -v: an acquisition that gave up inside its lock-delay: "lock-delay: 1.8 s
+ * left after the unclean end of token 17". False if it did not. */
+static bool say_delay_left(const struct run *r)
+{
+    zklock_previous_info_t p;
+
+    if (!r->o->track_previous || zklock_previous_info(r->h.lock, &p, sizeof p) != ZKLOCK_OK ||
+        p.left_ms <= 0)
+        return false;
+    if (!r->o->verbose)
+        return true;
+    if (p.how == ZKLOCK_PREV_UNCLEAN)
+        tool_say("lock-delay: %.1f s left after the unclean end of token %lld",
+                 (double)p.left_ms / 1000, (long long)p.token);
+    else
+        tool_say("lock-delay: %.1f s left after an end of unknown fate (a holder that keeps "
+                 "no record may have held)", (double)p.left_ms / 1000);
+    return true;
+}
+
 static void lock_acquired(struct run *r)
 {
     stop_monitor(&r->mon);
@@ -454,6 +496,8 @@ static void lock_acquired(struct run *r)
         release(r); /* a signal or the loss came first: COMMAND must not start */
         return;
     }
+    if (r->o->max_hold_s > 0) /* COMMAND's time, as timeout(1) counts it */
+        r->max_hold_at_ms = mono_ms() + (int64_t)(r->o->max_hold_s * 1000);
     if (!r->o->command) {
         /* zklock-elect without COMMAND: say so, and hold until a signal */
         if (r->o->verbose)
@@ -464,6 +508,7 @@ static void lock_acquired(struct run *r)
         r->idle = true;
         return;
     }
+    say_previous(r);
     if (r->o->verbose)
         tool_say("acquired %s after %.2fs (token %lld); running %s", r->o->path,
                  (double)(mono_ms() - r->started_ms) / 1000, (long long)r->h.token,
@@ -490,7 +535,7 @@ static void say_leases_taken(struct run *r, const char *why)
         }
     }
     if (oldest) {
-        char *who = tool_identity_text(oldest->identity, "?");
+        char *who = tool_identity_text(oldest->identity);
         tool_age(age, sizeof age, tool_wall_ms() - oldest->ctime_ms);
         tool_say("%s %s: %zu of %d leases taken (the oldest by %s, held for %s, token %lld)",
                  r->o->path, why, taken, r->o->limit, who, age, (long long)oldest->token);
@@ -522,7 +567,7 @@ static void say_busy(struct run *r)
             if (q->nodes[i].holds)
                 holder = &q->nodes[i];
     if (holder) {
-        char *who = tool_identity_text(holder->identity, "?");
+        char *who = tool_identity_text(holder->identity);
         tool_age(age, sizeof age, tool_wall_ms() - holder->ctime_ms);
         tool_say("%s %s by %s (%s, held for %s, token %lld)", r->o->path, why, who, holder->kind,
                  age, (long long)holder->token);
@@ -552,7 +597,8 @@ static void on_answer(struct run *r)
     switch (r->h.acquired_rc) {
     case ZKLOCK_EBUSY:
     case ZKLOCK_ETIMEDOUT:
-        say_busy(r);
+        if (!say_delay_left(r))
+            say_busy(r);
         r->exit_code = r->o->conflict_code;
         break;
     case ZKLOCK_ECANCELED:
@@ -562,6 +608,31 @@ static void on_answer(struct run *r)
     }
 }
 
+/* After SIGKILL, how long what is left of the group may take to be gone
+ * before the lock goes all the same: a process in uninterruptible sleep dies
+ * only once it wakes, but runs none of COMMAND's code meanwhile. */
+#define KILLED_GRACE_MS 1000
+/* While a stopped group outlives its leader, or SIGKILL went out, how often
+ * we look whether it is gone (its last processes are our children, as we
+ * are their subreaper: SIGCHLD says it first, this only in case), or its
+ * grace after SIGKILL is over. */
+#define GROUP_POLL_MS 50
+
+/* The job was stopped (a loss, a revocation, --max-hold): the lock goes
+ * once nothing of its group is left, so that the next holder's command
+ * never runs beside what is left of it (SIGKILL at kill_at_ms sees to it). */
+static bool stopped_job_gone(const struct run *r)
+{
+    return job_empty(&r->job) || (r->killed && mono_ms() >= r->kill_at_ms + KILLED_GRACE_MS);
+}
+
+static void release_once_stopped(struct run *r)
+{
+    if (r->started && r->stopping && !r->releasing && stopped_job_gone(r))
+        release(r);
+}
+
+/* COMMAND's leader ended (told once). */
 static void job_ended(struct run *r)
 {
     int code = status_code(r->job.status);
@@ -569,8 +640,14 @@ static void job_ended(struct run *r)
     job_untty(&r->job);
     if (r->exit_code < 0)
         r->exit_code = code;
+    if (r->stopping) {
+        /* what is left of the group is stopped still; then the release */
+        if (r->o->verbose)
+            tool_say("%s ended (%d)", r->o->command[0], code);
+        release_once_stopped(r);
+        return;
+    }
     if (r->lost_lock) {
-        /* nothing to release; what is left of the job is stopped still */
         if (r->o->verbose)
             tool_say("%s ended (%d)", r->o->command[0], code);
     } else {
@@ -589,8 +666,11 @@ static void on_child(struct run *r)
         return;
     if (job_reap(&r->job))
         job_suspend(&r->job); /* Ctrl-Z: we stop too, so that the shell takes over */
-    if (r->job.ended && !r->releasing)
+    if (r->job.ended && !r->ended_told) {
+        r->ended_told = true;
         job_ended(r);
+    }
+    release_once_stopped(r);
 }
 
 static void on_signal(struct run *r)
@@ -617,6 +697,17 @@ static void on_signal(struct run *r)
     }
 }
 
+/* A loss, a revocation, --max-hold: SIGTERM to the whole job now, SIGKILL
+ * to what is left of it --kill-after later (kill_if_due); the lock is
+ * released once the group is gone (release_once_stopped). */
+static void stop_job(struct run *r)
+{
+    job_signal(&r->job, SIGTERM);
+    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
+    r->stopping = true;
+    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+}
+
 static const char *loss_reason(int reason)
 {
     switch (reason) {
@@ -637,21 +728,20 @@ static void on_lost_lock(struct run *r)
     if (read(r->lost[0], &reason, sizeof reason) != (ssize_t)sizeof reason || r->lost_lock)
         return;
     r->lost_lock = true;
-    /* --max-hold: COMMAND is stopped as on any loss, and we exit as
-     * timeout(1) does; a loss and the limit at once: the first told wins. */
-    r->exit_code = reason == ZKLOCK_LOST_MAX_HOLD ? EXIT_MAX_HOLD : EXIT_LOST;
+    /* The library's max_hold_ms is --max-hold's backstop (make_locks): we
+     * exit as timeout(1) does. A loss and the limit at once: the first told
+     * wins. */
+    if (!r->max_hold_passed)
+        r->exit_code = reason == ZKLOCK_LOST_MAX_HOLD ? EXIT_MAX_HOLD : EXIT_LOST;
     update_guard(r); /* the lease may be over: should we die, SIGKILL at once */
-    if (!r->started || job_empty(&r->job)) {
+    if (!r->started || job_empty(&r->job) || r->stopping) {
         tool_say("lost %s (%s)", r->o->path, loss_reason(reason));
         if (r->idle)
             release(r); /* nothing runs: done */
         return;
     }
     tool_say("lost %s (%s); stopping %s", r->o->path, loss_reason(reason), r->o->command[0]);
-    job_signal(&r->job, SIGTERM);
-    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
-    r->stopping = true;
-    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+    stop_job(r);
 }
 
 /* --revocable: someone asked for the lock. COMMAND's group is stopped as
@@ -674,10 +764,30 @@ static void on_revoke_asked(struct run *r)
         return;
     }
     tool_say("%s: asked to let go (revoked); stopping %s", r->o->path, r->o->command[0]);
-    job_signal(&r->job, SIGTERM);
-    job_signal(&r->job, SIGCONT); /* a stopped job must run to see it */
-    r->stopping = true;
-    r->kill_at_ms = mono_ms() + (int64_t)(r->o->kill_after_s * 1000);
+    stop_job(r);
+}
+
+/* --max-hold: COMMAND ran that long (or, without COMMAND, zklock-elect led
+ * that long). It is stopped as on a loss while we still hold, and the lock
+ * goes once its group is gone; the library's max_hold_ms, set later
+ * (make_locks), is only the backstop. */
+static void max_hold_if_due(struct run *r)
+{
+    if (!r->max_hold_at_ms || mono_ms() < r->max_hold_at_ms)
+        return;
+    r->max_hold_at_ms = 0;
+    if (r->releasing || r->lost_lock || r->stopping)
+        return; /* over, or being stopped already */
+    r->max_hold_passed = true;
+    r->exit_code = EXIT_MAX_HOLD;
+    if (!r->started || job_empty(&r->job)) {
+        tool_say("%s: --max-hold passed: releasing", r->o->path);
+        release(r);
+        return;
+    }
+    tool_say("%s: --max-hold passed: stopping %s, then releasing", r->o->path,
+             r->o->command[0]);
+    stop_job(r);
 }
 
 /* --on-suspend stop: while the connection is lost, the job waits (the hold
@@ -751,14 +861,26 @@ static void kill_if_due(struct run *r)
     r->killed = true;
 }
 
+static int64_t earliest(int64_t a, int64_t b)
+{
+    return a < 0 || b < a ? b : a;
+}
+
+/* Until the next deadline of ours: --max-hold, SIGKILL, a look whether a
+ * stopped group is gone; -1: none. */
 static int poll_timeout(const struct run *r)
 {
-    int64_t ms;
+    int64_t now = mono_ms(), at = -1;
 
-    if (!r->stopping || r->killed)
+    if (r->max_hold_at_ms)
+        at = r->max_hold_at_ms;
+    if (r->stopping && !r->killed)
+        at = earliest(at, r->kill_at_ms);
+    if (r->stopping && !r->releasing && (r->job.ended || r->killed))
+        at = earliest(at, now + GROUP_POLL_MS); /* release_once_stopped */
+    if (at < 0)
         return -1;
-    ms = r->kill_at_ms - mono_ms();
-    return ms < 0 ? 0 : (int)ms;
+    return at <= now ? 0 : (int)(at - now);
 }
 
 static bool finished(const struct run *r)
@@ -789,7 +911,9 @@ static void loop(struct run *r)
             on_revoke_asked(r);
         if (n > 0 && fds[1].revents)
             on_answer(r);
+        max_hold_if_due(r);
         kill_if_due(r);
+        release_once_stopped(r);
     }
 }
 
@@ -837,11 +961,28 @@ static void say_times(const struct run *r)
                  st.lost > 0 ? " until it was lost" : "");
 }
 
+/* --max-hold's backstop, past the limit, --kill-after and the time a
+ * killed group has to be gone (the library's clock runs from the moment the
+ * hold is ours, a little before COMMAND's start): the library ends the hold
+ * itself only should we fail to (max_hold_if_due). */
+#define MAX_HOLD_BACKSTOP_MARGIN_MS (KILLED_GRACE_MS + 1000)
+
+static int max_hold_backstop_ms(const struct hold_options *o)
+{
+    int64_t ms;
+
+    if (o->max_hold_s <= 0)
+        return 0;
+    ms = (int64_t)(o->max_hold_s * 1000) + (int64_t)(o->kill_after_s * 1000) +
+         MAX_HOLD_BACKSTOP_MARGIN_MS;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 static void make_locks(struct run *r)
 {
     zklock_opts_t lo = {.on_lost = on_lost, .ctx = r,
                         .wire = r->o->kazoo ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR,
-                        .max_hold_ms = (int)(r->o->max_hold_s * 1000),
+                        .max_hold_ms = max_hold_backstop_ms(r->o),
                         .on_revoke = r->o->revocable ? on_revoke : NULL,
                         .track_previous = r->o->track_previous,
                         .lock_delay_ms = r->o->lock_delay_ms};

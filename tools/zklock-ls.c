@@ -264,7 +264,7 @@ static void print_rows(const struct view *v, const struct rows *r, int64_t now)
 {
     for (size_t i = 0; i < r->count; i++) {
         const zklock_node_t *n = r->node[i];
-        char age[32], *identity = tool_identity_text(n->identity, "-");
+        char age[32], *identity = tool_identity_text(n->identity);
         tool_age(age, sizeof age, now - n->ctime_ms);
         printf("  %-4zu %-6s %-10s %010d  %-7s %-12lld %s\n", i + 1,
                holds(v, n) ? "holds" : "waits", n->kind, n->seq, age, (long long)n->token, identity);
@@ -644,7 +644,7 @@ static void print_asked(const char *path, const zklock_queue_t *asked)
         printf("nobody holds %s\n", path);
     for (size_t i = 0; i < asked->count; i++) {
         const zklock_node_t *n = &asked->nodes[i];
-        char *name = tool_identity_text(n->name, "-"), *identity = tool_identity_text(n->identity, "-");
+        char *name = tool_identity_text(n->name), *identity = tool_identity_text(n->identity);
         printf("asked %s/%s %s\n", strcmp(asked->path, "/") ? asked->path : "", name, identity);
         free(name);
         free(identity);

@@ -50,8 +50,9 @@ static const char usage_text[] =
     "                               only when the session ends, which a holder cut off may\n"
     "                               learn after another client took the lock: let COMMAND's\n"
     "                               storage check ZKLOCK_FENCE\n"
-    "      --kill-after SECONDS     if the lock is lost (or revoked), SIGKILL what is left of\n"
-    "                               COMMAND's process group this long after SIGTERM (default 10)\n"
+    "      --kill-after SECONDS     if the lock is lost (or revoked, or --max-hold passed),\n"
+    "                               SIGKILL what is left of COMMAND's process group this\n"
+    "                               long after SIGTERM (default 10)\n"
     "      --revocable              let go when asked: on a request (zklock-ls --revoke,\n"
     "                               Curator's Revoker: __REVOKE__ written into the lock node),\n"
     "                               COMMAND's group gets SIGTERM, then SIGKILL after\n"
@@ -59,16 +60,18 @@ static const char usage_text[] =
     "      --on-suspend stop|continue  while the connection to ZooKeeper is lost, stop\n"
     "                               COMMAND's group (SIGSTOP) and continue it (SIGCONT) when\n"
     "                               the session is back; default: continue (let it run)\n"
-    "      --max-hold SECONDS       hold the lock at most SECONDS (fractions allowed), as\n"
-    "                               timeout(1): then COMMAND's group is stopped as on a loss\n"
-    "                               (SIGTERM, SIGKILL after --kill-after), the lock is\n"
-    "                               released, and zklock exits with 124\n"
+    "      --max-hold SECONDS       let COMMAND run at most SECONDS (fractions allowed) with\n"
+    "                               the lock, as timeout(1): then its group is stopped as on\n"
+    "                               a loss (SIGTERM, SIGKILL after --kill-after), the lock is\n"
+    "                               released once the group is gone, and zklock exits 124\n"
     "      --track-previous         record this hold in LOCKPATH/zklock.previous and tell\n"
     "                               COMMAND how the previous hold ended: ZKLOCK_PREVIOUS=\n"
-    "                               none|clean|unclean|unknown (-x only; see zklock(1))\n"
-    "      --lock-delay SECONDS     after an unclean or unknown end, wait this long, holding,\n"
-    "                               before COMMAND starts (implies --track-previous; within\n"
-    "                               --timeout)\n"
+    "                               none|clean|unclean|unknown (-x only; never unknown when\n"
+    "                               every contender tracks; see zklock(1))\n"
+    "      --lock-delay SECONDS     after an unclean end, COMMAND starts no sooner than this\n"
+    "                               long after it (after an unknown one: after our turn);\n"
+    "                               a --timeout that ends first gives up, changing nothing\n"
+    "                               (implies --track-previous)\n"
     "  -v, --verbose                say what happens on stderr: place in the queue, holder,\n"
     "                               who holds a busy lock, the connection lost and back,\n"
     "                               at the end how long it waited and held;\n"
@@ -197,8 +200,6 @@ static void parse(int argc, char **argv, struct hold_options *o)
     if (o->track_previous && (o->mode != 'x' || o->nand > 0))
         usage_error("--track-previous and --lock-delay work with an exclusive lock (-x) of one "
                     "path only");
-    if (o->lock_delay_ms > 0 && o->max_hold_s > 0 && o->lock_delay_ms >= o->max_hold_s * 1000)
-        usage_error("--lock-delay must be shorter than --max-hold");
     hold_check_options(o, "zklock");
     /* Checked here: the library refuses it with ZKLOCK_EINVAL, which
      * tool_open() can only take for a bad server list. */
