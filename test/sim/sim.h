@@ -114,7 +114,7 @@ int sim_run_one(const struct sim_run *run, struct sim_result *res);
 
 enum sim_kind { K_MUTEX, K_READ, K_WRITE, K_SEM, K_MULTI, K_ELECT };
 
-#define SIM_PATHS 6
+#define SIM_PATHS 7
 #define SIM_MAX_HANDLES 48
 #define SIM_MAX_SESSIONS 12
 
@@ -140,6 +140,8 @@ struct sim_handle {
     int max_leases;
     bool by_handle;          /* ZKLOCK_OWNER_HANDLE */
     int max_hold_ms;
+    bool tracks;             /* track_previous (a mutex on the tracking path) */
+    int lock_delay_ms;
     int wire;
     bool live, freeing;
     /* the application's calls */
@@ -190,6 +192,8 @@ int truth_calls_pending(void);
 void truth_counts(int *acquired, int *calls);
 void truth_lost(int h, int reason);
 void truth_freed(int h);
+/* The application releases h: if it still holds, that hold ended clean. */
+void truth_releasing(int h);
 bool truth_believes(int h);
 void truth_follower_told(int session, const char *path, bool leads, int64_t token);
 void truth_operator_deletes(const char *path);

@@ -44,6 +44,7 @@ struct sim_path sim_paths[SIM_PATHS] = {
     {"/locks/sem", K_SEM, 2, 0},
     {"/locks/e", K_ELECT, 0, 0},
     {"/kz/m", K_MUTEX, 0, 0}, /* ZKLOCK_WIRE_KAZOO: a persistent lock path */
+    {"/locks/t", K_MUTEX, 0, 0}, /* track_previous, some with a lock-delay */
 };
 sim_time_t sim_faults_end, sim_calls_end;
 
@@ -107,6 +108,8 @@ static int add_handle(int session, enum sim_kind kind, int path, struct sim_rng 
     h->by_handle = sim_sessions[session].poll || !sim_chance(r, 400);
     h->max_hold_ms = sim_chance(r, 150) ? (int)sim_between(r, 300, 2500) : 0;
     h->wire = path == 5 ? ZKLOCK_WIRE_KAZOO : ZKLOCK_WIRE_CURATOR;
+    h->tracks = path == 6;
+    h->lock_delay_ms = h->tracks && sim_chance(r, 500) ? (int)sim_between(r, 50, 1500) : 0;
     h->max_leases = sim_paths[path].max_leases;
     return h->id;
 }
@@ -117,10 +120,13 @@ static void add_handles(int session, struct sim_rng *r)
     int n = (int)sim_between(r, 2, 4);
 
     for (int i = 0; i < n && sim_nhandles + 3 < SIM_MAX_HANDLES; i++) {
-        switch (sim_below(r, 7)) {
+        switch (sim_below(r, 8)) {
         case 0:
         case 1:
             add_handle(session, K_MUTEX, (int)sim_below(r, 2), r);
+            break;
+        case 7:
+            add_handle(session, K_MUTEX, 6, r);
             break;
         case 2: {
             int w = add_handle(session, K_WRITE, 2, r), rd = add_handle(session, K_READ, 2, r);
@@ -435,6 +441,7 @@ static void release_now(int hi)
         return;
     app_holds[hi]--;
     c = call_new(hi, false, 0);
+    truth_releasing(hi);
     if (h->by_handle) {
         zs_log("app %d: releases handle %d", h->proc, hi);
         rc = zklock_release_async(h->l, done_cb, c);
@@ -473,6 +480,8 @@ static zklock_opts_t opts_of(const struct sim_handle *h)
     o.owner = h->by_handle ? ZKLOCK_OWNER_HANDLE : ZKLOCK_OWNER_THREAD;
     o.wire = h->wire;
     o.max_hold_ms = h->max_hold_ms;
+    o.track_previous = h->tracks;
+    o.lock_delay_ms = h->lock_delay_ms;
     if (h->id % 3 == 0)
         o.on_revoke = revoke_cb;
     return o;
@@ -742,6 +751,10 @@ static void operator_delete(int path)
     zs_tree_children(&zs_w->committed, base, &v);
     if (v.count > 0) {
         const char *name = v.data[sim_below(&zs_w->rng, (uint64_t)v.count)];
+        if (strcmp(name, "zklock.previous") == 0) {
+            zs_strings_free(&v); /* retiring a record is not modelled */
+            return;
+        }
         snprintf(full, sizeof full, "%s/%s", base, name);
         if (strcmp(name, "leases") == 0 || strcmp(name, "locks") == 0) {
             struct String_vector w;

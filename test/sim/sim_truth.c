@@ -323,14 +323,6 @@ void truth_follower_told(int session, const char *path, bool leads, int64_t toke
 
 /* ---- beliefs --------------------------------------------------------------------------------- */
 
-void truth_freed(int h)
-{
-    sim_handles[h].believed = false;
-    for (int i = 0; i < sim_nhandles; i++)
-        if (sim_handles[i].partner == h || sim_handles[i].multi == h)
-            sim_handles[i].believed = false;
-}
-
 bool truth_believes(int h)
 {
     return sim_handles[h].believed;
@@ -406,6 +398,122 @@ static sim_time_t resumed_at[SIM_MAX_PROCS];
 
 static void observe_handle(struct sim_handle *h);
 
+/* ---- holds, one after another, on each path (the previous holder's fate) ------------------ */
+
+struct hold {
+    int path, h;
+    int64_t token;
+    sim_time_t start, last_seen;
+    bool released;      /* its owner released it while it held it */
+    bool strict;        /* on a strict-lease session */
+};
+
+static struct hold *holds;
+static size_t nholds, capholds;
+
+static struct hold *hold_of(const struct sim_handle *h)
+{
+    for (size_t i = nholds; i-- > 0;)
+        if (holds[i].h == h->id && holds[i].token == h->token)
+            return &holds[i];
+    return NULL;
+}
+
+static void hold_add(const struct sim_handle *h)
+{
+    if (nholds == capholds) {
+        capholds = capholds ? 2 * capholds : 64;
+        holds = realloc(holds, capholds * sizeof *holds);
+        if (!holds)
+            abort();
+    }
+    holds[nholds].path = h->path;
+    holds[nholds].h = h->id;
+    holds[nholds].token = h->token;
+    holds[nholds].start = holds[nholds].last_seen = sim_now();
+    holds[nholds].released = false;
+    holds[nholds].strict = sim_sessions[h->session].lease == ZKLOCK_LEASE_STRICT;
+    nholds++;
+}
+
+/* The exclusive hold on h's path just before h's (the largest token below). */
+static const struct hold *hold_before(const struct sim_handle *h)
+{
+    const struct hold *best = NULL;
+
+    for (size_t i = 0; i < nholds; i++)
+        if (holds[i].path == h->path && holds[i].token < h->token &&
+            (!best || holds[i].token > best->token))
+            best = &holds[i];
+    return best;
+}
+
+void truth_releasing(int hi)
+{
+    struct sim_handle *h = &sim_handles[hi];
+    struct hold *k;
+
+    observe_handle(h);
+    if (h->believed && (k = hold_of(h)) && zklock_hold_count(h->l) == 1)
+        k->released = true; /* the last release of its hold: a clean end */
+}
+
+/* A handle is being freed: zklock_free releases what it holds (a clean end
+ * of that hold), and what it holds is nobody's belief from now on. */
+void truth_freed(int h)
+{
+    struct hold *k;
+
+    observe_handle(&sim_handles[h]);
+    if (sim_handles[h].believed && (k = hold_of(&sim_handles[h])))
+        k->released = true;
+    sim_handles[h].believed = false;
+    for (int i = 0; i < sim_nhandles; i++)
+        if (sim_handles[i].partner == h || sim_handles[i].multi == h)
+            sim_handles[i].believed = false;
+}
+
+static const char *const prev_names[] = {"?", "NONE", "CLEAN", "UNCLEAN", "UNKNOWN"};
+
+/* A tracking holder is told how the hold before it ended (zklock_previous):
+ * CLEAN and NONE only when true, the token of the hold it names, and, after
+ * an unclean end of a strict-lease hold, no hold before the lock-delay has
+ * passed since that holder last believed it held (its lease's end, which
+ * the record bounds, is no earlier). */
+static void check_previous(struct sim_handle *h)
+{
+    const struct hold *prev = hold_before(h);
+    int how = 0, rc;
+    int64_t token = 0;
+
+    rc = zklock_previous(h->l, &how, &token);
+    if (rc != ZKLOCK_OK) {
+        truth_fail("handle %d (%s): zklock_previous says %s for a hold", h->id, path_of(h),
+                   zklock_strerror(rc));
+        return;
+    }
+    zs_log("truth: handle %d (%s) holds with token %lld: previous %s, token %lld", h->id,
+           path_of(h), (long long)h->token, how >= 1 && how <= 4 ? prev_names[how] : "?",
+           (long long)token);
+    if (how == ZKLOCK_PREV_NONE && prev)
+        truth_fail("handle %d (%s): previous NONE, but handle %d held it before (token %lld)",
+                   h->id, path_of(h), prev->h, (long long)prev->token);
+    else if (how == ZKLOCK_PREV_CLEAN && (!prev || !prev->released))
+        truth_fail("handle %d (%s): previous CLEAN, but %s", h->id, path_of(h),
+                   prev ? "the hold before it was never released" : "nobody held before");
+    else if ((how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN) &&
+             (!prev || token != prev->token))
+        truth_fail("handle %d (%s): previous %s with token %lld, but the hold before had %lld",
+                   h->id, path_of(h), prev_names[how], (long long)token,
+                   prev ? (long long)prev->token : 0LL);
+    else if (how == ZKLOCK_PREV_UNCLEAN && h->lock_delay_ms > 0 && prev && prev->strict &&
+             sim_now() < prev->last_seen + SIM_MS(h->lock_delay_ms))
+        truth_fail("handle %d (%s): holds %lld ms after the unclean end of token %lld, "
+                   "lock_delay_ms %d",
+                   h->id, path_of(h), (long long)((sim_now() - prev->last_seen) / SIM_MS(1)),
+                   (long long)prev->token, h->lock_delay_ms);
+}
+
 static bool excused(const struct sim_handle *h);
 
 /* A new hold of an exclusive kind: its token beats every earlier one. Not
@@ -418,6 +526,9 @@ static void new_hold(struct sim_handle *h)
 
     if (h->kind == K_MULTI || h->kind == K_READ || h->kind == K_SEM || excused(h))
         return;
+    if (h->tracks)
+        check_previous(h);
+    hold_add(h);
     if (h->token <= p->last_token)
         truth_fail("%s: a new hold (handle %d, process %d) has token %lld, not above %lld",
                    p->path, h->id, h->proc, (long long)h->token, (long long)p->last_token);
@@ -454,6 +565,10 @@ static void observe_handle(struct sim_handle *h)
         h->token = token;
         h->hold_seen = sim_now();
         new_hold(h);
+    } else {
+        struct hold *k = hold_of(h);
+        if (k)
+            k->last_seen = sim_now();
     }
 }
 
@@ -748,6 +863,9 @@ void truth_reset(void)
     nkilled = nended_now = 0;
     operator_pending[0] = '\0';
     memset(resumed_at, 0, sizeof resumed_at);
+    free(holds);
+    holds = NULL;
+    nholds = capholds = 0;
     memset(&T, 0, sizeof T);
     zs_w->obs.committed = committed;
     zs_w->obs.session_ended = session_ended;
