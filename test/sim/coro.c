@@ -1,7 +1,8 @@
 /*
- * coro.c: coroutines on ucontext (coro.h). With AddressSanitizer, each
+ * coro.c: coroutines on ucontext (coro.h). Under AddressSanitizer each
  * switch is announced (__sanitizer_start_switch_fiber) so that it follows
- * the stacks.
+ * the stacks; under ThreadSanitizer each coroutine is a fiber of its own
+ * (__tsan_switch_to_fiber).
  */
 #include "coro.h"
 
@@ -15,6 +16,21 @@
 #if __has_feature(address_sanitizer)
 #define SIM_ASAN 1
 #endif
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+
+#ifdef SIM_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #endif
 
 #ifdef SIM_ASAN
@@ -33,6 +49,9 @@ struct sim_coro {
     bool done;
     const void *caller_bottom;
     size_t caller_size;
+#ifdef SIM_TSAN
+    void *fiber, *caller_fiber;
+#endif
 };
 
 static struct sim_coro *running;
@@ -46,12 +65,18 @@ struct sim_coro *coro_new(void)
         abort();
     }
     c->done = true;
+#ifdef SIM_TSAN
+    c->fiber = __tsan_create_fiber(0);
+#endif
     return c;
 }
 
 void coro_free(struct sim_coro *c)
 {
     if (c) {
+#ifdef SIM_TSAN
+        __tsan_destroy_fiber(c->fiber);
+#endif
         free(c->stack);
         free(c);
     }
@@ -71,6 +96,10 @@ static void switch_in(struct sim_coro *c)
     __sanitizer_start_switch_fiber(&fake, c->stack, STACK_SIZE);
 #endif
     running = c;
+#ifdef SIM_TSAN
+    c->caller_fiber = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(c->fiber, 0);
+#endif
     swapcontext(&c->caller, &c->ctx);
 #ifdef SIM_ASAN
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
@@ -84,6 +113,9 @@ static void switch_out(struct sim_coro *c)
 #ifdef SIM_ASAN
     void *fake = NULL;
     __sanitizer_start_switch_fiber(c->done ? NULL : &fake, c->caller_bottom, c->caller_size);
+#endif
+#ifdef SIM_TSAN
+    __tsan_switch_to_fiber(c->caller_fiber, 0);
 #endif
     swapcontext(&c->ctx, &c->caller);
 #ifdef SIM_ASAN
@@ -138,7 +170,4 @@ void coro_yield(void)
         abort();
     }
     switch_out(c);
-#ifdef SIM_ASAN
-    /* (finish_switch_fiber ran in switch_out) */
-#endif
 }

@@ -317,6 +317,7 @@ struct call {
 
 static void schedule_release(int h, sim_time_t after);
 static void release_now(int h);
+static void acquire(int hi, int timeout);
 
 static struct call *call_new(int h, bool acquire, int timeout)
 {
@@ -354,6 +355,9 @@ static void done_cb(zklock_t *l, int rc, void *ctx)
            kind_name(h->kind), sim_paths[h->path].path, rc);
     if (c->acquire && rc == ZKLOCK_OK)
         app_holds[c->h]++;
+    if (c->acquire && rc == ZKLOCK_OK && h->kind == K_WRITE && !h->freeing && !calls_over &&
+        sim_chance(&app_rng, 300))
+        acquire(h->partner, 1000); /* a downgrade: the read side while the write is held */
     if (c->acquire && rc == ZKLOCK_OK && !h->freeing && !calls_over &&
         sim_chance(&app_rng, 100))
         release_now(c->h); /* at once, inside the callback */
@@ -739,6 +743,19 @@ static int any_session_of(int proc)
     return -1;
 }
 
+/* The child with the highest sequence number (the last ten characters). */
+static int newest(const struct String_vector *v)
+{
+    int best = 0;
+
+    for (int i = 1; i < v->count; i++) {
+        size_t a = strlen(v->data[i]), b = strlen(v->data[best]);
+        if (a >= 10 && (b < 10 || strcmp(v->data[i] + a - 10, v->data[best] + b - 10) > 0))
+            best = i;
+    }
+    return best;
+}
+
 /* An operator deletes a node under the path (a lock node, or the path). */
 static void operator_delete(int path)
 {
@@ -750,7 +767,10 @@ static void operator_delete(int path)
         return;
     zs_tree_children(&zs_w->committed, base, &v);
     if (v.count > 0) {
-        const char *name = v.data[sim_below(&zs_w->rng, (uint64_t)v.count)];
+        /* any node, or (half the time) the newest: a young node's deletion
+         * comes before its own-node watch */
+        const char *name = v.data[sim_chance(&zs_w->rng, 500) ? newest(&v)
+                                                               : (int)sim_below(&zs_w->rng, (uint64_t)v.count)];
         if (strcmp(name, "zklock.previous") == 0) {
             zs_strings_free(&v); /* retiring a record is not modelled */
             return;

@@ -85,6 +85,7 @@ struct record {
                                      reaper); -1: its session's end */
     bool delete_refused;          /* a delete of it was refused (ZNOAUTH: an operator's
                                      ACL): it stays until its session ends, as documented */
+    int64_t deleted_zxid;
 };
 
 static struct record *recs;
@@ -147,10 +148,16 @@ static void committed(const struct zs_txn *tx, void *ctx)
         struct record *r;
         if (!under_lock_paths(op->path))
             continue;
+        if (op->type == ZS_OP_CREATE && strcmp(op->path, sim_paths[5].path) == 0 &&
+            op->kind != ZS_PERSISTENT)
+            truth_fail("%s made as a %s: kazoo's layout (ZKLOCK_WIRE_KAZOO) has its lock "
+                       "path persistent", op->path,
+                       op->kind == ZS_CONTAINER ? "container" : "ephemeral node");
         if (op->type == ZS_OP_CREATE) {
             rec_add(op->path, tx->zxid, op->kind == ZS_EPHEMERAL ? op->owner : 0);
         } else if (op->type == ZS_OP_DELETE && (r = rec_standing(op->path))) {
             r->deleted = sim_now();
+            r->deleted_zxid = tx->zxid;
             r->deleted_by = tx->type == ZS_TX_SESSION_CLOSE ? -1 : tx->session;
             if (r->deleted_by == 0 && strcmp(operator_pending, op->path) != 0)
                 r->deleted_by = -2; /* the reaper: a container */
@@ -357,14 +364,39 @@ static struct record *node_of(const struct sim_handle *h)
 
 /* Did the operator take this belief away (its node deleted, or its session
  * closed from outside) since it began? */
+static sim_time_t resumed_at[SIM_MAX_PROCS];
+
+/* How long a holder may go on believing after the operator deleted its
+ * node ("Operator deletes a node"): its own-node watch is armed once the
+ * node has lived 50 ms, and the event then comes within a round trip, once
+ * its server has applied the delete and while it is connected; a process
+ * that just ran again gets that long too. */
+#define OWN_WATCH_DELAY SIM_MS(50)
+#define TOLD_WITHIN SIM_MS(100)
+
+static bool not_told_yet(const struct sim_handle *h, const struct record *del)
+{
+    zhandle_t *zh = zs_handle_of_session(del->owner);
+    int server = zh ? zs_handle_server(zh) : -1;
+    sim_time_t due = del->created + OWN_WATCH_DELAY;
+
+    if (due < del->deleted)
+        due = del->deleted;
+    if (sim_now() <= due + TOLD_WITHIN || sim_now() <= resumed_at[h->proc] + TOLD_WITHIN)
+        return true;
+    return server < 0 || zs_w->servers[server].applied == 0 ||
+           zs_w->log[zs_w->servers[server].applied - 1].zxid < del->deleted_zxid;
+}
+
 static bool operator_took(const struct sim_handle *h, const struct record *r)
 {
     if (r && was_killed(r->owner))
         return true;
     for (size_t i = 0; r && i < nrecs; i++)
         if (recs[i].owner == r->owner && recs[i].deleted_by == 0 &&
-            recs[i].deleted >= h->hold_seen && strncmp(recs[i].path, path_of(h),
-                                                       strlen(path_of(h))) == 0)
+            recs[i].deleted >= h->hold_seen &&
+            strncmp(recs[i].path, path_of(h), strlen(path_of(h))) == 0 &&
+            not_told_yet(h, &recs[i]))
             return true;
     return false;
 }
@@ -393,8 +425,6 @@ static bool excused(const struct sim_handle *h)
 
     return operator_took(h, r) || session_window(h, r);
 }
-
-static sim_time_t resumed_at[SIM_MAX_PROCS];
 
 static void observe_handle(struct sim_handle *h);
 
@@ -545,8 +575,16 @@ static void observe_handle(struct sim_handle *h)
 
     if (!h->live || h->freeing || !h->l)
         return;
-    n = zklock_hold_count(h->l);
-    frc = zklock_fence(h->l, &token);
+    /* Either call may be the first to see a lapse (the lease, the maximum
+     * hold): each answers by the clock as it is, so the order must not
+     * matter; it alternates. */
+    if ((sim_events_run() + (uint64_t)h->id) % 2) {
+        n = zklock_hold_count(h->l);
+        frc = zklock_fence(h->l, &token);
+    } else {
+        frc = zklock_fence(h->l, &token);
+        n = zklock_hold_count(h->l);
+    }
     if ((n > 0) != (frc == ZKLOCK_OK)) {
         truth_fail("handle %d (%s): hold count %d but fence %s", h->id, path_of(h), n,
                    zklock_strerror(frc));

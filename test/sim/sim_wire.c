@@ -193,12 +193,15 @@ static void schedule_turn(struct watched *w, sim_time_t at)
     sim_at(at, w->proc, SIM_SESSION, turn_event, NULL, w - watched, (int64_t)++w->turn_gen);
 }
 
-/* A ZKLOCK_CLOCK time of proc, in true time. */
-static sim_time_t true_time_of(int proc, const struct timespec *at)
+/* A time of the session's timers, in true time: as the session thread
+ * waits for it, the span from the library's own reading of its clock
+ * (ZKLOCK_CLOCK, unless the library reads another: the simulator's clocks
+ * differ only once a host has slept). */
+static sim_time_t true_time_of(const zklock_session_t *s, const struct timespec *at)
 {
     struct timespec now;
 
-    zs_clock(proc, ZKLOCK_CLOCK, &now);
+    zklock__now(s, &now);
     return sim_now() + ns_between(&now, at);
 }
 
@@ -213,7 +216,7 @@ static void turn_event(struct sim_event *ev)
     sim_cur_proc = w->proc;
     sim_cur_thread = SIM_SESSION;
     if (zklock__session_turn(w->s, &next))
-        schedule_turn(w, true_time_of(w->proc, &next) + jitter(SIM_US(100)));
+        schedule_turn(w, true_time_of(w->s, &next) + jitter(SIM_US(100)));
 }
 
 static bool callbacks_queued(const struct watched *w)
@@ -272,7 +275,7 @@ static sim_time_t thread_due(const struct watched *w)
     if (s->need_new_handle)
         return sim_now();
     if (s->timers.n > 0)
-        return true_time_of(w->proc, &s->timers.heap[0]->at);
+        return true_time_of(s, &s->timers.heap[0]->at);
     return INT64_MAX;
 }
 

@@ -208,8 +208,8 @@ struct zs_world *zs_world_new(uint64_t seed, int nprocs)
     for (int p = 0; p < nprocs; p++) {
         w->procs[p].id = p;
         w->procs[p].suspended_at = -1;
-        w->procs[p].boot_offset = SIM_S(1000 + 17 * p);
-        w->procs[p].mono_offset = SIM_S(900 + 13 * p);
+        /* the two clocks agree until the host sleeps (then MONOTONIC lags) */
+        w->procs[p].boot_offset = w->procs[p].mono_offset = SIM_S(1000 + 17 * p);
     }
     sim_at(w->reaper_every, -1, SIM_WORLD, reaper_pass, NULL, 0, 0);
     sim_at(SIM_MS(1), -1, SIM_WORLD, lag_pass, NULL, 0, 0);
