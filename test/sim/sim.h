@@ -194,6 +194,9 @@ void truth_lost(int h, int reason);
 void truth_freed(int h);
 /* The application releases h: if it still holds, that hold ended clean. */
 void truth_releasing(int h);
+/* A blocking acquisition of h returned ZKLOCK_OK: h holds (the caller wakes
+ * as its hold is decided, in the same instant). */
+void truth_returned_held(int h);
 bool truth_believes(int h);
 void truth_follower_told(int session, const char *path, bool leads, int64_t token);
 void truth_operator_deletes(const char *path);

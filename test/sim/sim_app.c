@@ -429,6 +429,8 @@ static void acquire(int hi, int timeout)
     zs_log("app %d: acquire of handle %d returned %d", h->proc, hi, rc);
     truth_call_blocking(c->truth, rc);
     if (rc == ZKLOCK_OK)
+        truth_returned_held(hi);
+    if (rc == ZKLOCK_OK)
         app_holds[hi]++;
     if (rc == ZKLOCK_OK && !h->freeing)
         schedule_release(hi, sim_between(&app_rng, SIM_MS(1), SIM_MS(1500)));

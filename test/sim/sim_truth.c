@@ -503,6 +503,16 @@ void truth_freed(int h)
             sim_handles[i].believed = false;
 }
 
+void truth_returned_held(int hi)
+{
+    struct sim_handle *h = &sim_handles[hi];
+
+    observe_handle(h);
+    if (!h->believed && !T.failed)
+        truth_fail("handle %d (%s, process %d): zklock_acquire returned ZKLOCK_OK, and the "
+                   "hold count is already 0", h->id, path_of(h), h->proc);
+}
+
 static const char *const prev_names[] = {"?", "NONE", "CLEAN", "UNCLEAN", "UNKNOWN"};
 
 /* A tracking holder is told how the hold before it ended (zklock_previous):
