@@ -448,7 +448,9 @@ static bool may_reopen(const zklock_session_t *s)
 }
 
 /* One turn of the session thread, with s->mu held: the timers that are
- * due, then a new handle if one is due. False once the thread is stopped. */
+ * due, then a new handle if one is due. False once the thread is stopped
+ * (also while the new handle was made: s->mu is let go meanwhile, and the
+ * stop's wake-up found nobody asleep). */
 static bool turn(zklock_session_t *s)
 {
     zklock__timers_fire_due(s);
@@ -456,7 +458,7 @@ static bool turn(zklock_session_t *s)
         return false;
     if (may_reopen(s))
         replace_handle(s);
-    return true;
+    return !s->thread_stop;
 }
 
 static void *session_thread(void *arg)
@@ -641,7 +643,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
     s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
-    if (rc == 0 && zklock__rng_seed(s->rng) != 0)
+    if (rc == 0 && (s->wire->seed ? s->wire->seed(s->wire_env, s->rng)
+                                  : zklock__rng_seed(s->rng)) != 0)
         rc = ZKLOCK_ESYSTEM;
     trace_open(s);
     if (rc) {

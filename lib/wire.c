@@ -97,4 +97,5 @@ const struct zkl_wire zklock__real_wire = {
     .thread_start = real_thread_start,
     .thread_join = real_thread_join,
     .in_completion = NULL,
+    .seed = NULL, /* getrandom (zklock__rng_seed) */
 };

@@ -9,7 +9,8 @@
  * pthread_cond_(timed)wait and pthread_create; a simulator opens sessions
  * on a table of its own (zklock__session_open_on) and links the library's
  * objects statically (libzklock-core.la). Nothing else in lib/ or recipes/
- * names a ZooKeeper call, a clock or a thread.
+ * names a ZooKeeper call, a clock or a thread (ZooKeeper's op builders
+ * aside, zoo_*_op_init, which fill a multi's ops and talk to nobody).
  *
  * THE CONTRACT (what the library does, and what it expects of a table):
  *
@@ -77,6 +78,11 @@
  * fails (any other value). thread_join waits for a thread it started. A
  * session starts two: the session thread (its timers, a new handle after an
  * expiry) and, with ZKLOCK_DISPATCH_THREAD, the callback thread.
+ *
+ * Randomness. seed(env, state), if not NULL, seeds the generator of the
+ * session's node names (the uuid in each name: two 64-bit words, not both
+ * zero; 0, or ZKLOCK_ESYSTEM): a simulator gives the same names for the
+ * same seed. NULL: the system's randomness (getrandom).
  *
  * in_completion(env), if not NULL, says whether the calling thread is
  * delivering one of the table's completions or watchers right now: a
@@ -149,6 +155,7 @@ struct zkl_wire {
     int (*thread_start)(void *env, pthread_t *t, void *(*run)(void *), void *arg);
     void (*thread_join)(void *env, pthread_t t);
     bool (*in_completion)(void *env);
+    int (*seed)(void *env, uint64_t state[2]);
 };
 
 /* libzookeeper_mt, clock_gettime, pthreads (wire.c). */

@@ -5,12 +5,14 @@
 ZKLOCK_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
-# Everything the build, the tests and the demo use, as Debian packages.
+# Everything the build, the tests and the demo use, as Debian packages (the
+# last line: the packages' build and lintian, abidiff, systemd-analyze, man).
 ZKLOCK_PACKAGES="build-essential autoconf automake libtool pkg-config cmake
   libzookeeper-mt-dev libjansson-dev libcunit1-dev libuv1-dev zookeeper default-jre-headless
   valgrind clang python3 procps spin gdb
   default-jdk-headless libcurator-recipes-java libslf4j-java python3-kazoo
-  iproute2 nftables liblog4j1.2-java"
+  iproute2 nftables liblog4j1.2-java
+  debhelper lintian abigail-tools man-db systemd"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

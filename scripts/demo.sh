@@ -6,12 +6,18 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 B=$ZKLOCK_TOP/build/plain
-ensure_packages
-build "$B"
+# ZKLOCK_DEMO_BINDIR=/usr/bin: the installed tools instead of a build
+# (scripts/test.sh deb runs the demo so on the installed packages)
+bin=${ZKLOCK_DEMO_BINDIR:-}
+if [ -z "$bin" ]; then
+  ensure_packages
+  build "$B"
+  bin=$B/tools
+fi
 
-ZKLOCK=$B/tools/zklock
-ZKLS=$B/tools/zklock-ls
-ELECT=$B/tools/zklock-elect
+ZKLOCK=$bin/zklock
+ZKLS=$bin/zklock-ls
+ELECT=$bin/zklock-elect
 zkdir=$(mktemp -d "${TMPDIR:-/tmp}/zklock-demo.XXXXXX")
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true

@@ -76,6 +76,10 @@ static struct {
     int64_t now_ms;  /* both clocks, from a start far from 0 */
     int refuse;      /* the next request is refused with this, then 0 */
     void (*inside)(void); /* called inside the next request function, then NULL */
+    /* While the library waits with nothing else to wake it: the case's next
+     * move (NULL: none may come, the wait is a bug). */
+    void (*serve)(void);
+    bool delivering; /* a completion or a watcher of the wire's runs */
 } W;
 
 static struct fake_zh *fake(zhandle_t *zh)
@@ -282,6 +286,12 @@ static int w_cond_wait(void *env, pthread_cond_t *cond, pthread_mutex_t *mu,
 {
     int64_t ms;
 
+    if (!at && W.serve) {
+        pthread_mutex_unlock(mu); /* the world moves on meanwhile: a case's move */
+        W.serve();
+        pthread_mutex_lock(mu);
+        return 0;
+    }
     if (!at) {
         fprintf(stderr, "unit_engine: the library waited with nothing to wake it\n");
         abort();
@@ -299,6 +309,19 @@ static int w_thread_start(void *env, pthread_t *t, void *(*run)(void *), void *a
 
 static void w_thread_join(void *env, pthread_t t)
 {
+}
+
+static bool w_in_completion(void *env)
+{
+    return W.delivering;
+}
+
+/* Node names from a seed: the same world names its nodes the same. */
+static int w_seed(void *env, uint64_t state[2])
+{
+    state[0] = 0x5eed;
+    state[1] = 31;
+    return 0;
 }
 
 static const struct zkl_wire script_wire = {
@@ -328,6 +351,8 @@ static const struct zkl_wire script_wire = {
     .cond_wait = w_cond_wait,
     .thread_start = w_thread_start,
     .thread_join = w_thread_join,
+    .in_completion = w_in_completion,
+    .seed = w_seed,
 };
 
 /* ---- the test's side of the wire ---------------------------------------------------------- */
@@ -368,15 +393,24 @@ static struct Stat stat_of(int64_t czxid, int64_t owner, int cversion, int child
                          .cversion = cversion, .numChildren = children};
 }
 
-/* The answers, one per completion type. */
+/* The answers, one per completion type, delivered as the wire's delivery
+ * thread would (W.delivering). */
+#define DELIVER(call)           \
+    do {                        \
+        W.delivering = true;    \
+        call;                   \
+        W.delivering = false;   \
+    } while (0)
+
 static void reply_string_stat(const struct req *r, int rc, const char *value, struct Stat st)
 {
-    ((string_stat_completion_t)r->completion)(rc, value, rc == ZOK ? &st : NULL, r->data);
+    DELIVER(((string_stat_completion_t)r->completion)(rc, value, rc == ZOK ? &st : NULL,
+                                                      r->data));
 }
 
 static void reply_string(const struct req *r, int rc, const char *value)
 {
-    ((string_completion_t)r->completion)(rc, value, r->data);
+    DELIVER(((string_completion_t)r->completion)(rc, value, r->data));
 }
 
 static void reply_children(const struct req *r, int rc, const char *const *names, int n,
@@ -386,28 +420,28 @@ static void reply_children(const struct req *r, int rc, const char *const *names
 
     if (rc == ZOK)
         registered(r);
-    ((strings_stat_completion_t)r->completion)(rc, rc == ZOK ? &v : NULL, rc == ZOK ? &st : NULL,
-                                               r->data);
+    DELIVER(((strings_stat_completion_t)r->completion)(rc, rc == ZOK ? &v : NULL,
+                                                       rc == ZOK ? &st : NULL, r->data));
 }
 
 static void reply_data(const struct req *r, int rc, const char *value, struct Stat st)
 {
     if (rc == ZOK)
         registered(r);
-    ((data_completion_t)r->completion)(rc, value, value ? (int)strlen(value) : -1,
-                                       rc == ZOK ? &st : NULL, r->data);
+    DELIVER(((data_completion_t)r->completion)(rc, value, value ? (int)strlen(value) : -1,
+                                               rc == ZOK ? &st : NULL, r->data));
 }
 
 static void reply_stat(const struct req *r, int rc, struct Stat st)
 {
     if (rc == ZOK || rc == ZNONODE)
         registered(r);
-    ((stat_completion_t)r->completion)(rc, rc == ZOK ? &st : NULL, r->data);
+    DELIVER(((stat_completion_t)r->completion)(rc, rc == ZOK ? &st : NULL, r->data));
 }
 
 static void reply_void(const struct req *r, int rc)
 {
-    ((void_completion_t)r->completion)(rc, r->data);
+    DELIVER(((void_completion_t)r->completion)(rc, r->data));
 }
 
 /* A node event: every watch registered on path fires, once. */
@@ -420,7 +454,7 @@ static void node_event(int type, const char *path)
             continue;
         }
         W.watches[i] = W.watches[--W.nwatches];
-        g.fn(g.zh, type, ZOO_CONNECTED_STATE, path, g.ctx);
+        DELIVER(g.fn(g.zh, type, ZOO_CONNECTED_STATE, path, g.ctx));
     }
 }
 
@@ -428,7 +462,7 @@ static void node_event(int type, const char *path)
 static void session_state(int z, int state)
 {
     W.zh[z].state = state;
-    W.zh[z].fn((zhandle_t *)&W.zh[z], ZOO_SESSION_EVENT, state, NULL, W.zh[z].ctx);
+    DELIVER(W.zh[z].fn((zhandle_t *)&W.zh[z], ZOO_SESSION_EVENT, state, NULL, W.zh[z].ctx));
 }
 
 /* ---- a case's world ----------------------------------------------------------------------- */
@@ -467,10 +501,53 @@ static zklock_session_t *open_world(zklock_t **l)
     return s;
 }
 
+/* What the server says to whatever is left at a case's end: deletes done,
+ * everything else gone. */
+static void answer_the_rest(void)
+{
+    struct req r;
+
+    if (W.n == 0) {
+        fprintf(stderr, "unit_engine: the library waited at the end with nothing owed\n");
+        abort();
+    }
+    r = W.q[0];
+    memmove(&W.q[0], &W.q[1], sizeof W.q[0] * (size_t)--W.n);
+    switch (r.call) {
+    case C_DELETE:
+    case C_MULTI:
+        reply_void(&r, r.call == C_DELETE ? ZOK : ZNONODE);
+        break;
+    case C_SET:
+    case C_EXISTS:
+        reply_stat(&r, ZNONODE, stat_of(0, 0, 0, 0));
+        break;
+    case C_GET:
+        reply_data(&r, ZNONODE, NULL, stat_of(0, 0, 0, 0));
+        break;
+    case C_CHILDREN2:
+        reply_children(&r, ZNONODE, NULL, 0, stat_of(0, 0, 0, 0));
+        break;
+    case C_CHILDREN:
+        DELIVER(((strings_completion_t)r.completion)(ZNONODE, NULL, r.data));
+        break;
+    case C_CREATE2:
+        reply_string_stat(&r, ZNONODE, NULL, stat_of(0, 0, 0, 0));
+        break;
+    case C_CREATE:
+    case C_SYNC:
+    case C_AUTH:
+        reply_string(&r, ZNONODE, NULL);
+        break;
+    }
+}
+
 static void close_world(zklock_session_t *s, zklock_t *l)
 {
+    W.serve = answer_the_rest; /* zklock_free waits for a held node's delete */
     zklock_free(l);
     zklock_session_close(s);
+    W.serve = NULL;
 }
 
 static zkl_contender_t *contender_of(zklock_t *l)
@@ -709,6 +786,83 @@ static void case_expiry_mid_step(void)
     close_world(s, l);
 }
 
+/* A revocation's write waits for its answer while the session expires and
+ * the session thread replaces the handle: the write, made asynchronously
+ * on the handle of the moment, ends with the handle's close (the session
+ * expired), and nothing touches the closed handle. (Before, zklock_revoke
+ * called zoo_set on a handle it had not borrowed: an expiry meanwhile
+ * closed it under the call; here, the old code's zoo_set on this wire's
+ * handle crashes the case.) */
+static int revoke_moves;
+static zklock_session_t *revoke_session;
+
+static void revoke_world(void)
+{
+    struct req r;
+    struct timespec next;
+    const char *holder = "_c_00000000-0000-4000-8000-000000000000-lock-0000000001";
+
+    switch (revoke_moves++) {
+    case 0: /* the queue read: its listing, then the holder's data */
+        if (take(C_CHILDREN2, LOCK, &r)) {
+            const char *kids[] = {holder};
+            reply_children(&r, ZOK, kids, 1, stat_of(90, 0, 2, 1));
+        }
+        break;
+    case 1:
+        if (take(C_GET, LOCK "/_c_", &r))
+            reply_data(&r, ZOK, "peer", stat_of(80, 0x2002, 0, 0));
+        break;
+    case 2: /* the write went out: the session expires before its answer */
+        CU_ASSERT(W.n == 1 && W.q[0].call == C_SET);
+        session_state(0, ZOO_EXPIRED_SESSION_STATE);
+        zklock__session_turn(revoke_session, &next); /* closes handle 0, opens 1 */
+        break;
+    default:
+        CU_FAIL("zklock_revoke waited on after its handle was closed");
+        W.serve = NULL;
+        break;
+    }
+}
+
+static void case_revoke_through_expiry(void)
+{
+    zklock_t *l;
+    zklock_session_t *s = open_world(&l);
+    int asked = -1, rc;
+
+    revoke_session = s;
+    revoke_moves = 0;
+    W.serve = revoke_world;
+    rc = zklock_revoke(s, LOCK, &asked);
+    W.serve = NULL;
+    CU_ASSERT(rc == ZSESSIONEXPIRED || rc == ZCONNECTIONLOSS);
+    TU_ASSERT_INT(asked, ==, 0);
+    TU_ASSERT_INT(revoke_moves, ==, 3);
+    TU_ASSERT_INT(W.zh[0].closed, ==, true);
+    close_world(s, l);
+}
+
+/* The wire seeds the node names: two sessions on it make the same names
+ * (a simulator replays a run from its seed). */
+static void case_seeded_names(void)
+{
+    char first[512] = "";
+
+    for (int run = 0; run < 2; run++) {
+        zklock_t *l;
+        zklock_session_t *s = open_world(&l);
+        struct outcome acq = {0};
+        TU_ASSERT_RC(zklock_acquire_async(l, -1, done, &acq), ZKLOCK_OK);
+        CU_ASSERT_FATAL(W.n >= 1 && W.q[0].call == C_CREATE2); /* (left to close_world) */
+        if (run == 0)
+            snprintf(first, sizeof first, "%s", W.q[0].path);
+        else
+            CU_ASSERT_STRING_EQUAL(W.q[0].path, first);
+        close_world(s, l);
+    }
+}
+
 /* ---- the guards, in every build --------------------------------------------------------- */
 
 static zklock_session_t *guard_session;
@@ -775,6 +929,8 @@ const tu_test_t zklock__unit_engine_tests[] = {
     {"engine_lost_reply", case_lost_reply},
     {"engine_predecessor_deleted", case_predecessor_deleted},
     {"engine_expiry_mid_step", case_expiry_mid_step},
+    {"revoke_through_expiry", case_revoke_through_expiry},
+    {"seeded_names", case_seeded_names},
     {"guard_driver_reentry", case_guard_reentry},
     {"guard_invalid_transition", case_guard_transition},
     {NULL, NULL},
