@@ -42,7 +42,7 @@ void sim_sleep(int proc, enum sim_thread th, sim_time_t d);
  * once the batch of callbacks it runs in is over). */
 void sim_callback_is_slow(int proc, sim_time_t d);
 /* A new run: no session watched; a wait that never ends jumps to escape. */
-void sim_wire_reset(jmp_buf *escape);
+void sim_wire_reset(jmp_buf *escape, uint64_t seed);
 
 /* ---- the schedule (sim_app.c) -------------------------------------------------------- */
 

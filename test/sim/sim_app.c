@@ -1021,7 +1021,7 @@ int sim_run_one(const struct sim_run *run, struct sim_result *res)
     sim_faults_end = RUN_FAULTS_END;
     sim_calls_end = RUN_CALLS_END;
     truth_reset();
-    sim_wire_reset(&escape);
+    sim_wire_reset(&escape, run->seed);
     sim_after_each(after_event);
     for (int i = 0; i < sim_nsessions; i++)
         if (sim_sessions[i].timeout_ms > max_timeout)

@@ -18,22 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Every byte the library's zklock__rng_seed reads comes from the seed: node
- * names (uuids) are part of the trace. getrandom() is the library's only
- * source; defined here, it is the one the static library calls. */
-static struct sim_rng names_rng;
-
-ssize_t getrandom(void *buf, size_t len, unsigned flags);
-ssize_t getrandom(void *buf, size_t len, unsigned flags)
-{
-    unsigned char *p = buf;
-
-    (void)flags;
-    for (size_t i = 0; i < len; i++)
-        p[i] = (unsigned char)sim_rng_next(&names_rng);
-    return (ssize_t)len;
-}
-
 static double wall(void)
 {
     struct timespec ts;
@@ -50,7 +34,6 @@ static int run_seed(uint64_t seed, const bool *keep, int nkeep, const char *trac
     FILE *f = NULL;
     int rc;
 
-    sim_rng_seed(&names_rng, seed, 5);
     if (trace_path) {
         f = fopen(trace_path, "a");
         if (!f) {

@@ -129,6 +129,19 @@ static bool w_in_completion(void *env)
     return zs_w->delivering && zs_w->delivering_proc == proc_of(env);
 }
 
+/* The node names' generator (their uuids are in the trace): from the seed. */
+static struct sim_rng names_rng;
+
+static int w_seed(void *env, uint64_t state[2])
+{
+    (void)env;
+    do {
+        state[0] = sim_rng_next(&names_rng);
+        state[1] = sim_rng_next(&names_rng);
+    } while (state[0] == 0 && state[1] == 0);
+    return 0;
+}
+
 const struct zkl_wire sim_wire = {
     .init = w_init,
     .init_ssl = NULL,
@@ -158,6 +171,7 @@ const struct zkl_wire sim_wire = {
     .thread_start = w_thread_start,
     .thread_join = w_thread_join,
     .in_completion = w_in_completion,
+    .seed = w_seed,
 };
 
 /* ---- the sessions' threads, as events ---------------------------------------------------- */
@@ -320,8 +334,9 @@ void sim_session_forget(zklock_session_t *s)
             watched[i].live = false;
 }
 
-void sim_wire_reset(jmp_buf *escape)
+void sim_wire_reset(jmp_buf *escape, uint64_t seed)
 {
+    sim_rng_seed(&names_rng, seed, 5);
     nwatched = 0;
     memset(slow_for, 0, sizeof slow_for);
     hang_escape = escape;
