@@ -500,7 +500,8 @@ typedef struct zklock_opts {
      * a holder writes it again every half session timeout (its last sign
      * of life, which bounds an unclean end for the next holder's
      * lock-delay; in the strict lease mode a hold whose record cannot be
-     * written for a lease is lost, ZKLOCK_LOST_UNSURE); its release
+     * written for a lease is lost, ZKLOCK_LOST_UNSURE, and
+     * zklock_valid_until() gives that end if it comes first); its release
      * deletes its node and writes "released" in one transaction; a waiter
      * that gives up deletes its node and writes that it never held, in one
      * transaction, so that when every contender tracks, the next holder's
@@ -514,8 +515,12 @@ typedef struct zklock_opts {
      * previous hold that ended unclean (ZKLOCK_PREV_UNCLEAN), nobody holds
      * before this long after that unclean end (the end of the dead holder's
      * lease, from its record); after an end of unknown fate
-     * (ZKLOCK_PREV_UNKNOWN), this long after the caller's turn. None after a
-     * clean end or the first hold. The turn waits, its node first in the
+     * (ZKLOCK_PREV_UNKNOWN), this long after the first turn that read it
+     * (an acquisition that gave up inside the delay recorded when), else
+     * after the caller's turn, and never before the end an unclean one
+     * would wait for, if the record names a holder that died holding. None
+     * after a clean end or the first hold.
+     * The turn waits, its node first in the
      * queue, but the hold is not the caller's during the delay: the
      * acquisition has not returned, zklock_hold_count() is 0, and a
      * zklock_release() or zklock_free() meanwhile gives the turn up (the

@@ -361,8 +361,10 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     pthread_mutex_lock(&l->s->mu);
     zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline))
+    if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline)) {
+        zklock__track_until(c, deadline); /* its record's lease may end first */
         rc = ZKLOCK_OK;
+    }
     pthread_mutex_unlock(&l->s->mu);
     return rc;
 }

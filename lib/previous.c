@@ -39,19 +39,22 @@ struct zkl_track {
     struct zkl_record_view view; /* the record as last read or written */
     bool fresh;          /* view is current enough to write against */
     bool write_unknown;  /* a "held" write's reply was lost: a read decides */
-    bool broken;         /* the record is not ours to write: a plain delete */
+    bool broken;         /* the record is not ours to read or write: a plain delete */
     /* the grant */
     bool judged;
     int how;             /* ZKLOCK_PREV_*, once judged */
     int64_t token;       /* ... the previous holder's, where the record names it */
-    bool written;        /* our "held" is written: the hold is the owner's */
+    bool written;        /* our "held" is written ... */
+    bool owned;          /* ... and the hold became the owner's: its end says "released" */
+    struct zkl_record_view before; /* the record our "held" replaced (a give-up
+                              that came as it landed puts it back) */
     struct timespec judged_at, delay_end;
     struct zkl_timer delay_timer;
     /* the hold */
     bool refresh_due;
-    struct timespec refreshed; /* send time of the last write answered */
+    struct timespec written_at; /* send time of the last "held" sent */
+    struct timespec refreshed; /* ... of the last one known to have landed */
     struct zkl_timer refresh_timer, lease_timer;
-    bool lease_over;
     /* our node's creation, on the server's clock and ours */
     int64_t ctime_ms;
     struct timespec ctime_local;
@@ -60,7 +63,6 @@ struct zkl_track {
     /* the multi in flight */
     zoo_op_result_t results[2];
     struct Stat stat;
-    struct timespec sent; /* ... no later than it went out */
 };
 
 /* ---- lifetime ------------------------------------------------------------------------ */
@@ -85,10 +87,7 @@ void zklock__track_refresh_timer(struct zkl_timer *timer)
 
 void zklock__track_lease_timer(struct zkl_timer *timer)
 {
-    struct zkl_track *t = TRACK_OF(timer, lease_timer);
-
-    t->lease_over = true;
-    zklock__mark(t->c);
+    zklock__mark(TRACK_OF(timer, lease_timer)->c); /* its step reads the clock */
 }
 
 bool zklock__track_new(zkl_contender_t *c)
@@ -126,9 +125,33 @@ void zklock__track_free(zkl_contender_t *c)
     c->track = NULL;
 }
 
+/* Has half a session timeout passed since the "held" the record's lease
+ * runs from was sent? (It landed long before the turn could be granted: its
+ * reply was lost and found by a read after a reconnection, or the grant
+ * waited for the session's lease.) Then it is written again first, so that
+ * the hold does not begin on a lease about to run out. */
+static bool written_long_ago(const zkl_contender_t *c)
+{
+    struct timespec due;
+    int T = session_of(c)->negotiated_ms;
+
+    if (T <= 0)
+        return false;
+    zklock__later(&due, &c->track->refreshed, T / 2);
+    return zklock__passed(session_of(c), &due);
+}
+
 bool zklock__track_granted(const zkl_contender_t *c)
 {
-    return !c->track || c->track->written;
+    return !c->track || (c->track->written && !written_long_ago(c));
+}
+
+void zklock__track_hold_begins(zkl_contender_t *c)
+{
+    if (!c->track)
+        return;
+    c->track->owned = true;
+    c->l->prev.waited_ms = c->l->prev.delay_ms;
 }
 
 char *zklock__record_path(const zklock_t *l)
@@ -154,7 +177,7 @@ void zklock__track_node_lost(zkl_contender_t *c)
     if (!t->written && c->node && t->nformer < ZKL_FORMER_MAX)
         t->former[t->nformer++] = c->seq; /* (a full list leaves a gap: UNKNOWN) */
     /* A new node, a new turn: read, judged and written again. */
-    t->judged = t->fresh = t->written = t->write_unknown = t->refresh_due = false;
+    t->judged = t->fresh = t->written = t->owned = t->write_unknown = t->refresh_due = false;
     zklock__timer_cancel(s, &t->delay_timer);
     zklock__timer_cancel(s, &t->refresh_timer);
     zklock__timer_cancel(s, &t->lease_timer);
@@ -204,8 +227,9 @@ static void send_multi(zkl_contender_t *c, int kind, const struct zkl_record *r)
         memset(t->results, 0, sizeof t->results); /* read even if it never went out */
         zklock__send(c, &(struct zkl_request){.kind = kind, .call = ZKL_CALL_MULTI, .nops = 2,
                                               .ops = ops, .results = t->results});
-        t->sent = c->sent_at; /* (the oldest in flight: no later than this one) */
         t->view.rec = *r; /* what we write; a failure reads it again */
+        if (kind != ZKL_REQ_RECORD_END)
+            t->written_at = c->sent_at; /* no later than this write */
     }
     free(text); /* serialised by zoo_amulti */
     free(path);
@@ -218,34 +242,55 @@ static int32_t timeout_of(const zkl_contender_t *c)
 
 /* ---- the grant --------------------------------------------------------------------- */
 
+/* What c's turn knows of its place in the queue, for the judge. */
+static struct zkl_hold_view hold_view(const zkl_contender_t *c)
+{
+    return (struct zkl_hold_view){.was_blocked = c->was_blocked, .blocker_seq = c->blocker_seq,
+                                  .seq = c->seq, .czxid = c->czxid, .nformer = c->track->nformer,
+                                  .former = c->track->former};
+}
+
+/* The delay's end moves to `end_ms` (server time) + delay, if later. Our
+ * node's creation is the latest moment of the server's clock we know, and
+ * our clock has run since (no earlier than the server's stamp: the wait is
+ * no shorter). Without that stamp, or an end: from our turn. */
+static void delay_after(struct zkl_track *t, int64_t end_ms, int delay)
+{
+    struct timespec at;
+
+    if (end_ms >= 0 && t->ctime_ms > 0)
+        zklock__later(&at, &t->ctime_local, end_ms + delay - t->ctime_ms);
+    else
+        zklock__later(&at, &t->judged_at, delay);
+    if (zklock__earlier(&t->delay_end, &at))
+        t->delay_end = at;
+}
+
 static void judge(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
     const zklock_t *l = c->l;
-    struct zkl_hold_view me = {.was_blocked = c->was_blocked, .blocker_seq = c->blocker_seq,
-                               .seq = c->seq, .czxid = c->czxid, .nformer = t->nformer,
-                               .former = t->former};
+    struct zkl_hold_view me = hold_view(c);
     int how = zklock__previous_judge(&t->view, &me);
-    int64_t end = how == ZKLOCK_PREV_UNCLEAN ? zklock__record_end_ms(&t->view) : -1;
+    int64_t unclean_end = zklock__record_end_ms(&t->view); /* -1 unless "held" */
     int delay = l->opts.lock_delay_ms;
 
     t->judged = true;
     zklock__now(session_of(c), &t->judged_at);
-    t->delay_end = t->judged_at;
-    if (delay <= 0 || how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_NONE)
-        ; /* nothing to wait for */
-    else if (end >= 0 && t->ctime_ms > 0)
-        /* From the unclean end, on the server's clock: our node's creation
-         * is the latest moment of it we know, and our clock has run since
-         * (no earlier than the server's stamp: the wait is no shorter). */
-        zklock__later(&t->delay_end, &t->ctime_local, end + delay - t->ctime_ms);
-    else
-        /* Unknown: someone may have held, and ended, just before our turn. */
-        zklock__later(&t->delay_end, &t->judged_at, delay);
+    t->delay_end = t->judged_at; /* after CLEAN, NONE: nothing to wait for */
+    if (delay > 0 && how == ZKLOCK_PREV_UNCLEAN)
+        delay_after(t, unclean_end, delay); /* the dead holder's lease */
+    if (delay > 0 && how == ZKLOCK_PREV_UNKNOWN) {
+        /* Someone may have held and ended just before our turn, or by the
+         * time a turn before us saw the nodes nobody accounts for gone (its
+         * give-up wrote it); and the record's holder may have been the
+         * last: if it died holding, no less than after UNCLEAN. */
+        delay_after(t, zklock__unknown_gone_ms(&t->view, &me), delay);
+        if (unclean_end >= 0)
+            delay_after(t, unclean_end, delay);
+    }
     t->how = how;
     t->token = how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN ? t->view.rec.token : 0;
-    if (zklock__earlier(&t->delay_end, &t->judged_at))
-        t->delay_end = t->judged_at; /* over already: owed nothing */
     c->l->prev = (zklock_previous_info_t){
         .how = how, .token = t->token,
         .delay_ms = zklock__ms_between(&t->judged_at, &t->delay_end)};
@@ -265,7 +310,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
     struct zkl_track *t = c->track;
     zklock_session_t *s = session_of(c);
 
-    if (t->written)
+    if (t->written && !written_long_ago(c))
         return ZKL_GRANT_HOLD;
     if (c->busy)
         return ZKL_GRANT_WAIT; /* its answer steps it again */
@@ -275,7 +320,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
     }
     if (!t->judged)
         judge(c);
-    if (!zklock__passed(s, &t->delay_end)) {
+    if (!t->written && !zklock__passed(s, &t->delay_end)) {
         if (!may_wait_until(c, &t->delay_end)) {
             *rc = ZKLOCK_ETIMEDOUT; /* holding on past its deadline is not its wish */
             c->l->prev.left_ms = zklock__ms_between(&t->judged_at, &t->delay_end);
@@ -289,6 +334,8 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
         struct zkl_record r = t->view.parsed ? t->view.rec : (struct zkl_record){0};
 
         zklock__record_hold(&r, false, c->czxid, c->seq, timeout_of(c));
+        if (!t->written)
+            t->before = t->view; /* (else the view is our own "held") */
         send_multi(c, ZKL_REQ_RECORD_WRITE, &r);
     }
     return ZKL_GRANT_WAIT;
@@ -301,17 +348,15 @@ static bool keeps_record_lease(const zklock_session_t *s)
     return s->opts.lease != ZKLOCK_LEASE_SESSION;
 }
 
-/* A write of ours landed: the record vouches for us until a session
- * timeout after it was sent (its mtime is no earlier). Known from its
- * answer, or from a read after its reply was lost: from the write's send
- * time either way, not the read's. */
+/* A "held" of ours landed: the record vouches for us until a session
+ * timeout after it was sent (its mtime is no earlier). */
 static void refreshed(zkl_contender_t *c)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_track *t = c->track;
     int T = s->negotiated_ms;
 
-    t->refreshed = t->sent;
+    t->refreshed = t->written_at; /* not a later read's: the write's own */
     t->refresh_due = false;
     zklock__timer_cancel(s, &t->refresh_timer);
     zklock__timer_cancel(s, &t->lease_timer);
@@ -334,8 +379,8 @@ void zklock__track_held(zkl_contender_t *c)
     struct zkl_track *t = c->track;
     struct zkl_record r;
 
-    if (!t || !t->refresh_due || c->busy || c->phase != ZKL_HELD)
-        return;
+    if (!t || t->broken || !t->refresh_due || c->busy || c->phase != ZKL_HELD)
+        return; /* (broken: its record's lease ends the hold) */
     if (!t->fresh) {
         send_read(c);
         return;
@@ -346,47 +391,86 @@ void zklock__track_held(zkl_contender_t *c)
     send_multi(c, ZKL_REQ_RECORD_REFRESH, &r);
 }
 
-/* Has the lease its record promises passed (whether its timer ran or not)? */
-static bool record_lease_passed(const zkl_contender_t *c)
+/* The end of the lease c's last write of the record gives its hold (the
+ * bound the record promises the next holder); false: none bounds it. */
+static bool record_lease_end(const zkl_contender_t *c, struct timespec *end)
 {
     const struct zkl_track *t = c->track;
     const zklock_session_t *s = session_of(c);
-    struct timespec end;
 
     if (!t || !t->written || !keeps_record_lease(s) || s->negotiated_ms <= 0)
         return false;
-    zklock__later(&end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
-    return zklock__passed(s, &end);
+    zklock__later(end, &t->refreshed, s->negotiated_ms - s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR);
+    return true;
+}
+
+void zklock__track_until(const zkl_contender_t *c, struct timespec *until)
+{
+    struct timespec end;
+
+    if (record_lease_end(c, &end) && zklock__earlier(&end, until))
+        *until = end;
 }
 
 void zklock__track_leases_check(zklock_session_t *s)
 {
-    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
-        if (c->phase == ZKL_HELD && record_lease_passed(c)) {
-            c->track->lease_over = true; /* its step ends the hold */
-            zklock__mark(c);
-        }
-    }
+    struct timespec end;
+
+    for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
+        if (c->phase == ZKL_HELD && record_lease_end(c, &end) && zklock__passed(s, &end))
+            zklock__mark(c); /* its step ends the hold (read_record_lease) */
 }
 
 bool zklock__track_lease_over(zkl_contender_t *c)
 {
     struct zkl_track *t = c->track;
     zklock_session_t *s = session_of(c);
+    struct timespec end;
 
-    if (!t || !t->written)
+    /* By the clock, not by a flag the timer set: a flag set while the turn
+     * waited (its "held" old, written again since) ended the new hold. And
+     * asked by a call too (zklock__track_leases_check): the timer may not
+     * have run yet (a host that slept). */
+    if (!record_lease_end(c, &end) || !zklock__passed(s, &end))
         return false;
-    if (record_lease_passed(c))
-        t->lease_over = true; /* the timer may not have run yet (a host that slept) */
-    if (!t->lease_over)
-        return false;
-    t->lease_over = false;
     zklock__timer_cancel(s, &t->lease_timer);
     zklock__timer_cancel(s, &t->refresh_timer);
     return true;
 }
 
 /* ---- the end ------------------------------------------------------------------------ */
+
+/* The record c leaves, having never held for its owner: what it says now
+ * with c's number among those that never held; false: a plain delete. */
+static bool never_held(zkl_contender_t *c, struct zkl_record *r)
+{
+    struct zkl_track *t = c->track;
+    const struct zkl_record_view *judged = t->written ? &t->before : &t->view;
+    struct zkl_hold_view me = hold_view(c);
+
+    if (t->view.present && !t->view.parsed)
+        return false; /* a later version's record: not ours to rewrite */
+    *r = t->view.parsed ? t->view.rec : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+    if (t->written) {
+        /* Our "held" landed as we gave up (a deadline, a cancel, a free
+         * while it was on its way): the hold was never the owner's, so the
+         * record goes back to the hold before ours; left saying "released"
+         * in our name, it read CLEAN after an unclean end. Should that not
+         * be possible, it keeps saying "held": UNCLEAN, the safe side. */
+        if ((t->before.present && !t->before.parsed) ||
+            !zklock__record_undo(r, t->before.present ? &t->before.rec : NULL))
+            return false;
+    }
+    /* (false: the list is full: a gap, read as UNKNOWN) */
+    if (!zklock__record_give_up(r, judged->mtime, c->seq, t->former, t->nformer))
+        return false;
+    /* A turn that read UNKNOWN says when it saw the nodes before it gone, so
+     * that the next turn's delay runs from then, not from its own: a
+     * try-once inside the delay would otherwise never hold again. */
+    if (t->judged && t->how == ZKLOCK_PREV_UNKNOWN)
+        zklock__record_saw_gone(r, judged, &me);
+    return true;
+}
 
 bool zklock__track_end(zkl_contender_t *c)
 {
@@ -399,15 +483,11 @@ bool zklock__track_end(zkl_contender_t *c)
         send_read(c); /* what is there now: a give-up adds to it, a write needs its version */
         return true;
     }
-    if (t->written) {
+    if (t->owned) {
         r = t->view.rec;
         zklock__record_hold(&r, true, c->czxid, c->seq, timeout_of(c));
-    } else {
-        if (t->view.present && !t->view.parsed)
-            return false; /* a later version's record: not ours to rewrite */
-        r = t->view.parsed ? t->view.rec : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
-        if (!zklock__record_give_up(&r, t->view.mtime, c->seq, t->former, t->nformer))
-            return false; /* the list is full: a gap, read as UNKNOWN */
+    } else if (!never_held(c, &r)) {
+        return false;
     }
     send_multi(c, ZKL_REQ_RECORD_END, &r);
     return true;
@@ -453,8 +533,6 @@ static void on_written(zkl_contender_t *c, int kind)
     t->view.present = t->view.parsed = true;
     if (kind == ZKL_REQ_RECORD_END)
         return;
-    if (!t->written)
-        c->l->prev.waited_ms = c->l->prev.delay_ms; /* the hold is the owner's now */
     t->written = true;
     refreshed(c);
 }
@@ -465,10 +543,12 @@ enum zkl_record_news zklock__track_answer(zkl_contender_t *c, const struct zkl_a
 
     *rc = a->rc;
     if (a->kind == ZKL_REQ_RECORD_READ) {
-        if (a->rc == ZOK || a->rc == ZNONODE)
+        if (a->rc == ZOK || a->rc == ZNONODE) {
             on_read(c, a);
-        else if (!transient(a->rc) && !session_ending(a->rc))
+        } else if (!transient(a->rc) && !session_ending(a->rc)) {
+            t->broken = true; /* e.g. ZNOAUTH: read again, refused again, for ever */
             return ZKL_RECORD_REFUSED;
+        }
         return ZKL_RECORD_NOTHING;
     }
     if (zklock__lease_proves(a->rc))

@@ -30,15 +30,18 @@
 enum zkl_rec_state { ZKL_REC_NONE, ZKL_REC_HELD, ZKL_REC_RELEASED };
 
 /* The record's data, one line:
- *   "2 <state> <token> <seq> <alive> <timeout> <never> <identity>"
+ *   "2 <state> <token> <seq> <alive> <timeout> <never> <gone> <identity>"
  * state "none" (nobody held yet), "held" or "released"; token and seq the
  * holder's node's czxid and sequence number (0 and -1 for none); alive the
  * server time (ms) of the holder's last write of the record, carried by
  * writers that are not the holder (0: the record's own mtime is it);
  * timeout the holder's session timeout (ms); never the sequence numbers
  * (after the holder's) of tracking contenders that gave up without ever
- * holding, comma-separated, or "-". Version 1 ("1 <state> <token> <seq>
- * <identity>") is read too: no refreshes, no give-ups. */
+ * holding, comma-separated, or "-"; gone "<seq>@<ms>": every node numbered
+ * below seq was gone by that server time (ms; 0: the record's own mtime),
+ * as a turn that read UNKNOWN and gave up saw it, or "-". Version 1
+ * ("1 <state> <token> <seq> <identity>") is read too: no refreshes, no
+ * give-ups. */
 struct zkl_record {
     enum zkl_rec_state state;
     int64_t token;
@@ -47,6 +50,8 @@ struct zkl_record {
     int32_t timeout_ms; /* 0: unknown (version 1) */
     int nnever;
     int32_t never[ZKL_RECORD_NEVER_MAX];
+    int32_t gone_below;  /* 0: none */
+    int64_t gone_by_ms;
 };
 
 /* A record as read, with its node's Stat. */
@@ -77,15 +82,29 @@ int zklock__previous_judge(const struct zkl_record_view *v, const struct zkl_hol
 /* The end of an unclean hold's lease, server time (ms): the last moment its
  * holder could still believe it held; -1 if the record cannot bound it. */
 int64_t zklock__record_end_ms(const struct zkl_record_view *v);
+/* For a hold judged UNKNOWN: the server time (ms) by which every node that
+ * the record does not account for, between its holder's and ours, was
+ * gone (the record's "gone"); -1 if the record cannot say. */
+int64_t zklock__unknown_gone_ms(const struct zkl_record_view *v, const struct zkl_hold_view *me);
 /* r as its holder writes it: held by (or released by) the hold `me`, its
  * give-ups kept where they come after it. */
 void zklock__record_hold(struct zkl_record *r, bool released, int64_t token, int32_t seq,
                          int32_t timeout_ms);
+/* r, which says "held" by a contender whose owner never had the hold (it
+ * gave up as that write landed), as it was before that write (`before`;
+ * NULL: there was no record), with the give-ups written since; false if
+ * they do not all fit. */
+bool zklock__record_undo(struct zkl_record *r, const struct zkl_record *before);
 /* r with `seq` (and the contender's former nodes) added to its give-ups,
  * and the holder's last sign of life kept (`mtime`: the record's, as read);
  * false if the list is full. */
 bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
                             const int32_t *former, int nformer);
+/* r (as read: `v`) told by a turn that judged UNKNOWN and gives up (`me`)
+ * that every node below its own was gone by now, unless r says so already
+ * of every node `me` could not account for. */
+void zklock__record_saw_gone(struct zkl_record *r, const struct zkl_record_view *v,
+                             const struct zkl_hold_view *me);
 
 /* ---- previous.c: a tracking contender's steps ----------------------------------------- */
 
@@ -117,6 +136,9 @@ void zklock__track_free(zkl_contender_t *c);
 /* Does c hold for its owner (its "held" is written)? Always for a
  * contender that does not track. */
 bool zklock__track_granted(const zkl_contender_t *c);
+/* c holds for its owner now (its "held" is written): its end writes
+ * "released". */
+void zklock__track_hold_begins(zkl_contender_t *c);
 /* c's node was created: the server's clock then (its ctime). */
 void zklock__track_created(zkl_contender_t *c, const struct Stat *st);
 /* c's node goes without a word while c never held (its session ended,
@@ -129,6 +151,8 @@ void zklock__track_held(zkl_contender_t *c);
 /* Has c's hold outlived its last refresh of the record by a lease (the
  * bound its record promises the next holder)? */
 bool zklock__track_lease_over(zkl_contender_t *c);
+/* *until, or the end of that lease if it comes first (zklock_valid_until). */
+void zklock__track_until(const zkl_contender_t *c, struct timespec *until);
 /* Before a call reads a hold: marks the holders whose record's lease passed
  * (a host that slept: the timer has not run yet); the caller drives. */
 void zklock__track_leases_check(zklock_session_t *s);

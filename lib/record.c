@@ -50,9 +50,25 @@ static int parse_never(const char *list, struct zkl_record *r)
     return 0;
 }
 
+/* "-" or "<seq>@<ms>". */
+static int parse_gone(const char *text, struct zkl_record *r)
+{
+    long long seq, ms;
+    char end;
+
+    if (strcmp(text, "-") == 0)
+        return 0;
+    if (sscanf(text, "%lld@%lld%c", &seq, &ms, &end) != 2 || seq <= 0 || seq > INT32_MAX ||
+        ms < 0)
+        return -1;
+    r->gone_below = (int32_t)seq;
+    r->gone_by_ms = ms;
+    return 0;
+}
+
 int zklock__record_parse(const char *data, int len, struct zkl_record *out)
 {
-    char buf[1024], state[16], never[960];
+    char buf[1024], state[16], never[960], gone[48];
     int version, n = len < (int)sizeof buf - 1 ? len : (int)sizeof buf - 1;
     long long token, alive;
     long seq, timeout;
@@ -69,9 +85,10 @@ int zklock__record_parse(const char *data, int len, struct zkl_record *out)
             return -1;
         alive = timeout = 0;
     } else if (version == ZKL_RECORD_VERSION) {
-        if (sscanf(buf, "%d %15s %lld %ld %lld %ld %959s", &version, state, &token, &seq, &alive,
-                   &timeout, never) != 7 ||
-            parse_never(never, out) != 0 || alive < 0 || timeout < 0 || timeout > INT32_MAX)
+        if (sscanf(buf, "%d %15s %lld %ld %lld %ld %959s %47s", &version, state, &token, &seq,
+                   &alive, &timeout, never, gone) != 8 ||
+            parse_never(never, out) != 0 || parse_gone(gone, out) != 0 || alive < 0 ||
+            timeout < 0 || timeout > INT32_MAX)
             return -1;
     } else {
         return -1; /* a later version */
@@ -88,7 +105,7 @@ int zklock__record_parse(const char *data, int len, struct zkl_record *out)
 
 char *zklock__record_format(const struct zkl_record *r, const char *identity, int *len)
 {
-    size_t room = 96 + (size_t)r->nnever * 12 + (identity ? strlen(identity) : 0);
+    size_t room = 128 + (size_t)r->nnever * 12 + (identity ? strlen(identity) : 0);
     char *text = malloc(room), *p;
 
     if (!text)
@@ -100,6 +117,11 @@ char *zklock__record_format(const struct zkl_record *r, const char *identity, in
         *p++ = '-';
     for (int i = 0; i < r->nnever; i++)
         p += snprintf(p, room - (size_t)(p - text), "%s%" PRId32, i ? "," : "", r->never[i]);
+    if (r->gone_below > 0)
+        p += snprintf(p, room - (size_t)(p - text), " %" PRId32 "@%" PRId64, r->gone_below,
+                      r->gone_by_ms);
+    else
+        p += snprintf(p, room - (size_t)(p - text), " -");
     *len = (int)(p - text) + snprintf(p, room - (size_t)(p - text), " %s", identity ? identity : "");
     return text;
 }
@@ -126,6 +148,8 @@ void zklock__record_hold(struct zkl_record *r, bool released, int64_t token, int
     r->seq = seq;
     r->alive_ms = 0; /* this write's own mtime is the holder's sign of life */
     r->timeout_ms = timeout_ms;
+    r->gone_below = 0; /* a hold: nobody asks about the nodes before it any more */
+    r->gone_by_ms = 0;
     keep_never_after(r, seq);
 }
 
@@ -153,6 +177,18 @@ static bool add_never(struct zkl_record *r, int32_t seq)
     return true;
 }
 
+bool zklock__record_undo(struct zkl_record *r, const struct zkl_record *before)
+{
+    struct zkl_record next =
+        before ? *before : (struct zkl_record){.state = ZKL_REC_NONE, .seq = -1};
+
+    for (int i = 0; i < r->nnever; i++)
+        if (!add_never(&next, r->never[i]))
+            return false;
+    *r = next;
+    return true;
+}
+
 bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
                             const int32_t *former, int nformer)
 {
@@ -162,6 +198,8 @@ bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
         next.seq = -1;
     else if (next.alive_ms == 0)
         next.alive_ms = mtime; /* the holder's last write, kept past ours */
+    if (next.gone_below > 0 && next.gone_by_ms == 0)
+        next.gone_by_ms = mtime; /* the write that said so, kept past ours */
     for (int i = 0; i < nformer; i++)
         if (!add_never(&next, former[i]))
             return false;
@@ -173,14 +211,33 @@ bool zklock__record_give_up(struct zkl_record *r, int64_t mtime, int32_t seq,
 
 /* ---- the judge --------------------------------------------------------------------- */
 
-static bool accounted(const struct zkl_record *r, const struct zkl_hold_view *me, int32_t seq)
+static int seq_order(const void *a, const void *b)
 {
-    if (r && has_never(r, seq))
-        return true;
-    for (int i = 0; i < me->nformer; i++)
-        if (me->former[i] == seq)
-            return true;
-    return false;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many distinct numbers after `from` and before ours the lists name
+ * (the record's give-ups, our own former nodes). Counted from the lists,
+ * not by walking the numbers between: there may be 2^31 of them, and this
+ * runs under the session's mutex. */
+static int64_t named_between(const struct zkl_record *r, const struct zkl_hold_view *me,
+                             int32_t from)
+{
+    int32_t named[ZKL_RECORD_NEVER_MAX + ZKL_FORMER_MAX];
+    int n = 0;
+    int64_t distinct = 0;
+
+    for (int i = 0; r && i < r->nnever && i < ZKL_RECORD_NEVER_MAX; i++)
+        if (r->never[i] > from && r->never[i] < me->seq)
+            named[n++] = r->never[i];
+    for (int i = 0; i < me->nformer && i < ZKL_FORMER_MAX; i++)
+        if (me->former[i] > from && me->former[i] < me->seq)
+            named[n++] = me->former[i];
+    qsort(named, (size_t)n, sizeof named[0], seq_order);
+    for (int i = 0; i < n; i++)
+        distinct += i == 0 || named[i] != named[i - 1];
+    return distinct;
 }
 
 /* Sequence numbers count the lock path's child creations (node.c), so the
@@ -192,12 +249,11 @@ static bool accounted(const struct zkl_record *r, const struct zkl_hold_view *me
 static bool all_accounted(const struct zkl_record_view *v, const struct zkl_hold_view *me,
                           int32_t from, int64_t after_czxid)
 {
-    int64_t gaps = (int64_t)me->seq - from - 1, known = 0;
+    int64_t gaps = (int64_t)me->seq - from - 1;
+    int64_t known = named_between(v && v->parsed ? &v->rec : NULL, me, from);
 
     if (gaps < 0)
         return false; /* a number below the holder's: the path was made again */
-    for (int32_t seq = from + 1; seq < me->seq && known <= gaps; seq++)
-        known += accounted(v && v->parsed ? &v->rec : NULL, me, seq);
     if (v && v->present && v->czxid > after_czxid && v->czxid < me->czxid)
         known++;
     return known == gaps;
@@ -225,6 +281,43 @@ int zklock__previous_judge(const struct zkl_record_view *v, const struct zkl_hol
     if (!r || r->state == ZKL_REC_NONE)
         return ZKLOCK_PREV_NONE;
     return r->state == ZKL_REC_RELEASED ? ZKLOCK_PREV_CLEAN : ZKLOCK_PREV_UNCLEAN;
+}
+
+static bool named(const struct zkl_record *r, const struct zkl_hold_view *me, int64_t seq)
+{
+    if (r && has_never(r, (int32_t)seq))
+        return true;
+    for (int i = 0; i < me->nformer && i < ZKL_FORMER_MAX; i++)
+        if (me->former[i] == seq)
+            return true;
+    return false;
+}
+
+int64_t zklock__unknown_gone_ms(const struct zkl_record_view *v, const struct zkl_hold_view *me)
+{
+    const struct zkl_record *r = v && v->present && v->parsed ? &v->rec : NULL;
+    int32_t from = r && r->state != ZKL_REC_NONE ? r->seq : -1;
+    int64_t seq = (int64_t)me->seq - 1;
+
+    if (!r || r->gone_below <= 0)
+        return -1;
+    /* The highest number between that the lists do not name (the record's
+     * own creation among them, unplaced: the safe side). The walk takes at
+     * most as many steps as the lists are long. */
+    while (seq > from && named(r, me, seq))
+        seq--;
+    if (seq >= r->gone_below)
+        return -1; /* a node made after the turn that saw the others gone */
+    return r->gone_by_ms ? r->gone_by_ms : v->mtime;
+}
+
+void zklock__record_saw_gone(struct zkl_record *r, const struct zkl_record_view *v,
+                             const struct zkl_hold_view *me)
+{
+    if (zklock__unknown_gone_ms(v, me) >= 0)
+        return; /* said already: the earlier time stays, the delay's end with it */
+    r->gone_below = me->seq;
+    r->gone_by_ms = 0; /* this write's own mtime: after our turn, when they were gone */
 }
 
 int64_t zklock__record_end_ms(const struct zkl_record_view *v)

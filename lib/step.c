@@ -174,6 +174,7 @@ bool zklock__become_holder(zkl_contender_t *c)
     s->stats.acquired++;
     zklock__lease_keep(s);
     zklock__hold_begins(c); /* a maximum hold's clock */
+    zklock__track_hold_begins(c); /* its release writes "released" */
     zklock__revoke_granted(c); /* a revocable holder watches its node at once */
     zklock__arm_own_watch(c); /* if its delay is over */
     if (c->l->recipe->granted)

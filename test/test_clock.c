@@ -258,6 +258,63 @@ static void test_sleep_noticed_unasked(void)
     let_go(&h);
 }
 
+/* A tracking hold (track_previous) whose record can no longer be written
+ * (an operator made it read-only) ends a lease after its last write of it,
+ * while heartbeats renew the session's lease for the session's other
+ * hold. The host sleeps past the first end and not the second: asked at
+ * once, the tracking hold is over (by its record's lease, as by the
+ * session's: valid_until gave that end), the other one holds. */
+struct two_ends {
+    zklock_t *tracked, *plain;
+    struct timespec tracked_end, plain_end;
+};
+
+/* The session's lease now outlives the tracking hold's by a quarter of
+ * the timeout: a heartbeat or a refused refresh renewed it, no refresh of
+ * the record. */
+static bool session_outlives_record(void *arg)
+{
+    struct two_ends *e = arg;
+
+    if (zklock_valid_until(e->tracked, &e->tracked_end) != ZKLOCK_OK ||
+        zklock_valid_until(e->plain, &e->plain_end) != ZKLOCK_OK)
+        return false;
+    return ms_until(&e->plain_end) - ms_until(&e->tracked_end) > TIMEOUT_MS / 4;
+}
+
+static void test_sleep_past_the_record_lease(void)
+{
+    zklock_session_opts_t so = {.timeout_ms = TIMEOUT_MS};
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_opts_t to = {.track_previous = 1, .on_lost = tu_on_lost, .ctx = &lost};
+    const char *tp = tu_path("slept-record"), *pp = tu_path("slept-record-plain");
+    zklock_session_t *s = tu_session_opts(&so);
+    struct two_ends e = {.tracked = tu_mutex(s, tp, &to), .plain = tu_mutex(s, pp, NULL)};
+    char rec[512];
+    int64_t token;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", tp);
+    TU_REQUIRE_RC(zklock_acquire(e.tracked, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(e.plain, -1), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), rec, -1, &ZOO_READ_ACL_UNSAFE), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(session_outlives_record, &e, 2 * TIMEOUT_MS));
+    host_sleeps(ms_until(&e.tracked_end) + TIMEOUT_MS / 16);
+    TU_ASSERT_RC(zklock_fence(e.tracked, &token), ZKLOCK_ELOST);
+    TU_ASSERT_INT(zklock_hold_count(e.tracked), ==, 0);
+    TU_ASSERT_RC(zklock_fence(e.plain, &token), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(tu_lost_once, &lost, TU_WAIT_MS));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_RC(zklock_release(e.plain), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(e.tracked), ZKLOCK_ELOST);
+    zklock_free(e.tracked);
+    zklock_free(e.plain);
+    zklock_session_close(s);
+    tu_assert_clean(tp);
+    tu_assert_clean(pp);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), tp, -1);
+}
+
 static bool no_nodes(void *path)
 {
     return tu_no_children(path);
@@ -323,6 +380,7 @@ static const tu_test_t clock_tests[] = {
     {"sleep_noticed_unasked", test_sleep_noticed_unasked},
     {"max_hold_passed_unseen", test_max_hold_passed_unseen},
     {"sleep_session_expired", test_sleep_session_expired},
+    {"sleep_past_the_record_lease", test_sleep_past_the_record_lease},
     {NULL, NULL},
 };
 

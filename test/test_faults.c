@@ -219,6 +219,32 @@ static void test_lost_delete_reply(void)
     tu_assert_clean(path);
 }
 
+/* l, tracking, acquires and is told how the hold before it ended, and by
+ * whom (token); then releases. */
+static void next_reads(zklock_t *l, const char *how_name, int64_t token)
+{
+    int how = -1;
+    int64_t told = -1;
+
+    TU_REQUIRE_RC(zklock_acquire(l, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_previous(l, &how, &told), ZKLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), how_name);
+    TU_ASSERT_INT(told, ==, token);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+}
+
+/* A tracking test's end: nothing of ours left under path but the record,
+ * which goes, and the path. */
+static void forget_record(const char *path)
+{
+    char rec[512];
+
+    tu_assert_clean(path);
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
+    zoo_delete(tu_zk(), path, -1);
+}
+
 /* The previous holder's record (track_previous) across lost replies: the
  * reply to the grant's write (check + create/set, one multi) and to the
  * release's are swallowed; the client reconnects, reads the record again,
@@ -232,7 +258,7 @@ static void test_lost_record_replies(void)
     zklock_session_t *other = tu_session();
     zklock_t *l, *next;
     char rec[512], data[256], want[64];
-    int64_t token = 0, told = -1;
+    int64_t token = 0;
     int how = -1;
 
     snprintf(rec, sizeof rec, "%s/zklock.previous", path);
@@ -254,18 +280,12 @@ static void test_lost_record_replies(void)
     snprintf(want, sizeof want, "2 released %lld ", (long long)token);
     TU_ASSERT_INT(tu_get(rec, data, sizeof data), >, 0);
     CU_ASSERT(strncmp(data, want, strlen(want)) == 0);
-    TU_REQUIRE_RC(zklock_acquire(next, 20000), ZKLOCK_OK);
-    TU_ASSERT_RC(zklock_previous(next, &how, &told), ZKLOCK_OK);
-    CU_ASSERT_STRING_EQUAL(zklock_previous_name(how), "clean");
-    TU_ASSERT_INT(told, ==, token);
-    TU_ASSERT_RC(zklock_release(next), ZKLOCK_OK);
+    next_reads(next, "clean", token);
     zklock_free(l);
     zklock_free(next);
     zklock_session_close(other);
     faulty_close(&f);
-    tu_assert_clean(path);
-    TU_ASSERT_INT(zoo_delete(tu_zk(), rec, -1), ==, ZOK);
-    zoo_delete(tu_zk(), path, -1);
+    forget_record(path);
 }
 
 struct multi_sent {
@@ -320,9 +340,106 @@ static void test_record_removed_before_its_write(void)
     zoo_delete(tu_zk(), path, -1);
 }
 
+/* Review (issue 30): a tracking acquisition given up (canceled) while its
+ * "held" write is on its way (every message through the proxy takes a
+ * second): the write lands after the give-up, yet the hold was never the
+ * caller's (ECANCELED). Its end must leave the record as it was before
+ * that write (the dead holder's unclean end; its own number among those
+ * that never held), so the next holder is told UNCLEAN with the dead
+ * holder's token. (Its end wrote "released" in its own name: the next
+ * holder read CLEAN, and would have skipped the recovery that an unclean
+ * end asks for.) */
+static void test_give_up_while_held_is_written(void)
+{
+    struct faulty f;
+    const char *path = tu_path("give-up-held-write");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_session_t *w = tu_session(), *other = tu_session();
+    zklock_t *l, *dying, *next;
+    struct tu_acquirer a;
+    struct multi_sent m;
+    int64_t dead = 0;
+
+    faulty_open(&f, 20000);
+    l = tu_mutex(f.s, path, &o);
+    dying = tu_mutex(w, path, &o);
+    next = tu_mutex(other, path, &o);
+    TU_REQUIRE_RC(zklock_acquire(dying, 20000), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_fence(dying, &dead), ZKLOCK_OK);
+    tu_expire(w); /* dies holding: the record says "held" by it */
+    TU_ASSERT_RC(zklock_release(dying), ZKLOCK_ELOST);
+    m = (struct multi_sent){f.proxy, zkproxy_sent(f.proxy, ZOO_MULTI_OP)};
+    zkproxy_set_delay(f.proxy, 1000, 1000);
+    tu_start_acquirer(&a, l, 60000, false);
+    CU_ASSERT_FATAL(tu_wait_until(multi_sent, &m, 60000)); /* "held" is on its way */
+    TU_ASSERT_RC(zklock_cancel(l), ZKLOCK_OK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZKLOCK_ECANCELED);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zkproxy_set_delay(f.proxy, 0, 0);
+    next_reads(next, "unclean", dead);
+    zklock_free(l);
+    zklock_free(dying);
+    zklock_free(next);
+    zklock_session_close(w);
+    zklock_session_close(other);
+    faulty_close(&f);
+    forget_record(path);
+}
+
 static bool dropped_once(void *proxy)
 {
     return zkproxy_dropped(proxy) >= 1;
+}
+
+/* Review (issue 30): the reply to the grant's "held" is lost, and the
+ * connection stays down for 0.6 of the session timeout; back, the grant
+ * reads the record, finds its write, and holds. The record promises the
+ * next holder that this hold ends by its last write of it (the record's
+ * mtime) plus a session timeout (design.md: the unclean end the lock-delay
+ * runs from). The hold's own end (valid_until, which its record's lease
+ * bounds) must not be later. (Its record's lease ran from the read's send
+ * time, 0.6 T after the write: the hold outlived the promise by half a
+ * session timeout.) And since that write is old by then, it is made again
+ * before the hold begins, so that the hold starts on a fresh lease. */
+static void test_lost_held_reply_keeps_the_bound(void)
+{
+    const int timeout = 8000; /* the cut, 0.6 T, leaves room to reconnect */
+    struct faulty f;
+    const char *path = tu_path("lost-held-bound");
+    zklock_opts_t o = {.track_previous = 1, .owner = ZKLOCK_OWNER_HANDLE};
+    zklock_t *l;
+    struct tu_acquirer a;
+    struct timespec until, boot, wall;
+    struct Stat st;
+    char rec[512];
+    int64_t back, until_wall_ms;
+
+    snprintf(rec, sizeof rec, "%s/zklock.previous", path);
+    faulty_open(&f, timeout);
+    l = tu_mutex(f.s, path, &o);
+    zkproxy_drop_reply_and_cut(f.proxy, ZOO_MULTI_OP);
+    tu_start_acquirer(&a, l, 30000, false);
+    CU_ASSERT_FATAL(tu_wait_until(dropped_once, f.proxy, TU_WAIT_MS)); /* "held" landed */
+    back = tu_now_ms() + timeout * 6 / 10;
+    CU_ASSERT(tu_wait_until(tu_past, &back, timeout));
+    zkproxy_restore(f.proxy);
+    TU_REQUIRE_RC(tu_join_acquirer(&a), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_valid_until(l, &until), ZKLOCK_OK);
+    clock_gettime(ZKLOCK_CLOCK, &boot);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    until_wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 +
+                    (int64_t)(until.tv_sec - boot.tv_sec) * 1000 +
+                    (until.tv_nsec - boot.tv_nsec) / 1000000;
+    TU_REQUIRE_RC(zoo_exists(tu_zk(), rec, 0, &st), ZOK);
+    TU_ASSERT_INT(until_wall_ms, <=, st.mtime + timeout + 20 /* the clocks' grain */);
+    /* ... and it begins on a fresh one: "held" is written again first, not
+     * granted with a lease that has less than half left. */
+    TU_ASSERT_INT((int64_t)(until.tv_sec - boot.tv_sec) * 1000 +
+                      (until.tv_nsec - boot.tv_nsec) / 1000000, >, timeout / 2);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    zklock_free(l);
+    faulty_close(&f);
+    forget_record(path);
 }
 
 /* A tracking holder A whose hold ends between its grant and its record's
@@ -2371,6 +2488,8 @@ static const tu_test_t fault_tests[] = {
     {"lost_create_reply", test_lost_create_reply},
     {"lost_record_replies", test_lost_record_replies},
     {"record_removed_before_its_write", test_record_removed_before_its_write},
+    {"give_up_while_held_is_written", test_give_up_while_held_is_written},
+    {"lost_held_reply_keeps_the_bound", test_lost_held_reply_keeps_the_bound},
     {"hold_ends_before_its_record", test_hold_ends_before_its_record},
     {"lost_create_reply_while_waiting", test_lost_create_reply_while_waiting},
     {"lost_delete_reply", test_lost_delete_reply},

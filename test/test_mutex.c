@@ -1341,6 +1341,77 @@ static void test_lock_delay_timeout_keeps_unclean(void)
     forget_record(path);
 }
 
+/* Review (issue 30): after a hold that wrote no record (a zklock run
+ * without tracking, a Curator peer), a tracking turn reads UNKNOWN and the
+ * lock-delay runs from the turn that first saw it: that hold's end came
+ * before it. A try-once (a cron fleet's) gives up inside the delay,
+ * changing nothing the next one reads: the same fate, the same end of the
+ * delay. So once that end has passed, the next try-once holds at once.
+ * (Each turn's delay ran from that turn: no try-once ever fit, and the job
+ * never ran again.) */
+static void test_lock_delay_unknown_ends(void)
+{
+    const char *path = tu_path("delay-unknown-ends");
+    const int delay = 1000;
+    zklock_opts_t o = {.lock_delay_ms = delay};
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o), *plain = tu_mutex(s, path, NULL);
+    zklock_previous_info_t info;
+    int64_t ends;
+
+    acquire_expecting(l, ZKLOCK_PREV_NONE, 0); /* the record */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_acquire(plain, 5000), ZKLOCK_OK); /* a hold without a record */
+    TU_ASSERT_RC(zklock_release(plain), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_ETIMEDOUT); /* the first turn after it */
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
+    TU_ASSERT_INT(info.left_ms, >, 0);
+    ends = tu_now_ms() + info.left_ms + 200;
+    CU_ASSERT(tu_wait_until(tu_past, &ends, delay + 5000));
+    TU_ASSERT_RC(zklock_acquire(l, 0), ZKLOCK_OK);
+    info = info_of(l);
+    CU_ASSERT_STRING_EQUAL(zklock_previous_name(info.how), "unknown");
+    TU_ASSERT_INT(info.delay_ms, ==, 0);
+    while (zklock_release(l) == ZKLOCK_OK)
+        ;
+    zklock_free(l);
+    zklock_free(plain);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* Review (issue 30): UNKNOWN knows less than UNCLEAN, so it never waits
+ * less. A tracking holder dies holding (its record says "held"), and a
+ * contender that writes no record came and went behind it (a try-once
+ * that found it taken): the next tracking holder cannot vouch for the
+ * record (UNKNOWN), but the dead holder may still have been the last one:
+ * nobody holds before its unclean end plus the delay. (The delay ran from
+ * the turn alone: held 1.9 s before that.) */
+static void test_lock_delay_unknown_after_unclean(void)
+{
+    const char *path = tu_path("delay-unknown-unclean");
+    const int delay = 1500, dead_timeout = 2000;
+    zklock_session_opts_t so = {.timeout_ms = dead_timeout};
+    zklock_opts_t o = {.lock_delay_ms = delay}, t = {.track_previous = 1};
+    zklock_session_t *s = tu_session(), *w = tu_session_opts(&so);
+    zklock_t *l = tu_mutex(s, path, &o), *plain = tu_mutex(s, path, NULL);
+    zklock_t *dying = tu_mutex(w, path, &t);
+    int64_t wrote;
+
+    TU_REQUIRE_RC(zklock_acquire(dying, 10000), ZKLOCK_OK);
+    wrote = tu_now_ms();
+    TU_ASSERT_RC(zklock_acquire(plain, 0), ZKLOCK_EBUSY); /* a node, and no word */
+    tu_expire(w); /* dies holding */
+    acquire_expecting(l, ZKLOCK_PREV_UNKNOWN, 0);
+    TU_ASSERT_INT(tu_now_ms(), >=, wrote + dead_timeout + delay - 100 /* clocks' grain */);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(dying), ZKLOCK_ELOST);
+    zklock_free(plain);
+    tracking_pair_end(l, dying, s, w, path);
+}
+
 /* A handle-owned lock-delay acquisition (in a thread) after an unclean end,
  * caught in its delay. */
 struct in_delay {
@@ -1537,8 +1608,10 @@ static void test_lock_delay_revoke_inside(void)
 static void test_previous_fleet(void)
 {
     const char *path = tu_path("previous-fleet");
-    const int delay = 1000, hosts = 3, nights = 6, dies = 2;
-    zklock_session_opts_t so = {.timeout_ms = 2000};
+    const int delay = 1000, hosts = 3, nights = 6, dies = 2, timeout = 6000;
+    /* (not shorter: a session cut off under valgrind answers a try-once
+     * with ZCONNECTIONLOSS, and its node, left, makes the night busy) */
+    zklock_session_opts_t so = {.timeout_ms = timeout};
     zklock_opts_t o = {.lock_delay_ms = delay, .owner = ZKLOCK_OWNER_HANDLE};
     zklock_session_t *s[3];
     zklock_t *l[3];
@@ -1558,8 +1631,9 @@ static void test_previous_fleet(void)
 
             if (rc == ZKLOCK_OK)
                 ran = h, runs++;
-            else
-                CU_ASSERT(rc == ZKLOCK_EBUSY);
+            else if (rc != ZKLOCK_EBUSY)
+                fprintf(stderr, "  night %d, host %d: %s\n", night, h, zklock_err_name(rc));
+            CU_ASSERT(rc == ZKLOCK_OK || rc == ZKLOCK_EBUSY);
         }
         TU_ASSERT_INT(runs, ==, 1);
         if (runs != 1)
@@ -1572,11 +1646,11 @@ static void test_previous_fleet(void)
         TU_ASSERT_RC(zklock_fence(l[ran], &mine), ZKLOCK_OK);
         last = mine;
         if (night == dies) {
-            int64_t ends = tu_now_ms() + 2000 + delay + 200;
+            int64_t ends = tu_now_ms() + timeout + delay + 200;
 
             tu_expire(s[ran]); /* dies holding; a new session follows */
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_ELOST);
-            CU_ASSERT(tu_wait_until(tu_past, &ends, 10000)); /* its lease and the delay */
+            CU_ASSERT(tu_wait_until(tu_past, &ends, 2 * timeout)); /* its lease and the delay */
         } else {
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_OK);
         }
@@ -1646,6 +1720,93 @@ static void test_previous_after_max_hold(void)
     acquire_expecting(lw, ZKLOCK_PREV_UNCLEAN, ended);
     TU_ASSERT_RC(zklock_release(lw), ZKLOCK_OK);
     tracking_pair_end(l, lw, s, w, path);
+}
+
+/* A tracking hold whose record can no longer be written (an operator made
+ * it read-only) ends a lease after its last write of it (design.md: the
+ * bound the record promises the next holder), while heartbeats still renew
+ * the session's lease. zklock_valid_until() must answer by that end too:
+ * the hold is never lost before a time it gave. (It answered by the
+ * session's lease alone: half a session timeout past the hold's end.) */
+struct promised {
+    zklock_t *l;
+    struct tu_events *lost;
+    int64_t latest_ms; /* tu_now_ms() of the latest end valid_until gave */
+};
+
+static bool lost_noting_promises(void *arg)
+{
+    struct promised *p = arg;
+    struct timespec until, now;
+
+    if (zklock_valid_until(p->l, &until) == ZKLOCK_OK) {
+        int64_t at;
+
+        clock_gettime(ZKLOCK_CLOCK, &now);
+        at = tu_now_ms() + (int64_t)(until.tv_sec - now.tv_sec) * 1000 +
+             (until.tv_nsec - now.tv_nsec) / 1000000;
+        if (at > p->latest_ms)
+            p->latest_ms = at;
+    }
+    return tu_lost_once(p->lost);
+}
+
+static void test_previous_record_lease_valid_until(void)
+{
+    const char *path = tu_path("previous-record-lease");
+    struct tu_events lost = TU_EVENTS_INIT;
+    zklock_session_opts_t so = {.timeout_ms = 4000};
+    zklock_opts_t o = {.track_previous = 1, .on_lost = tu_on_lost, .ctx = &lost};
+    zklock_session_t *s = tu_session_opts(&so);
+    zklock_t *l = tu_mutex(s, path, &o);
+    struct promised p = {l, &lost, 0};
+
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &ZOO_READ_ACL_UNSAFE), ZOK);
+    CU_ASSERT_FATAL(tu_wait_until(lost_noting_promises, &p, 3 * 4000));
+    TU_ASSERT_RC(lost.lost_reason, ZKLOCK_LOST_UNSURE);
+    TU_ASSERT_INT(p.latest_ms, >, 0);
+    TU_ASSERT_INT(lost.lost_at_ms, >=, p.latest_ms - 50 /* the clocks' grain */);
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_ELOST);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
+}
+
+/* The record is not ours to read (an operator's ACL leaves every right but
+ * READ): the turn cannot judge, so the acquisition fails with the server's
+ * refusal, at once, and its node goes with a plain delete. (The give-up
+ * read the record again and again, each refusal one more read: a loop of
+ * requests with the node left first in the queue and the caller blocked,
+ * its timeout passed, until the record was readable again.) */
+static void test_previous_record_unreadable(void)
+{
+    const char *path = tu_path("previous-unreadable");
+    zklock_opts_t o = {.track_previous = 1};
+    struct ACL no_read_acl = {ZOO_PERM_ALL & ~ZOO_PERM_READ, {"world", "anyone"}};
+    struct ACL_vector no_read = {1, &no_read_acl};
+    zklock_session_t *s = tu_session();
+    zklock_t *l = tu_mutex(s, path, &o);
+    struct tu_acquirer a;
+    int64_t t0;
+
+    TU_REQUIRE_RC(zklock_acquire(l, 10000), ZKLOCK_OK); /* the record exists */
+    TU_ASSERT_RC(zklock_release(l), ZKLOCK_OK);
+    TU_REQUIRE_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &no_read), ZOK);
+    t0 = tu_now_ms();
+    tu_start_acquirer(&a, l, 3000, false);
+    CU_ASSERT(tu_wait_until(tu_acquirer_done, &a, 10000));
+    TU_ASSERT_INT(tu_now_ms() - t0, <, 3000); /* a refusal, not the timeout */
+    CU_ASSERT(tu_no_children(path) || tu_count(path) == 1); /* the record only */
+    /* (readable again, a loop that was still reading ends, and the thread returns) */
+    TU_ASSERT_RC(zoo_set_acl(tu_zk(), record_of(path), -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+    TU_ASSERT_RC(tu_join_acquirer(&a), ZNOAUTH);
+    TU_ASSERT_INT(zklock_hold_count(l), ==, 0);
+    zklock_free(l);
+    zklock_session_close(s);
+    tu_assert_clean(path);
+    forget_record(path);
 }
 
 /* Bad values and recipes that keep no record: ZKLOCK_EINVAL, nothing made. */
@@ -1781,9 +1942,11 @@ static void test_fast_path_alone(void)
     listings = TU_STAT(a, listings);
     requests = TU_STAT(a, requests);
     cycles(la, path, 10);
-    /* a create and a delete per cycle, nothing else */
+    /* a create and a delete per cycle, nothing else (but the watch on its
+     * own node that a node 50 ms old gets: a slow run's, under valgrind) */
     TU_ASSERT_INT(TU_STAT(a, listings), ==, listings);
-    TU_ASSERT_INT(TU_STAT(a, requests), ==, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), >=, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), <=, requests + 20 + 10);
     TU_ASSERT_INT(TU_STAT(a, fast_acquired), >=, 10);
     zklock_free(la);
     zklock_session_close(a);
@@ -2717,7 +2880,11 @@ static const tu_test_t mutex_tests[] = {
     {"previous_unknown_without_record", test_previous_unknown_without_record},
     {"lock_delay", test_lock_delay},
     {"previous_after_max_hold", test_previous_after_max_hold},
+    {"previous_record_lease_valid_until", test_previous_record_lease_valid_until},
+    {"previous_record_unreadable", test_previous_record_unreadable},
     {"lock_delay_timeout_keeps_unclean", test_lock_delay_timeout_keeps_unclean},
+    {"lock_delay_unknown_ends", test_lock_delay_unknown_ends},
+    {"lock_delay_unknown_after_unclean", test_lock_delay_unknown_after_unclean},
     {"lock_delay_loss_during_delay", test_lock_delay_loss_during_delay},
     {"lock_delay_not_held_yet", test_lock_delay_not_held_yet},
     {"lock_delay_release_inside", test_lock_delay_release_inside},

@@ -796,13 +796,49 @@ static void test_previous_judge(void)
     }
 }
 
+/* The judge's cost does not grow with the numbers between the record's
+ * holder and us (a lock path's count of creations: up to 2^31 on a
+ * long-lived path with untracked peers), only with the lists it reads: it
+ * runs under the session's mutex. It walked every number between, each
+ * against the whole list: 2^25 numbers took seconds (2^31, minutes). */
+static void test_previous_judge_cost(void)
+{
+    struct zkl_record_view v = {.present = true, .parsed = true, .czxid = 90,
+                                .rec = {.state = ZKL_REC_RELEASED, .token = 100, .seq = 10}};
+    int32_t former[ZKL_FORMER_MAX];
+    struct zkl_hold_view me = {.seq = 10 + (1 << 25), .czxid = 200, .former = former};
+    struct timespec t0, t1;
+    int how;
+
+    for (int i = 0; i < ZKL_RECORD_NEVER_MAX; i++)
+        v.rec.never[v.rec.nnever++] = 11 + i;
+    for (int i = 0; i < ZKL_FORMER_MAX; i++)
+        former[me.nformer++] = 11 + ZKL_RECORD_NEVER_MAX + i;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    how = zklock__previous_judge(&v, &me);
+    v.rec.state = ZKL_REC_NONE; /* no holder yet: every number before ours */
+    v.rec.seq = -1;
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_UNKNOWN);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CU_ASSERT_EQUAL(how, ZKLOCK_PREV_UNKNOWN);
+    TU_ASSERT_INT((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, <, 100);
+    /* and every number between accounted for: vouched */
+    v.rec = (struct zkl_record){.state = ZKL_REC_RELEASED, .token = 100, .seq = 10};
+    for (int i = 0; i < ZKL_RECORD_NEVER_MAX; i++)
+        v.rec.never[v.rec.nnever++] = 11 + i;
+    me.seq = 11 + ZKL_RECORD_NEVER_MAX + ZKL_FORMER_MAX;
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_CLEAN);
+    former[0] = former[1]; /* the same number twice counts once */
+    CU_ASSERT_EQUAL(zklock__previous_judge(&v, &me), ZKLOCK_PREV_UNKNOWN);
+}
+
 /* The record's data: the versions and states it knows, nothing else; what
  * it writes it reads back. */
 static void test_record_parse(void)
 {
     struct zkl_record r, back;
     const char *v1 = "1 released 4294967301 42 host:123";
-    const char *v2 = "2 held 4294967301 42 1700000000123 6000 43,45 host:123 and more";
+    const char *v2 = "2 held 4294967301 42 1700000000123 6000 43,45 47@1700000000456 host:1 more";
     char *text;
     int len;
 
@@ -819,6 +855,8 @@ static void test_record_parse(void)
     TU_ASSERT_INT(r.timeout_ms, ==, 6000);
     TU_ASSERT_INT(r.nnever, ==, 2);
     TU_ASSERT_INT(r.never[1], ==, 45);
+    TU_ASSERT_INT(r.gone_below, ==, 47);
+    TU_ASSERT_INT(r.gone_by_ms, ==, 1700000000456LL);
     text = zklock__record_format(&r, "host:123", &len);
     CU_ASSERT_FATAL(text != NULL);
     TU_ASSERT_INT(len, ==, (int)strlen(text));
@@ -826,16 +864,19 @@ static void test_record_parse(void)
     CU_ASSERT(memcmp(&r, &back, sizeof r) == 0);
     free(text);
     r.nnever = 0;
+    r.gone_below = 0;
     text = zklock__record_format(&r, "", &len);
-    CU_ASSERT_STRING_EQUAL(text, "2 held 4294967301 42 1700000000123 6000 - ");
+    CU_ASSERT_STRING_EQUAL(text, "2 held 4294967301 42 1700000000123 6000 - - ");
     free(text);
     CU_ASSERT_EQUAL(zklock__record_parse("3 held 7 3 0 0 - x", 18, &r), -1); /* a later version */
     CU_ASSERT_EQUAL(zklock__record_parse("1 gone 7 3 x", 12, &r), -1);       /* no such state */
     CU_ASSERT_EQUAL(zklock__record_parse("1 none 7 3 x", 12, &r), -1);       /* not in version 1 */
     CU_ASSERT_EQUAL(zklock__record_parse("1 held 7", 8, &r), -1);            /* cut short */
-    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0", 14, &r), -1);
-    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 1,x y", 20, &r), -1);
-    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 -5 0 - y", 19, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 -", 16, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 1,x - y", 22, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 -5 0 - - y", 21, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 - 5@x y", 22, &r), -1);
+    CU_ASSERT_EQUAL(zklock__record_parse("2 held 7 3 0 0 - 5@-1 y", 23, &r), -1);
     CU_ASSERT_EQUAL(zklock__record_parse("__REVOKE__", 10, &r), -1);
     CU_ASSERT_EQUAL(zklock__record_parse(NULL, 0, &r), -1);
 }
@@ -876,6 +917,70 @@ static void test_record_writers(void)
     TU_ASSERT_INT(r.nnever, ==, ZKL_RECORD_NEVER_MAX);
 }
 
+/* A "held" that landed as its contender gave up is undone: the record the
+ * write replaced (its holder, its give-ups, including those before the
+ * writer's number), with the give-ups written since. */
+static void test_record_undo(void)
+{
+    const struct zkl_record before = {.state = ZKL_REC_HELD, .token = 100, .seq = 10,
+                                      .alive_ms = 0, .timeout_ms = 6000, .nnever = 1,
+                                      .never = {11}};
+    struct zkl_record r = before;
+
+    zklock__record_hold(&r, false, 200, 12, 4000); /* forgets 11 */
+    CU_ASSERT(zklock__record_give_up(&r, 9000, 13, NULL, 0));
+    CU_ASSERT(zklock__record_undo(&r, &before));
+    CU_ASSERT(r.state == ZKL_REC_HELD && r.token == 100 && r.seq == 10 && r.timeout_ms == 6000);
+    TU_ASSERT_INT(r.alive_ms, ==, 0); /* its holder's own write: the caller gives its mtime */
+    TU_ASSERT_INT(r.nnever, ==, 2);
+    TU_ASSERT_INT(r.never[0], ==, 11);
+    TU_ASSERT_INT(r.never[1], ==, 13);
+    r = (struct zkl_record){.state = ZKL_REC_HELD, .token = 200, .seq = 12, .nnever = 1,
+                            .never = {13}};
+    CU_ASSERT(zklock__record_undo(&r, NULL)); /* there was no record */
+    CU_ASSERT(r.state == ZKL_REC_NONE && r.seq == -1 && r.nnever == 1 && r.never[0] == 13);
+}
+
+/* After UNKNOWN, the delay runs from the time the first turn that read it
+ * saw the nodes before it gone (its give-up writes "gone"), for as long as
+ * every node the record does not account for lies below that turn's; the
+ * next give-up keeps that time; a hold forgets it. */
+static void test_record_gone(void)
+{
+    struct zkl_record_view v = {.present = true, .parsed = true, .mtime = 7000,
+                                .rec = {.state = ZKL_REC_RELEASED, .token = 100, .seq = 10}};
+    struct zkl_hold_view first = {.seq = 13, .czxid = 200}, next = {.seq = 15, .czxid = 300},
+                         later = {.seq = 17, .czxid = 400};
+    struct zkl_record r;
+
+    /* 11 and 12 are nobody's: the first turn, 13, reads UNKNOWN and gives up */
+    TU_ASSERT_INT(zklock__previous_judge(&v, &first), ==, ZKLOCK_PREV_UNKNOWN);
+    TU_ASSERT_INT(zklock__unknown_gone_ms(&v, &first), ==, -1); /* from its own turn */
+    r = v.rec;
+    CU_ASSERT(zklock__record_give_up(&r, v.mtime, first.seq, NULL, 0));
+    zklock__record_saw_gone(&r, &v, &first);
+    TU_ASSERT_INT(r.gone_below, ==, 13);
+    TU_ASSERT_INT(r.gone_by_ms, ==, 0); /* its write's mtime */
+    v.rec = r;
+    v.mtime = 8000;
+    /* 15 (14 gave up too, as 13 did): the same unknown nodes, the same time */
+    CU_ASSERT(zklock__record_give_up(&v.rec, 8000, 14, NULL, 0));
+    TU_ASSERT_INT(v.rec.gone_by_ms, ==, 8000); /* carried past 14's write */
+    TU_ASSERT_INT(zklock__previous_judge(&v, &next), ==, ZKLOCK_PREV_UNKNOWN);
+    TU_ASSERT_INT(zklock__unknown_gone_ms(&v, &next), ==, 8000);
+    r = v.rec;
+    zklock__record_saw_gone(&r, &v, &next);
+    TU_ASSERT_INT(r.gone_below, ==, 13); /* kept: the earlier time stays */
+    /* 17: 15 and 16 are nobody's, made after 13's turn: from its own turn */
+    TU_ASSERT_INT(zklock__unknown_gone_ms(&v, &later), ==, -1);
+    zklock__record_saw_gone(&r, &v, &later);
+    TU_ASSERT_INT(r.gone_below, ==, 17);
+    TU_ASSERT_INT(r.gone_by_ms, ==, 0);
+    /* a hold: nothing before it is asked about any more */
+    zklock__record_hold(&r, true, 500, 18, 4000);
+    TU_ASSERT_INT(r.gone_below, ==, 0);
+}
+
 static const tu_test_t unit_tests[] = {
     {"stats_buckets", test_stats_buckets},
     {"path_table", test_path_table},
@@ -896,8 +1001,11 @@ static const tu_test_t unit_tests[] = {
     {"lease_rules", test_lease_rules},
     {"phase_table", test_phase_table},
     {"previous_judge", test_previous_judge},
+    {"previous_judge_cost", test_previous_judge_cost},
     {"record_parse", test_record_parse},
     {"record_writers", test_record_writers},
+    {"record_undo", test_record_undo},
+    {"record_gone", test_record_gone},
     {NULL, NULL},
 };
 
