@@ -48,9 +48,9 @@ struct sim_path sim_paths[SIM_PATHS] = {
 };
 sim_time_t sim_faults_end, sim_calls_end;
 
-#define RUN_FAULTS_END SIM_S(14)
+#define RUN_FAULTS_END SIM_S(24)
 #define SIM_MAX_EVENTS 2000000 /* a run that makes more is running away */
-#define RUN_CALLS_END SIM_S(20)
+#define RUN_CALLS_END SIM_S(32)
 
 static struct sim_rng app_rng; /* the application's own choices (hold times, ...) */
 static bool calls_over;
@@ -201,7 +201,7 @@ static void make_calls(struct sim_schedule *s, struct sim_rng *r)
     int hs[SIM_MAX_HANDLES];
 
     for (int p = 0; p < scen.nprocs; p++) {
-        int nh = handles_of_proc(p, hs), ncalls = (int)sim_between(r, 6, 16);
+        int nh = handles_of_proc(p, hs), ncalls = (int)sim_between(r, 10, 28);
         for (int k = 0; k < ncalls && nh > 0; k++) {
             struct sim_step st = {0};
             unsigned pick = (unsigned)sim_below(r, 100);
@@ -239,7 +239,7 @@ static void make_calls(struct sim_schedule *s, struct sim_rng *r)
 
 static void make_faults(struct sim_schedule *s, struct sim_rng *r)
 {
-    int n = (int)sim_between(r, 0, 7);
+    int n = (int)sim_between(r, 0, 12);
     sim_time_t server_free = SIM_MS(500); /* server faults one at a time: a quorum stays */
 
     for (int k = 0; k < n; k++) {

@@ -384,6 +384,10 @@ static bool not_told_yet(const struct sim_handle *h, const struct record *del)
         due = del->deleted;
     if (sim_now() <= due + TOLD_WITHIN || sim_now() <= resumed_at[h->proc] + TOLD_WITHIN)
         return true;
+    /* a throttling server refuses the watch's request now and then: the
+     * engine asks again every 100 ms */
+    if (server >= 0 && sim_now() < zs_w->servers[server].throttle_until + SIM_MS(500))
+        return true;
     return server < 0 || zs_w->servers[server].applied == 0 ||
            zs_w->log[zs_w->servers[server].applied - 1].zxid < del->deleted_zxid;
 }
