@@ -153,6 +153,7 @@ struct sim_handle {
     bool believed;
     int64_t token;
     sim_time_t hold_seen;
+    sim_time_t valid_until;  /* the last zklock_valid_until() answered, in true time */
     sim_time_t lost_at;
 };
 

@@ -667,10 +667,6 @@ static void reopen_event(struct sim_event *ev)
 
 static zklock_follow_t *followers[SIM_MAX_SESSIONS];
 
-/* zklock_revoke's writes still call libzookeeper's zoo_set directly (issue
- * 31 moves them onto the wire): until then it is not called here. */
-static const bool sim_revoke_on_wire = false;
-
 static void leader_cb(const char *path, const void *value, size_t len, int64_t token, void *ctx)
 {
     zs_log("app: follower of session %d: %s leads (token %lld)", (int)(intptr_t)ctx,
@@ -706,8 +702,8 @@ static void revoke(int proc, int path)
 {
     int si = session_of_proc(proc), asked = 0, rc;
 
-    if (si < 0 || sim_paths[path].kind == K_SEM || !sim_revoke_on_wire)
-        return; /* (a semaphore's revocation reads it as zklock-ls does: left out) */
+    if (si < 0)
+        return;
     rc = zklock_revoke(sim_sessions[si].s, sim_paths[path].path, &asked);
     zs_log("app %d: revoke %s -> %d (%d asked)", proc, sim_paths[path].path, rc, asked);
 }

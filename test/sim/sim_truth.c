@@ -605,6 +605,14 @@ static void observe_handle(struct sim_handle *h)
         return;
     }
     h->believed = n > 0;
+    if (h->believed && h->kind != K_READ) {
+        struct timespec until, now;
+        if (zklock_valid_until(h->l, &until) == ZKLOCK_OK) {
+            zs_clock(h->proc, ZKLOCK_CLOCK, &now);
+            h->valid_until = sim_now() + (sim_time_t)(until.tv_sec - now.tv_sec) * SIM_S(1) +
+                             (until.tv_nsec - now.tv_nsec);
+        }
+    }
     /* A member holds for its multi-lock only once the multi-lock holds: a
      * member held while the multi-lock still waits answers hold count 1 and,
      * before the transaction's token is read, fence ZKLOCK_OK with token 0
@@ -802,13 +810,23 @@ void truth_check(const struct sim_event *ev)
             if (sim_handles[i].proc == ev->proc)
                 observe_handle(&sim_handles[i]);
     if (nended_now > 0) {
-        /* a session ended on the server: its believers are asked now */
+        /* a session ended on the server: its believers are asked now, and
+         * with the strict lease none was promised a time past it */
         for (int i = 0; i < sim_nhandles; i++) {
             struct sim_handle *h = &sim_handles[i];
             const struct record *r = h->believed ? node_of(h) : NULL;
-            for (int k = 0; r && k < nended_now; k++)
-                if (r->owner == ended_now[k] && !sim_proc_stopped(h->proc))
+            for (int k = 0; r && k < nended_now && !T.failed; k++) {
+                if (r->owner != ended_now[k])
+                    continue;
+                if (sim_sessions[h->session].lease == ZKLOCK_LEASE_STRICT &&
+                    !was_killed(r->owner) && h->valid_until > sim_now())
+                    truth_fail("handle %d (%s, process %d): its session expired with "
+                               "zklock_valid_until() %lld ms ahead (a promise, strict lease)",
+                               h->id, path_of(h), h->proc,
+                               (long long)((h->valid_until - sim_now()) / SIM_MS(1)));
+                if (!sim_proc_stopped(h->proc))
                     observe_handle(h);
+            }
         }
         nended_now = 0;
     }
