@@ -545,10 +545,17 @@ static void check_previous(struct sim_handle *h)
     else if (how == ZKLOCK_PREV_CLEAN && (!prev || !prev->released))
         truth_fail("handle %d (%s): previous CLEAN, but %s", h->id, path_of(h),
                    prev ? "the hold before it was never released" : "nobody held before");
-    else if ((how == ZKLOCK_PREV_CLEAN || how == ZKLOCK_PREV_UNCLEAN) &&
-             (!prev || token != prev->token))
-        truth_fail("handle %d (%s): previous %s with token %lld, but the hold before had %lld",
-                   h->id, path_of(h), prev_names[how], (long long)token,
+    else if (how == ZKLOCK_PREV_CLEAN && token != prev->token)
+        truth_fail("handle %d (%s): previous CLEAN with token %lld, but the hold before had %lld",
+                   h->id, path_of(h), (long long)token, (long long)prev->token);
+    /* UNCLEAN may name a hold its owner never heard of: a "held" written
+     * whose answer its contender never read (its host slept, its session
+     * expired meanwhile): the record's holder, the conservative side. It
+     * names a node of the path, and none older than the last hold. */
+    else if (how == ZKLOCK_PREV_UNCLEAN && (!rec_of_token(path_of(h), token) ||
+                                           (prev && token < prev->token)))
+        truth_fail("handle %d (%s): previous UNCLEAN with token %lld, but the hold before had "
+                   "%lld", h->id, path_of(h), (long long)token,
                    prev ? (long long)prev->token : 0LL);
     else if (how == ZKLOCK_PREV_UNCLEAN && h->lock_delay_ms > 0 && prev && prev->strict &&
              sim_now() < prev->last_seen + SIM_MS(h->lock_delay_ms))
