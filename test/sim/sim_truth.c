@@ -378,18 +378,17 @@ static bool not_told_yet(const struct sim_handle *h, const struct record *del)
 {
     zhandle_t *zh = zs_handle_of_session(del->owner);
     int server = zh ? zs_handle_server(zh) : -1;
-    sim_time_t due = del->created + OWN_WATCH_DELAY;
+    sim_time_t due = del->created + OWN_WATCH_DELAY, applied;
 
-    if (due < del->deleted)
-        due = del->deleted;
+    if (server < 0 || (applied = zs_applied_at(server, del->deleted_zxid)) < 0)
+        return true; /* not connected, or its server has not applied the delete yet */
+    if (due < applied)
+        due = applied;
     if (sim_now() <= due + TOLD_WITHIN || sim_now() <= resumed_at[h->proc] + TOLD_WITHIN)
         return true;
     /* a throttling server refuses the watch's request now and then: the
      * engine asks again every 100 ms */
-    if (server >= 0 && sim_now() < zs_w->servers[server].throttle_until + SIM_MS(500))
-        return true;
-    return server < 0 || zs_w->servers[server].applied == 0 ||
-           zs_w->log[zs_w->servers[server].applied - 1].zxid < del->deleted_zxid;
+    return sim_now() < zs_w->servers[server].throttle_until + SIM_MS(500);
 }
 
 static bool operator_took(const struct sim_handle *h, const struct record *r)

@@ -187,6 +187,8 @@ struct zs_server {
     unsigned lag_per_mille;      /* how likely a commit waits to be applied here */
     struct zs_watch *watches;
     size_t nwatches, capwatches;
+    sim_time_t *applied_at;      /* when it applied each log entry */
+    size_t capapplied;
 };
 
 /* Notifications to whoever runs the world (the simulator's checker). */
@@ -266,6 +268,8 @@ const struct zs_session *zs_session(int64_t id);
 bool zs_session_alive(int64_t id);
 /* Applies every committed transaction on every server that can. */
 void zs_catch_up_all(void);
+/* When server applied the transaction zxid (-1: not yet). */
+sim_time_t zs_applied_at(int server, int64_t zxid);
 
 /* ---- the client library: libzookeeper_mt's API on a fake zhandle_t ------------ */
 

@@ -755,6 +755,7 @@ static void on_event(zhandle_t *zh, struct zs_msg *m)
 {
     struct completion *c = xcalloc(1, sizeof *c);
 
+    zs_log("client %d: event %d %s", zh->id, m->ev_type, m->ev_path);
     c->event = true;
     c->type = m->ev_type;
     c->state = ZOO_CONNECTED_STATE;

@@ -235,6 +235,7 @@ void zs_world_free(struct zs_world *w)
         for (size_t k = 0; k < s->nwatches; k++)
             free(s->watches[k].path);
         free(s->watches);
+        free(s->applied_at);
     }
     zs_tree_free(&w->committed);
     for (size_t i = 0; i < w->nlog; i++)
@@ -435,6 +436,16 @@ static void lag_pass(struct sim_event *ev)
            NULL, 0, 0);
 }
 
+sim_time_t zs_applied_at(int server, int64_t zxid)
+{
+    const struct zs_server *s = &W->servers[server];
+
+    for (size_t i = 0; i < s->applied; i++)
+        if (W->log[i].zxid == zxid)
+            return s->applied_at[i];
+    return -1;
+}
+
 void zs_catch_up_all(void)
 {
     for (int i = 0; i < ZS_SERVERS; i++)
@@ -522,6 +533,9 @@ static void fire(struct zs_server *s, const struct zs_trigger *trig, int ntrig)
             struct zs_conn *c = zs_conn_get(conn);
             if (!dup && c && c->server_open)
                 send_event(c, t->type, t->path);
+            else if (!dup)
+                zs_log("server %d: watch of connection %d on %s fires, the connection closed",
+                       s->id, conn, t->path);
             if (t->type == ZOO_DELETED_EVENT && !t->child && ntold < 64)
                 told[ntold++] = conn;
         }
@@ -533,6 +547,13 @@ static void server_apply_to(struct zs_server *s, size_t upto)
     while (s->applied < upto) {
         struct zs_trigger *trig = NULL;
         int ntrig = 0;
+        if (s->applied == s->capapplied) {
+            s->capapplied = s->capapplied ? 2 * s->capapplied : 256;
+            s->applied_at = realloc(s->applied_at, s->capapplied * sizeof *s->applied_at);
+            if (!s->applied_at)
+                abort();
+        }
+        s->applied_at[s->applied] = sim_now();
         zs_tree_apply(&s->tree, &W->log[s->applied], &trig, &ntrig);
         s->applied++;
         fire(s, trig, ntrig);
