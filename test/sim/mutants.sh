@@ -35,7 +35,7 @@ for patch in "$@"; do
   if ! $cc -std=gnu11 -O2 -w -D_GNU_SOURCE -DHAVE_CONFIG_H $zk_cflags -pthread \
       -I"$builddir" -I"$builddir/include" -I"$src/include" -I"$src/lib" \
       -o "$scratch/sim" "$src"/lib/*.c "$src"/recipes/*.c \
-      "$src"/test/sim/sim_*.c "$src"/test/sim/zs_*.c "$src"/test/sim/sched.c \
+      "$src"/test/sim/sim_*.c "$src"/test/sim/zs_*.c "$src"/test/sim/events.c \
       "$src"/test/sim/coro.c $zk_libs -pthread; then
     echo "$name: does not build"; status=1; continue
   fi

@@ -100,7 +100,7 @@ struct sim_result {
     bool failed;
     char what[512];     /* the first violation */
     sim_time_t at;
-    uint64_t events;
+    uint64_t events, digest; /* digest: sim_events_digest() */
     int steps;          /* of the schedule */
     int acquired, calls;
 };

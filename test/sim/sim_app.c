@@ -1069,6 +1069,7 @@ out:
         res->at = truth_when();
     }
     res->events = sim_events_run();
+    res->digest = sim_events_digest();
     sim_threads_reset();
     res->steps = sched.n;
     truth_counts(&res->acquired, &res->calls);

@@ -174,21 +174,36 @@ static bool *parse_keep(const char *list, int *n)
 }
 
 /* Seeds from..to (step `stride`), in this process: the first failure ends
- * it (its seed in *failed). */
+ * it (its seed in *failed). The last seed run, and its digest, in *last. */
 static int run_range(uint64_t from, uint64_t count, uint64_t stride, uint64_t *failed,
-                     uint64_t *events, uint64_t *ran, struct sim_result *fres)
+                     uint64_t *events, uint64_t *ran, uint64_t last[2])
 {
     for (uint64_t s = from; s < from + count; s += stride) {
         struct sim_result res;
-        if (run_seed(s, NULL, 0, NULL, &res)) {
+        int bad = run_seed(s, NULL, 0, NULL, &res);
+        last[0] = s;
+        last[1] = res.digest;
+        if (bad) {
             *failed = s;
-            *fres = res;
             return 1;
         }
         *events += res.events;
         (*ran)++;
     }
     return 0;
+}
+
+/* Seed `seed` run again (after others, in another process, traced or not)
+ * runs the same events at the same times in the same order. */
+static bool same_again(uint64_t seed, uint64_t digest, const struct sim_result *again)
+{
+    if (again->digest == digest)
+        return true;
+    printf("sim: seed %llu ran differently the second time (digest %016llx, then %016llx): "
+           "something outside the seed steers the simulation\n",
+           (unsigned long long)seed, (unsigned long long)digest,
+           (unsigned long long)again->digest);
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -256,28 +271,33 @@ int main(int argc, char **argv)
             return 2;
         }
         if (pids[j] == 0) {
-            uint64_t f = 0, ev = 0, n = 0;
-            struct sim_result r;
+            uint64_t f = 0, ev = 0, n = 0, last[2] = {0, 0};
             int bad;
             close(fds[j][0]);
             bad = run_range(start + (uint64_t)j, seeds > (uint64_t)j ? seeds - (uint64_t)j : 0,
-                            (uint64_t)jobs, &f, &ev, &n, &r);
-            dprintf(fds[j][1], "%d %llu %llu %llu\n", bad, (unsigned long long)f,
-                    (unsigned long long)ev, (unsigned long long)n);
+                            (uint64_t)jobs, &f, &ev, &n, last);
+            dprintf(fds[j][1], "%d %llu %llu %llu %llu %llu\n", bad, (unsigned long long)f,
+                    (unsigned long long)ev, (unsigned long long)n,
+                    (unsigned long long)last[0], (unsigned long long)last[1]);
             _exit(0);
         }
         close(fds[j][1]);
     }
-    uint64_t first_bad = UINT64_MAX;
+    uint64_t first_bad = UINT64_MAX, lasts[64][2];
+    int nlasts = 0;
     for (int j = 0; j < jobs && j < 64; j++) {
         FILE *f = fdopen(fds[j][0], "r");
         int bad = 0;
-        unsigned long long fs = 0, ev = 0, n = 0;
-        if (f && fscanf(f, "%d %llu %llu %llu", &bad, &fs, &ev, &n) == 4) {
+        unsigned long long fs = 0, ev = 0, n = 0, ls = 0, ld = 0;
+        if (f && fscanf(f, "%d %llu %llu %llu %llu %llu", &bad, &fs, &ev, &n, &ls, &ld) == 6) {
             events += ev;
             ran += n;
             if (bad && fs < first_bad)
                 first_bad = fs;
+            if (ls != 0) {
+                lasts[nlasts][0] = ls;
+                lasts[nlasts++][1] = ld;
+            }
         } else {
             fprintf(stderr, "sim: a worker died (seeds %llu + %d mod %d)\n",
                     (unsigned long long)start, j, jobs);
@@ -298,9 +318,19 @@ int main(int argc, char **argv)
             print_file(tmp, stdout);
         unlink(tmp);
         report(failed, &res);
+        for (int i = 0; i < nlasts; i++)
+            if (lasts[i][0] == failed)
+                same_again(failed, lasts[i][1], &res);
         printf("replay: test/sim/run %llu\n", (unsigned long long)failed);
         printf("seeds: %llu ran before it, %.1f s\n", (unsigned long long)ran, secs);
         return 1;
+    }
+    /* each worker's last seed again, here: a run that depends on the runs
+     * before it in its process (state left over) fails this */
+    for (int i = 0; i < nlasts; i++) {
+        run_seed(lasts[i][0], NULL, 0, NULL, &res);
+        if (!same_again(lasts[i][0], lasts[i][1], &res))
+            return 1;
     }
     printf("sim: %llu seeds (%llu..%llu) passed in %.1f s: %.0f seeds/s, %.0f events/seed\n",
            (unsigned long long)ran, (unsigned long long)start,

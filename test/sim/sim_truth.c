@@ -109,14 +109,8 @@ static void rec_add(const char *path, int64_t czxid, int64_t owner)
         if (!recs)
             abort();
     }
-    recs[nrecs].path = strdup(path);
-    recs[nrecs].czxid = czxid;
-    recs[nrecs].owner = owner;
-    recs[nrecs].created = sim_now();
-    recs[nrecs].deleted = -1;
-    recs[nrecs].deleted_by = 0;
-    recs[nrecs].delete_refused = false;
-    nrecs++;
+    recs[nrecs++] = (struct record){
+        .path = strdup(path), .czxid = czxid, .owner = owner, .created = sim_now(), .deleted = -1};
 }
 
 static struct record *rec_standing(const char *path)
@@ -397,7 +391,7 @@ static bool operator_took(const struct sim_handle *h, const struct record *r)
         return true;
     for (size_t i = 0; r && i < nrecs; i++)
         if (recs[i].owner == r->owner && recs[i].deleted_by == 0 &&
-            recs[i].deleted >= h->hold_seen &&
+            recs[i].deleted >= 0 && (recs[i].deleted >= h->hold_seen || &recs[i] == r) &&
             strncmp(recs[i].path, path_of(h), strlen(path_of(h))) == 0 &&
             not_told_yet(h, &recs[i]))
             return true;

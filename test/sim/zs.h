@@ -1,6 +1,6 @@
 /*
  * zs.h: a simulated ZooKeeper ensemble and the client library that talks to
- * it, in the simulator's one thread, on virtual time (sched.h), from one
+ * it, in the simulator's one thread, on virtual time (events.h), from one
  * seed (rng.h).
  *
  * The server side (zs_server.c, on the trees of zs_tree.c): three servers,
@@ -52,7 +52,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "rng.h"
-#include "sched.h"
+#include "events.h"
 
 #define ZS_SERVERS 3
 #define ZS_TICK_MS 200     /* tickTime */

@@ -1,5 +1,5 @@
 /*
- * sched.h: virtual time and the one queue of events the simulation runs.
+ * events.h: virtual time and the one queue of events the simulation runs.
  *
  * Time is a number (nanoseconds since the run began), never the wall clock.
  * An event is a function with a few words of payload, due at a time; events
@@ -73,6 +73,8 @@ void sim_run_until(sim_time_t until);
 /* When the next event is due (INT64_MAX if none). */
 sim_time_t sim_next_at(void);
 uint64_t sim_events_run(void);
+/* A digest of the events run, their times and order: a seed's runs agree. */
+uint64_t sim_events_digest(void);
 
 /* A process stops (every thread of it) / runs again. */
 void sim_proc_stop(int proc);

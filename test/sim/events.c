@@ -1,8 +1,8 @@
 /*
- * sched.c: the event queue (a binary heap ordered by time, then by the order
+ * events.c: the event queue (a binary heap ordered by time, then by the order
  * of scheduling) and the waiting lists of stopped processes.
  */
-#include "sched.h"
+#include "events.h"
 
 #include "coro.h"
 
@@ -17,7 +17,7 @@ static struct {
     struct sim_event **heap;
     size_t n, cap;
     sim_time_t now;
-    uint64_t seq, ran;
+    uint64_t seq, ran, digest;
     bool stopped[SIM_MAX_PROCS], busy[SIM_MAX_PROCS][SIM_THREADS];
     /* Events that came due while their thread could not run, in order. */
     struct sim_event *waiting_head[SIM_MAX_PROCS], *waiting_tail[SIM_MAX_PROCS];
@@ -106,6 +106,11 @@ sim_time_t sim_now(void)
 uint64_t sim_events_run(void)
 {
     return Q.ran;
+}
+
+uint64_t sim_events_digest(void)
+{
+    return Q.digest;
 }
 
 struct sim_event *sim_at(sim_time_t at, int proc, enum sim_thread th, sim_fn fn, void *p,
@@ -286,12 +291,11 @@ bool sim_step(sim_time_t until)
         break;
     }
     Q.ran++;
-    if (getenv("SIM_PROFILE")) {
-        static FILE *pf;
-        if (!pf)
-            pf = fopen("/tmp/sim_profile.txt", "w");
-        fprintf(pf, "%p %d %d\n", (void *)ev->fn, ev->proc, ev->thread);
-    }
+    /* what ran when, in which order (FNV-1a over the words): two runs of a
+     * seed agree on it, or something outside the seed steered one */
+    Q.digest = (Q.digest ^ (uint64_t)ev->at) * 0x100000001b3ULL;
+    Q.digest = (Q.digest ^ ev->seq) * 0x100000001b3ULL;
+    Q.digest = (Q.digest ^ (uint64_t)(ev->proc * 8 + (int)ev->thread)) * 0x100000001b3ULL;
     proc = ev->proc;
     ran = proc >= 0 ? &runners[proc][ev->thread] : NULL;
     if (proc >= 0 && ev->thread != SIM_WAKE)
