@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,17 +174,28 @@ static bool *parse_keep(const char *list, int *n)
     return keep;
 }
 
+/* The lowest seed any worker saw fail (shared by the workers): seeds above
+ * it need not run. */
+static uint64_t *lowest_bad;
+
 /* Seeds from..to (step `stride`), in this process: the first failure ends
- * it (its seed in *failed). The last seed run, and its digest, in *last. */
+ * it (its seed in *failed), or another's lower one. The last seed run, and
+ * its digest, in *last. */
 static int run_range(uint64_t from, uint64_t count, uint64_t stride, uint64_t *failed,
                      uint64_t *events, uint64_t *ran, uint64_t last[2])
 {
     for (uint64_t s = from; s < from + count; s += stride) {
         struct sim_result res;
+        if (s > __atomic_load_n(lowest_bad, __ATOMIC_RELAXED))
+            break;
         int bad = run_seed(s, NULL, 0, NULL, &res);
         last[0] = s;
         last[1] = res.digest;
         if (bad) {
+            uint64_t low = __atomic_load_n(lowest_bad, __ATOMIC_RELAXED);
+            while (s < low && !__atomic_compare_exchange_n(lowest_bad, &low, s, false,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
             *failed = s;
             return 1;
         }
@@ -265,6 +277,13 @@ int main(int argc, char **argv)
     }
     /* Several processes of this program, each every jobs-th seed. */
     int fds[64][2], pids[64];
+    lowest_bad = mmap(NULL, sizeof *lowest_bad, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (lowest_bad == MAP_FAILED) {
+        perror("mmap");
+        return 2;
+    }
+    *lowest_bad = UINT64_MAX;
     for (int j = 0; j < jobs && j < 64; j++) {
         if (pipe(fds[j]) != 0 || (pids[j] = fork()) < 0) {
             perror("fork");
