@@ -60,6 +60,12 @@
 
 /* ---- the tree (zs_tree.c): pure data, no time, no randomness -------------- */
 
+/* Copies for every part of the simulator, which has no use for a half-made
+ * world: they abort when memory runs out. zs_strdup: NULL for NULL;
+ * zs_dup_bytes: len bytes and a '\0' (NULL for NULL or len < 0). */
+char *zs_strdup(const char *s);
+char *zs_dup_bytes(const char *p, int len);
+
 enum zs_kind { ZS_PERSISTENT, ZS_EPHEMERAL, ZS_CONTAINER };
 
 /* What the operator forbids on a node (ACL refusals, answered ZNOAUTH). */

@@ -124,29 +124,6 @@ struct _zhandle {
     bool expiry_told;
 };
 
-static char *xstrdup(const char *s)
-{
-    char *d = s ? strdup(s) : NULL;
-
-    if (s && !d)
-        abort();
-    return d;
-}
-
-static char *dup_bytes(const char *p, int len)
-{
-    char *d;
-
-    if (!p || len < 0)
-        return NULL;
-    d = malloc((size_t)len + 1);
-    if (!d)
-        abort();
-    memcpy(d, p, (size_t)len);
-    d[len] = '\0';
-    return d;
-}
-
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -264,7 +241,7 @@ static void wadd(struct wtable *t, const char *path, watcher_fn fn, void *ctx)
                 abort();
         }
         e = &t->v[t->n++];
-        e->path = xstrdup(path);
+        e->path = zs_strdup(path);
         e->head = NULL;
     }
     wlist_add(&e->head, fn, ctx);
@@ -366,7 +343,7 @@ static void session_event(zhandle_t *zh, int state)
     c->event = true;
     c->type = ZOO_SESSION_EVENT;
     c->state = state;
-    c->path = xstrdup("");
+    c->path = zs_strdup("");
     /* collectWatchers: the global watcher first (it ends up last: the list
      * is built by prepending), then every registered one, each once. */
     wlist_add(&c->watchers, zh->watcher, zh->context);
@@ -662,7 +639,7 @@ static char **paths_of(const struct wtable *t, int *n)
     char **v = xcalloc(t->n, sizeof *v);
 
     for (size_t i = 0; i < t->n; i++)
-        v[i] = xstrdup(t->v[i].path);
+        v[i] = zs_strdup(t->v[i].path);
     *n = (int)t->n;
     return v;
 }
@@ -759,7 +736,7 @@ static void on_event(zhandle_t *zh, struct zs_msg *m)
     c->event = true;
     c->type = m->ev_type;
     c->state = ZOO_CONNECTED_STATE;
-    c->path = xstrdup(m->ev_path);
+    c->path = zs_strdup(m->ev_path);
     if (m->ev_type == ZOO_CREATED_EVENT || m->ev_type == ZOO_CHANGED_EVENT) {
         wtake(&zh->node_w, m->ev_path, &c->watchers);
         wtake(&zh->exist_w, m->ev_path, &c->watchers);
@@ -979,8 +956,8 @@ int zs_add_auth(zhandle_t *zh, const char *scheme, const char *cert, int certLen
     if (!zh->auth)
         abort();
     a = &zh->auth[zh->nauth++];
-    a->scheme = xstrdup(scheme);
-    a->cert = dup_bytes(cert, certLen);
+    a->scheme = zs_strdup(scheme);
+    a->cert = zs_dup_bytes(cert, certLen);
     a->len = certLen;
     a->fn = completion;
     a->data = data;
@@ -1026,7 +1003,7 @@ static struct zs_msg *msg_for(enum zs_reqk kind, const char *path)
     struct zs_msg *m = xcalloc(1, sizeof *m);
 
     m->req.kind = kind;
-    m->req.path = xstrdup(path);
+    m->req.path = zs_strdup(path);
     m->req.len = -1;
     return m;
 }
@@ -1048,7 +1025,7 @@ static void watch_on(struct pending *p, struct zs_msg *m, enum wreg reg, watcher
     p->wreg = reg;
     p->wfn = fn;
     p->wctx = ctx;
-    p->wpath = xstrdup(m->req.path);
+    p->wpath = zs_strdup(m->req.path);
     m->req.watch = true;
 }
 
@@ -1063,7 +1040,7 @@ int zs_acreate(zhandle_t *zh, const char *path, const char *value, int valuelen,
     if (!zs_path_valid(path, (mode & ZOO_SEQUENCE) != 0))
         return ZBADARGUMENTS;
     m = msg_for(ZS_R_CREATE, path);
-    m->req.data = dup_bytes(value, valuelen);
+    m->req.data = zs_dup_bytes(value, valuelen);
     m->req.len = value ? valuelen : -1;
     m->req.mode = mode;
     p = pending_for(C_STRING, data);
@@ -1082,7 +1059,7 @@ int zs_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen
     if (!zs_path_valid(path, (mode & ZOO_SEQUENCE) != 0))
         return ZBADARGUMENTS;
     m = msg_for(ZS_R_CREATE, path);
-    m->req.data = dup_bytes(value, valuelen);
+    m->req.data = zs_dup_bytes(value, valuelen);
     m->req.len = value ? valuelen : -1;
     m->req.mode = mode;
     p = pending_for(C_STRING_STAT, data);
@@ -1208,7 +1185,7 @@ int zs_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen, int
     if (!zs_path_valid(path, false))
         return ZBADARGUMENTS;
     m = msg_for(ZS_R_SET, path);
-    m->req.data = dup_bytes(buffer, buflen);
+    m->req.data = zs_dup_bytes(buffer, buflen);
     m->req.len = buffer ? buflen : -1;
     m->req.version = version;
     p = pending_for(C_STAT, data);
@@ -1236,7 +1213,7 @@ int zs_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *re
     struct pending *p = pending_for(C_MULTI, data);
 
     m->req.kind = ZS_R_MULTI;
-    m->req.path = xstrdup("/");
+    m->req.path = zs_strdup("/");
     m->req.mops = xcalloc((size_t)count, sizeof *m->req.mops);
     m->req.nmops = count;
     p->fn.v = completion;
@@ -1251,26 +1228,26 @@ int zs_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *re
         switch (op->type) {
         case ZOO_CREATE_OP:
         case ZOO_CREATE_CONTAINER_OP:
-            mo->path = xstrdup(op->create_op.path);
-            mo->data = dup_bytes(op->create_op.data, op->create_op.datalen);
+            mo->path = zs_strdup(op->create_op.path);
+            mo->data = zs_dup_bytes(op->create_op.data, op->create_op.datalen);
             mo->len = op->create_op.data ? op->create_op.datalen : -1;
             mo->mode = op->create_op.flags;
             results[i].value = op->create_op.buf;
             results[i].valuelen = op->create_op.buflen;
             break;
         case ZOO_DELETE_OP:
-            mo->path = xstrdup(op->delete_op.path);
+            mo->path = zs_strdup(op->delete_op.path);
             mo->version = op->delete_op.version;
             break;
         case ZOO_SETDATA_OP:
-            mo->path = xstrdup(op->set_op.path);
-            mo->data = dup_bytes(op->set_op.data, op->set_op.datalen);
+            mo->path = zs_strdup(op->set_op.path);
+            mo->data = zs_dup_bytes(op->set_op.data, op->set_op.datalen);
             mo->len = op->set_op.data ? op->set_op.datalen : -1;
             mo->version = op->set_op.version;
             results[i].stat = op->set_op.stat;
             break;
         case ZOO_CHECK_OP:
-            mo->path = xstrdup(op->check_op.path);
+            mo->path = zs_strdup(op->check_op.path);
             mo->version = op->check_op.version;
             break;
         default:

@@ -12,29 +12,6 @@
 struct zs_world *zs_w;
 #define W zs_w
 
-static char *xstrdup(const char *s)
-{
-    char *d = s ? strdup(s) : NULL;
-
-    if (s && !d)
-        abort();
-    return d;
-}
-
-static char *dup_bytes(const char *p, int len)
-{
-    char *d;
-
-    if (!p || len < 0)
-        return NULL;
-    d = malloc((size_t)len + 1);
-    if (!d)
-        abort();
-    memcpy(d, p, (size_t)len);
-    d[len] = '\0';
-    return d;
-}
-
 void zs_log(const char *fmt, ...)
 {
     va_list ap;
@@ -171,7 +148,7 @@ static void root_of(struct zs_tree *t)
     zs_tree_init(t);
     if (!root)
         abort();
-    root->path = xstrdup("/");
+    root->path = zs_strdup("/");
     root->len = -1;
     root->kind = ZS_PERSISTENT;
     t->cap = 16;
@@ -328,7 +305,7 @@ static void session_end(struct zs_session *s, bool expired)
         const struct zs_node *node = W->committed.v[i];
         if (node->st.ephemeralOwner == s->id) {
             tx.ops[tx.nops].type = ZS_OP_DELETE;
-            tx.ops[tx.nops].path = xstrdup(node->path);
+            tx.ops[tx.nops].path = zs_strdup(node->path);
             tx.nops++;
         }
     }
@@ -472,7 +449,7 @@ static void watch_add(struct zs_server *s, const char *path, bool child, int con
         if (!s->watches)
             abort();
     }
-    s->watches[s->nwatches].path = xstrdup(path);
+    s->watches[s->nwatches].path = zs_strdup(path);
     s->watches[s->nwatches].child = child;
     s->watches[s->nwatches].conn = conn;
     s->nwatches++;
@@ -500,7 +477,7 @@ static void send_event(struct zs_conn *c, int type, const char *path)
     m->kind = ZS_M_EVENT;
     m->ev_type = type;
     m->ev_state = ZOO_CONNECTED_STATE;
-    m->ev_path = xstrdup(path);
+    m->ev_path = zs_strdup(path);
     W->stat_events++;
     zs_send_down(c, m);
 }
@@ -784,8 +761,8 @@ static void op_push(struct zs_txn *tx, enum zs_opk type, const char *path, const
         abort();
     op = &tx->ops[tx->nops++];
     op->type = type;
-    op->path = xstrdup(path);
-    op->data = dup_bytes(data, len);
+    op->path = zs_strdup(path);
+    op->data = zs_dup_bytes(data, len);
     op->len = data ? len : -1;
     op->kind = kind;
     op->owner = owner;
@@ -807,7 +784,7 @@ static int stage(struct zs_tree *t, struct zs_txn *tx, const struct zs_mop *op, 
             return rc;
         op_push(&one, ZS_OP_CREATE, name, op->data, op->len, kind_of(op->mode), session);
         if (created)
-            *created = xstrdup(name);
+            *created = zs_strdup(name);
         break;
     case ZOO_DELETE_OP:
         if ((rc = check_delete(t, op->path, op->version)) != ZOK)
@@ -960,7 +937,7 @@ static void answer_read(struct zs_conn *c, const struct zs_msg *req, struct zs_m
             watch_add(s, r->path, r->kind == ZS_R_CHILDREN, c->id);
         res->ans.rc = ZOK;
         if (r->kind == ZS_R_GET) {
-            res->ans.data = dup_bytes(n->data, n->len);
+            res->ans.data = zs_dup_bytes(n->data, n->len);
             res->ans.len = n->len;
         } else {
             zs_tree_children(&s->tree, r->path, &res->ans.children);
@@ -1016,7 +993,7 @@ static bool serve_request(struct zs_conn *c, struct zs_msg *m)
             answer_write(c, m, res);
         } else if (m->req.kind == ZS_R_SYNC) {
             server_apply_to(s, W->nlog);
-            res->ans.path = xstrdup(m->req.path);
+            res->ans.path = zs_strdup(m->req.path);
         } else {
             answer_read(c, m, res);
         }

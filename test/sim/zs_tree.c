@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_bytes(const char *p, int len)
+char *zs_dup_bytes(const char *p, int len)
 {
     char *d;
 
@@ -26,11 +26,11 @@ static char *dup_bytes(const char *p, int len)
     return d;
 }
 
-static char *xstrdup(const char *s)
+char *zs_strdup(const char *s)
 {
-    char *d = strdup(s);
+    char *d = s ? strdup(s) : NULL;
 
-    if (!d)
+    if (s && !d)
         abort();
     return d;
 }
@@ -100,8 +100,8 @@ static struct zs_node *node_copy(const struct zs_node *n)
     if (!c)
         abort();
     *c = *n;
-    c->path = xstrdup(n->path);
-    c->data = dup_bytes(n->data, n->len);
+    c->path = zs_strdup(n->path);
+    c->data = zs_dup_bytes(n->data, n->len);
     return c;
 }
 
@@ -200,7 +200,7 @@ void zs_tree_children(const struct zs_tree *t, const char *path, struct String_v
             if (!out->data)
                 abort();
         }
-        out->data[out->count++] = xstrdup(name);
+        out->data[out->count++] = zs_strdup(name);
     }
     /* '/' sorts before most name characters, so a grandchild can come
      * between two children: the scan skips it; the order is the server's
@@ -228,7 +228,7 @@ static void trigger(struct zs_trigger **trig, int *ntrig, int type, bool child, 
         abort();
     (*trig)[*ntrig].type = type;
     (*trig)[*ntrig].child = child;
-    (*trig)[*ntrig].path = xstrdup(path);
+    (*trig)[*ntrig].path = zs_strdup(path);
     (*ntrig)++;
 }
 
@@ -248,8 +248,8 @@ static void apply_create(struct zs_tree *t, const struct zs_txn *tx, const struc
 
     if (!n)
         abort();
-    n->path = xstrdup(op->path);
-    n->data = dup_bytes(op->data, op->len);
+    n->path = zs_strdup(op->path);
+    n->data = zs_dup_bytes(op->data, op->len);
     n->len = op->data ? op->len : -1;
     n->kind = op->kind;
     n->st.czxid = n->st.mzxid = n->st.pzxid = tx->zxid;
@@ -293,7 +293,7 @@ static void apply_set(struct zs_tree *t, const struct zs_txn *tx, const struct z
     if (!n)
         return;
     free(n->data);
-    n->data = dup_bytes(op->data, op->len);
+    n->data = zs_dup_bytes(op->data, op->len);
     n->len = op->data ? op->len : -1;
     n->st.mzxid = tx->zxid;
     n->st.mtime = tx->time_ms;
