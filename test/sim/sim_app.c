@@ -568,6 +568,7 @@ static void free_handle(int hi)
     if (!h->live || h->freeing)
         return;
     h->freeing = true;
+    zs_log("app %d: frees handle %d", h->proc, h->id);
     truth_freed(h->id); /* what a handle being freed holds is nobody's belief */
     if (h->kind == K_WRITE) {
         sim_handles[h->partner].freeing = true;
@@ -802,8 +803,10 @@ static void step_event(struct sim_event *ev)
         release_now(st->a);
         break;
     case A_CANCEL:
-        if (usable(&sim_handles[st->a]))
+        if (usable(&sim_handles[st->a])) {
+            zs_log("app %d: cancels handle %d", st->proc, st->a);
             zklock_cancel(sim_handles[st->a].l);
+        }
         break;
     case A_FREE:
         free_handle(st->a);

@@ -266,9 +266,11 @@ int main(int argc, char **argv)
             print_file(tmp, stdout);
         if (fd >= 0)
             unlink(tmp);
-        printf("seed %llu: %s (%llu events, %d steps, %d acquisitions of %d calls)\n",
+        printf("seed %llu: %s (%llu events, %d steps, %d acquisitions of %d calls; digest "
+               "%016llx)\n",
                (unsigned long long)replay, res.failed ? "FAIL" : "ok",
-               (unsigned long long)res.events, res.steps, res.acquired, res.calls);
+               (unsigned long long)res.events, res.steps, res.acquired, res.calls,
+               (unsigned long long)res.digest);
         if (res.failed)
             report(replay, &res);
         if (res.failed && do_shrink)
