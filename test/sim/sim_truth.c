@@ -613,12 +613,19 @@ static void observe_handle(struct sim_handle *h)
                              (until.tv_nsec - now.tv_nsec);
         }
     }
-    /* A member holds for its multi-lock only once the multi-lock holds: a
-     * member held while the multi-lock still waits answers hold count 1 and,
-     * before the transaction's token is read, fence ZKLOCK_OK with token 0
-     * (reported to the lead; not counted here). */
-    if (h->multi >= 0 && !sim_handles[h->multi].believed)
-        h->believed = false;
+    /* A member holds for its multi-lock only once the multi-lock holds
+     * (zklock.3): its turn that came while the multi-lock still waits is no
+     * hold of the user's (its token may not be read yet). The multi-lock is
+     * asked now, as the member was. */
+    if (h->believed && h->multi >= 0) {
+        observe_handle(&sim_handles[h->multi]);
+        if (!sim_handles[h->multi].believed) {
+            truth_fail("handle %d (%s, process %d): a member answers held (token %lld) while "
+                       "its multi-lock (handle %d) does not",
+                       h->id, path_of(h), h->proc, (long long)token, h->multi);
+            return;
+        }
+    }
     if (!h->believed)
         return;
     if (!was || token != h->token) {
