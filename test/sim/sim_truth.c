@@ -363,8 +363,9 @@ static sim_time_t resumed_at[SIM_MAX_PROCS];
 /* How long a holder may go on believing after the operator deleted its
  * node ("Operator deletes a node"): its own-node watch is armed once the
  * node has lived 50 ms, and the event then comes within a round trip, once
- * its server has applied the delete and while it is connected; a process
- * that just ran again gets that long too. */
+ * its server has applied the delete and while it is connected (and not cut
+ * off); a process that just ran again, or whose cut just healed, gets that
+ * long too. */
 #define OWN_WATCH_DELAY SIM_MS(50)
 #define TOLD_WITHIN SIM_MS(100)
 
@@ -372,10 +373,14 @@ static bool not_told_yet(const struct sim_handle *h, const struct record *del)
 {
     zhandle_t *zh = zs_handle_of_session(del->owner);
     int server = zh ? zs_handle_server(zh) : -1;
+    const struct zs_proc *pr = &zs_w->procs[h->proc];
     sim_time_t due = del->created + OWN_WATCH_DELAY, applied;
 
     if (server < 0 || (applied = zs_applied_at(server, del->deleted_zxid)) < 0)
         return true; /* not connected, or its server has not applied the delete yet */
+    if (pr->cut || pr->cut_from[server] ||
+        (pr->healed_at >= 0 && sim_now() <= pr->healed_at + TOLD_WITHIN))
+        return true; /* cut off, silently: its server's word waits for the heal */
     if (due < applied)
         due = applied;
     if (sim_now() <= due + TOLD_WITHIN || sim_now() <= resumed_at[h->proc] + TOLD_WITHIN)

@@ -155,6 +155,7 @@ struct zs_proc {
     int id;
     bool cut;                    /* cut off from every server (silent) */
     bool cut_from[ZS_SERVERS];   /* ... from some */
+    sim_time_t healed_at;        /* a cut of it last healed (-1: never) */
     sim_time_t boot_offset;      /* CLOCK_BOOTTIME = true time + this */
     sim_time_t mono_offset;      /* CLOCK_MONOTONIC = true time - slept + this */
     sim_time_t slept;            /* total time the host was suspended */

@@ -185,6 +185,7 @@ struct zs_world *zs_world_new(uint64_t seed, int nprocs)
     for (int p = 0; p < nprocs; p++) {
         w->procs[p].id = p;
         w->procs[p].suspended_at = -1;
+        w->procs[p].healed_at = -1;
         /* the two clocks agree until the host sleeps (then MONOTONIC lags) */
         w->procs[p].boot_offset = w->procs[p].mono_offset = SIM_S(1000 + 17 * p);
     }
@@ -623,6 +624,7 @@ static void up_arrives(struct sim_event *ev)
 
 void zs_links_changed(int proc)
 {
+    W->procs[proc].healed_at = sim_now();
     for (size_t i = 0; i < W->nconns; i++) {
         struct zs_conn *c = W->conns[i];
         if (c->proc != proc)
