@@ -63,7 +63,7 @@ enum sim_act {
     F_ISOLATE,   /* server, dur */
     F_CRASH,     /* server, dur */
     F_ELECT,
-    F_THROTTLE,  /* server, dur, b: the requests it refuses, per mille */
+    F_THROTTLE,  /* server, dur */
     F_LAG,       /* server, dur */
     F_OPDEL,     /* path index: a node under it, chosen then */
     F_OPKILL,    /* proc: one of its sessions */

@@ -262,8 +262,6 @@ static void make_faults(struct sim_schedule *s, struct sim_rng *r)
         }
         if (st.act == F_OPDEL || st.act == F_DENY)
             st.a = (int)sim_below(r, SIM_PATHS);
-        if (st.act == F_THROTTLE) /* a server a little busy, or swamped */
-            st.b = (int)sim_between(r, 100, 950);
         push_step(s, st);
     }
 }
@@ -860,7 +858,7 @@ static void step_event(struct sim_event *ev)
         zs_elect();
         break;
     case F_THROTTLE:
-        zs_throttle(st->a, sim_now() + st->dur, (unsigned)st->b);
+        zs_throttle(st->a, sim_now() + st->dur, 300);
         break;
     case F_LAG:
         zs_lag(st->a, 950);
