@@ -5,8 +5,9 @@
 # recipes/, include/ and test/sim/ with the patch applied, the simulator
 # built from it, run on SEEDS seeds (default 3000, make check-sim's) from 1
 # on two processes until the first that fails; prints the seeds it took and
-# what the truth saw. Fails if a patch does not apply, does not build, or
-# is not caught. make check-sim-mutants runs it from a build directory
+# what the truth saw (test/sim/mutants/slow/: those caught only past 3000
+# seeds; name them, with SEEDS). Fails if a patch does not apply, does not
+# build, or is not caught. make check-sim-mutants runs it from a build directory
 # (top_builddir: config.h, the generated headers; CC, ZOOKEEPER_CFLAGS and
 # ZOOKEEPER_LIBS as configure found them).
 set -u
@@ -24,6 +25,7 @@ status=0
 printf '%-34s %6s  %s\n' mutant seeds "what the simulator saw (its first failing seed's first violation)"
 for patch in "$@"; do
   name=$(basename "$patch" .patch)
+  patch=$(cd "$(dirname "$patch")" && pwd)/$(basename "$patch") # applied from the copy
   src=$scratch/src
   rm -rf "$src" && mkdir -p "$src/test" &&
     cp -R "$srcdir/lib" "$srcdir/recipes" "$srcdir/include" "$src/" &&
