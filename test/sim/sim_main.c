@@ -6,8 +6,8 @@
  * a failing seed is run again with its trace (the simulator's lines and
  * ZKLOCK_TRACE's, in the order they happened) and printed, and the run
  * stops. --replay SEED runs one seed with its trace on stdout (or FILE).
- * --shrink cuts a failing seed's schedule to the fewest steps that still
- * fail the same way, and prints them.
+ * --shrink cuts a failing seed's schedule while it still fails the same way,
+ * until no step can go alone (not always the fewest), and prints it.
  */
 #include "sim.h"
 
