@@ -1082,98 +1082,78 @@ int zs_adelete(zhandle_t *zh, const char *path, int version, void_completion_t c
     return request(zh, m, p);
 }
 
-static int exists(zhandle_t *zh, const char *path, watcher_fn w, void *wctx,
-                  stat_completion_t completion, const void *data)
+/* A read (exists, getData, getChildren), its watch (w NULL: none) and its
+ * completion fn, of type t. */
+static int watched_read(zhandle_t *zh, enum zs_reqk kind, const char *path, watcher_fn w,
+                        void *wctx, enum ctype t, void *fn, const void *data)
 {
     struct zs_msg *m;
     struct pending *p;
 
     if (!zs_path_valid(path, false))
         return ZBADARGUMENTS;
-    m = msg_for(ZS_R_EXISTS, path);
-    p = pending_for(C_STAT, data);
-    p->fn.stat = completion;
-    watch_on(p, m, WREG_EXISTS, w, wctx);
+    m = msg_for(kind, path);
+    p = pending_for(t, data);
+    if (t == C_STAT)
+        p->fn.stat = (stat_completion_t)fn;
+    else if (t == C_DATA)
+        p->fn.data = (data_completion_t)fn;
+    else if (t == C_STRINGS)
+        p->fn.strs = (strings_completion_t)fn;
+    else
+        p->fn.strs_stat = (strings_stat_completion_t)fn;
+    watch_on(p, m, kind == ZS_R_EXISTS ? WREG_EXISTS : kind == ZS_R_GET ? WREG_DATA : WREG_CHILD,
+             w, wctx);
     return request(zh, m, p);
 }
 
 int zs_aexists(zhandle_t *zh, const char *path, int watch, stat_completion_t completion,
                const void *data)
 {
-    return exists(zh, path, watch ? zh->watcher : NULL, watch ? zh->context : NULL, completion,
-                  data);
+    return watched_read(zh, ZS_R_EXISTS, path, watch ? zh->watcher : NULL,
+                        watch ? zh->context : NULL, C_STAT, (void *)completion, data);
 }
 
 int zs_awexists(zhandle_t *zh, const char *path, watcher_fn watcher, void *watcherCtx,
                 stat_completion_t completion, const void *data)
 {
-    return exists(zh, path, watcher, watcherCtx, completion, data);
-}
-
-static int get(zhandle_t *zh, const char *path, watcher_fn w, void *wctx,
-               data_completion_t completion, const void *data)
-{
-    struct zs_msg *m;
-    struct pending *p;
-
-    if (!zs_path_valid(path, false))
-        return ZBADARGUMENTS;
-    m = msg_for(ZS_R_GET, path);
-    p = pending_for(C_DATA, data);
-    p->fn.data = completion;
-    watch_on(p, m, WREG_DATA, w, wctx);
-    return request(zh, m, p);
+    return watched_read(zh, ZS_R_EXISTS, path, watcher, watcherCtx, C_STAT, (void *)completion,
+                        data);
 }
 
 int zs_aget(zhandle_t *zh, const char *path, int watch, data_completion_t completion,
             const void *data)
 {
-    return get(zh, path, watch ? zh->watcher : NULL, watch ? zh->context : NULL, completion,
-               data);
+    return watched_read(zh, ZS_R_GET, path, watch ? zh->watcher : NULL,
+                        watch ? zh->context : NULL, C_DATA, (void *)completion, data);
 }
 
 int zs_awget(zhandle_t *zh, const char *path, watcher_fn watcher, void *watcherCtx,
              data_completion_t completion, const void *data)
 {
-    return get(zh, path, watcher, watcherCtx, completion, data);
-}
-
-static int children(zhandle_t *zh, const char *path, watcher_fn w, void *wctx, enum ctype t,
-                    void *fn, const void *data)
-{
-    struct zs_msg *m;
-    struct pending *p;
-
-    if (!zs_path_valid(path, false))
-        return ZBADARGUMENTS;
-    m = msg_for(ZS_R_CHILDREN, path);
-    p = pending_for(t, data);
-    if (t == C_STRINGS)
-        p->fn.strs = (strings_completion_t)fn;
-    else
-        p->fn.strs_stat = (strings_stat_completion_t)fn;
-    watch_on(p, m, WREG_CHILD, w, wctx);
-    return request(zh, m, p);
+    return watched_read(zh, ZS_R_GET, path, watcher, watcherCtx, C_DATA, (void *)completion,
+                        data);
 }
 
 int zs_aget_children(zhandle_t *zh, const char *path, int watch,
                      strings_completion_t completion, const void *data)
 {
-    return children(zh, path, watch ? zh->watcher : NULL, watch ? zh->context : NULL, C_STRINGS,
-                    (void *)completion, data);
+    return watched_read(zh, ZS_R_CHILDREN, path, watch ? zh->watcher : NULL,
+                        watch ? zh->context : NULL, C_STRINGS, (void *)completion, data);
 }
 
 int zs_aget_children2(zhandle_t *zh, const char *path, int watch,
                       strings_stat_completion_t completion, const void *data)
 {
-    return children(zh, path, watch ? zh->watcher : NULL, watch ? zh->context : NULL,
-                    C_STRINGS_STAT, (void *)completion, data);
+    return watched_read(zh, ZS_R_CHILDREN, path, watch ? zh->watcher : NULL,
+                        watch ? zh->context : NULL, C_STRINGS_STAT, (void *)completion, data);
 }
 
 int zs_awget_children2(zhandle_t *zh, const char *path, watcher_fn watcher, void *watcherCtx,
                        strings_stat_completion_t completion, const void *data)
 {
-    return children(zh, path, watcher, watcherCtx, C_STRINGS_STAT, (void *)completion, data);
+    return watched_read(zh, ZS_R_CHILDREN, path, watcher, watcherCtx, C_STRINGS_STAT,
+                        (void *)completion, data);
 }
 
 int zs_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen, int version,
