@@ -1029,42 +1029,41 @@ static void watch_on(struct pending *p, struct zs_msg *m, enum wreg reg, watcher
     m->req.watch = true;
 }
 
-int zs_acreate(zhandle_t *zh, const char *path, const char *value, int valuelen,
-               const struct ACL_vector *acl, int mode, string_completion_t completion,
-               const void *data)
+/* A create (zoo_acreate, zoo_acreate2), its completion fn of type t. */
+static int create(zhandle_t *zh, const char *path, const char *value, int valuelen, int mode,
+                  enum ctype t, void *fn, const void *data)
 {
     struct zs_msg *m;
     struct pending *p;
 
-    (void)acl;
     if (!zs_path_valid(path, (mode & ZOO_SEQUENCE) != 0))
         return ZBADARGUMENTS;
     m = msg_for(ZS_R_CREATE, path);
     m->req.data = zs_dup_bytes(value, valuelen);
     m->req.len = value ? valuelen : -1;
     m->req.mode = mode;
-    p = pending_for(C_STRING, data);
-    p->fn.str = completion;
+    p = pending_for(t, data);
+    if (t == C_STRING)
+        p->fn.str = (string_completion_t)fn;
+    else
+        p->fn.str_stat = (string_stat_completion_t)fn;
     return request(zh, m, p);
+}
+
+int zs_acreate(zhandle_t *zh, const char *path, const char *value, int valuelen,
+               const struct ACL_vector *acl, int mode, string_completion_t completion,
+               const void *data)
+{
+    (void)acl; /* the operator's refusals stand for ACLs */
+    return create(zh, path, value, valuelen, mode, C_STRING, (void *)completion, data);
 }
 
 int zs_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
                 const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
                 const void *data)
 {
-    struct zs_msg *m;
-    struct pending *p;
-
     (void)acl;
-    if (!zs_path_valid(path, (mode & ZOO_SEQUENCE) != 0))
-        return ZBADARGUMENTS;
-    m = msg_for(ZS_R_CREATE, path);
-    m->req.data = zs_dup_bytes(value, valuelen);
-    m->req.len = value ? valuelen : -1;
-    m->req.mode = mode;
-    p = pending_for(C_STRING_STAT, data);
-    p->fn.str_stat = completion;
-    return request(zh, m, p);
+    return create(zh, path, value, valuelen, mode, C_STRING_STAT, (void *)completion, data);
 }
 
 int zs_adelete(zhandle_t *zh, const char *path, int version, void_completion_t completion,
