@@ -3,17 +3,16 @@
 # (test/sim/mutants/*.patch: one-line defects of lib/ and recipes/, most of
 # them defects fixed before, put back). For each: a scratch copy of lib/,
 # recipes/, include/ and test/sim/ with the patch applied, the simulator
-# built from it, run on SEEDS seeds (default 3000, make check-sim's) from 1
+# built from it, run on SEEDS seeds (default 6000, make check-sim's) from 1
 # on two processes until the first that fails; prints the seeds it took and
-# what the truth saw (test/sim/mutants/slow/: those caught only past 3000
-# seeds; name them, with SEEDS). Fails if a patch does not apply, does not
+# what the truth saw. Fails if a patch does not apply, does not
 # build, or is not caught. make check-sim-mutants runs it from a build directory
 # (top_builddir: config.h, the generated headers; CC, ZOOKEEPER_CFLAGS and
 # ZOOKEEPER_LIBS as configure found them).
 set -u
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 builddir=$(cd "${top_builddir:-$srcdir/build/plain}" && pwd)
-seeds=${SEEDS:-3000}
+seeds=${SEEDS:-6000}
 cc=${CC:-cc}
 zk_cflags=${ZOOKEEPER_CFLAGS:--DTHREADED}
 zk_libs=${ZOOKEEPER_LIBS:--lzookeeper_mt}
