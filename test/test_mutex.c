@@ -1616,6 +1616,35 @@ static void say_previous_info(int night, int host, zklock_t *l, int rc)
             (long long)i.token, (long long)i.delay_ms, (long long)i.left_ms);
 }
 
+/* One night of the fleet: every host tries once. Returns how many ran (ran:
+ * the last), and in *left_ms the most lock-delay a skipping host said was
+ * left after an unclean end (0 if none skipped so). */
+static int fleet_night(int night, zklock_t **l, int hosts, int *ran, int64_t *left_ms)
+{
+    struct tu_acquirer a[3];
+    int runs = 0;
+
+    *left_ms = 0;
+    for (int h = 0; h < hosts; h++)
+        tu_start_acquirer(&a[h], l[h], 0, false);
+    for (int h = 0; h < hosts; h++) {
+        int rc = tu_join_acquirer(&a[h]);
+        zklock_previous_info_t i = {0};
+        bool owes_delay = rc == ZKLOCK_ETIMEDOUT &&
+                          zklock_previous_info(l[h], &i, sizeof i) == ZKLOCK_OK &&
+                          i.how == ZKLOCK_PREV_UNCLEAN && i.left_ms > 0;
+
+        if (rc == ZKLOCK_OK)
+            *ran = h, runs++;
+        else if (rc != ZKLOCK_EBUSY)
+            say_previous_info(night, h, l[h], rc);
+        if (owes_delay && i.left_ms > *left_ms)
+            *left_ms = i.left_ms;
+        CU_ASSERT(rc == ZKLOCK_OK || rc == ZKLOCK_EBUSY || owes_delay);
+    }
+    return runs;
+}
+
 static void test_previous_fleet(void)
 {
     const char *path = tu_path("previous-fleet");
@@ -1631,20 +1660,21 @@ static void test_previous_fleet(void)
     for (int h = 0; h < hosts; h++)
         l[h] = tu_mutex(s[h] = tu_session_opts(&so), path, &o);
     for (int night = 0; night < nights; night++) {
-        struct tu_acquirer a[3];
-        int ran = -1, runs = 0, how = -1;
-        int64_t token = -1, mine = 0;
+        int ran = -1, runs, how = -1;
+        int64_t token = -1, mine = 0, left = 0;
 
-        for (int h = 0; h < hosts; h++)
-            tu_start_acquirer(&a[h], l[h], 0, false);
-        for (int h = 0; h < hosts; h++) {
-            int rc = tu_join_acquirer(&a[h]);
+        runs = fleet_night(night, l, hosts, &ran, &left);
+        if (runs == 0 && left > 0 && night == dies + 1) {
+            /* The hosts reckon the server's time from when they heard their
+             * create's answer: on a loaded machine, later than the test's
+             * margin allows. The delay they owe ends later, never sooner; once
+             * it is over the night runs again, once. */
+            int64_t over = tu_now_ms() + left;
 
-            if (rc == ZKLOCK_OK)
-                ran = h, runs++;
-            else if (rc != ZKLOCK_EBUSY)
-                say_previous_info(night, h, l[h], rc);
-            CU_ASSERT(rc == ZKLOCK_OK || rc == ZKLOCK_EBUSY);
+            fprintf(stderr, "  night %d: the delay had %lld ms left: once more after it\n", night,
+                    (long long)left);
+            CU_ASSERT(tu_wait_until(tu_past, &over, (int)left + TU_WAIT_MS));
+            runs = fleet_night(night, l, hosts, &ran, &left);
         }
         TU_ASSERT_INT(runs, ==, 1);
         if (runs != 1)
