@@ -55,7 +55,8 @@ b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
 b-multi     p3_progress  -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1 -DBROKEN_MULTI_REQUEUE
 b-silent    p5_definite  -DSCEN=4 -DNK=2 -DROUNDS0=2 -DTRYONCE=2 -DBROKEN_GIVEUP_SILENT
 b-trust     p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=2 -DUNTRACKED=1 -DCRASHES=1 -DBROKEN_TRUST_GAPS
-b-stale     p5_definite  -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DOPDELS=1 -DBROKEN_STALE_READ
+b-stale     p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DOPDELS=1 -DBROKEN_STALE_READ
+b-releases  p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DCRASHES=1 -DGIVEUPS=1 -DBROKEN_GIVEUP_RELEASES
 EOF
 }
 
@@ -75,7 +76,7 @@ multi       pass         -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1
 maxhold     pass         -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DMAXHOLDS=1 -DLOSSES=1
 rwmaxhold   pass         -DSCEN=2 -DROUNDS0=1 -DDOWNGRADES=1 -DMAXHOLDS=1
 track       pass         -DSCEN=4 -DNK=2 -DROUNDS0=2 -DTRYONCE=2 -DDELAY=1 -DCRASHES=1 -DLOSSES=1
-trackpeer   pass         -DSCEN=4 -DNK=2 -DROUNDS0=2 -DUNTRACKED=1 -DCRASHES=1
+trackpeer   pass         -DSCEN=4 -DNK=2 -DROUNDS0=2 -DUNTRACKED=1 -DCRASHES=1 -DGIVEUPS=1
 trackwait   pass         -DSCEN=4 -DNK=3 -DROUNDS0=1 -DUNTRACKED=1 -DTRYONCE=4
 trackdel    pass         -DSCEN=4 -DNK=2 -DROUNDS0=1 -DTRYONCE=2 -DOPDELS=1
 b-requeue   p3_progress  -DSCEN=2 -DROUNDS0=1 -DROUNDS=0 -DDOWNGRADES=1 -DOPDELS=1 -DLOSSES=1 -DBROKEN_HEIR_REQUEUE
@@ -138,7 +139,8 @@ features="1:a hold by the fast path
 21:a try-once gives up at its turn: the lock-delay does not fit
 22:a tracking contender's own node that went without a word counted as never held
 23:a "held" whose reply was lost found written by the next read
-24:a read of the record answered after its turn was over (its node went): no view for the next"
+24:a read of the record answered after its turn was over (its node went): no view for the next
+25:a give-up whose "held" landed as it gave up puts back the record that write replaced"
 
 set_=small
 mode=check

@@ -56,7 +56,9 @@
  * (the record's own creation explains no number), BROKEN_DROP_NEVER (a
  * holder's write forgets the give-ups after it), BROKEN_STALE_READ (a read
  * answered after its contender's node went counts as fresh for its next
- * turn: previous.c's on_read, which the model found: design.md).
+ * turn: previous.c's on_read, which the model found: design.md),
+ * BROKEN_GIVEUP_RELEASES (a give-up whose "held" landed as it gave up
+ * writes "released" in its own name, as the record's engine first did).
  */
 
 /* ---- configuration --------------------------------------------------------- */
@@ -281,22 +283,27 @@ byte b_crash = CRASHES;
 #define R_NONE 0
 #define R_HELD 1
 #define R_RELEASED 2
+#define END_NEVER 0    /* a tracking contender's end: its number among those that never held */
+#define END_RELEASED 1 /* ... "released" */
+#define END_UNDO 2     /* ... the record its "held" replaced put back, then END_NEVER */
 bool rpres;
 byte rstate;
 byte rhseq;
 short rnever;
 byte rcre;
 byte rcur;
-/* Ghost truth: the node of the last hold that began (0: nobody held yet: a
- * tracking hold begins when its "held" is written, an untracked one at its
- * grant), whether it goes on, whether it ended by its owner's release (its
- * node deleted by its own contender, not by the end of its session). dark,
- * bit n: node n can leave a gap no record explains (an untracked
- * contender's, or a tracking one's that died before it held). */
+/* Ghost truth: the node of the last hold that was its owner's (0: nobody
+ * held yet: a tracking hold is its owner's once its "held" is written and
+ * its owner told, an untracked one at its grant), whether it goes on,
+ * whether it ended by its owner's release (its node deleted by its own
+ * contender, not by the end of its session, nor an operator). dark, bit n:
+ * node n can leave a gap no record explains (an untracked contender's, or a
+ * tracking one's gone without a word before it held). */
 byte t_slot;
 bool t_open;
 bool t_clean;
 short dark;
+short wvan; /* bit n: node n's "held" was written, never its owner's, and it went without a word */
 hidden byte own_del; /* the deletion under way is its contender's own doing */
 #endif
 
@@ -365,7 +372,10 @@ typedef Cont {
     unsigned vpk : 7;     /* its presence, state, holder's number, */
     unsigned vcre : 4;    /* its creation's number */
     unsigned tjudged : 1; /* its turn's verdict is made */
-    unsigned twritten : 1; /* its "held" is written: the hold is its owner's */
+    unsigned twritten : 1; /* its "held" is written ... */
+    unsigned towned : 1;  /* ... and the hold became its owner's: its end says "released" */
+    unsigned bpk : 7;     /* the record its "held" replaced (a give-up as it */
+    unsigned bnever : 15; /* landed puts it back): as vpk, vnever */
     unsigned twu : 1;     /* write_unknown: that write's reply was lost, a read decides */
     unsigned former : 15; /* bit n: its node n of this acquisition went, never held */
 #endif
@@ -429,7 +439,12 @@ inline zdel(s) {
 #ifdef TRACK
     if
     :: t_open && s == t_slot -> t_open = 0; t_clean = own_del /* the last hold ends */
-    :: !own_del && s != t_slot && TRACKS(N_C(s)) -> dark = dark | BIT(nseq[s]) /* no hold's, no word */
+    :: !own_del && s != t_slot && TRACKS(N_C(s)) ->
+        dark = dark | BIT(nseq[s]); /* no hold's, no word */
+        if
+        :: rpres && rstate == R_HELD && rhseq == nseq[s] -> wvan = wvan | BIT(nseq[s]) /* its "held" stays */
+        :: else
+        fi
     :: else
     fi;
 #endif
@@ -526,6 +541,21 @@ inline record_write(c, s, st) {
     rnever = rnever & ~(BIT(rhseq + 1) - 1);
 #endif
     rcur = BIT(c)
+}
+
+/* zklock__record_undo: c's "held", never its owner's, gives way to the
+ * record it replaced (c's bpk, bnever), with the give-ups written since. */
+inline record_undo(c) {
+    tmask = rnever;
+    if
+    :: (C[c].bpk & 1) && ((C[c].bpk >> 1) & 3) != R_NONE ->
+        rstate = (C[c].bpk >> 1) & 3;
+        rhseq = C[c].bpk >> 3;
+        rnever = C[c].bnever | (tmask & ~(BIT(rhseq + 1) - 1))
+    :: else -> /* no record, or "none": every give-up counts */
+        rstate = R_NONE;
+        rnever = C[c].bnever | tmask
+    fi
 }
 
 /* zklock__record_give_up: the number of node s among those that never
@@ -627,19 +657,18 @@ inline serve(k) {
         :: LIVE(tb) && !((rcur >> tc) & 1) -> txn(); answer(k, RWRITE, tc, BADVERSION, 0, 0, 0)
         :: else ->
             record_write(tc, tb, R_HELD);
-            t_slot = tb; /* a tracking hold begins */
-            t_open = 1;
             txn();
             answer(k, RWRITE, tc, OK, 0, 0, 0)
         fi
-    :: top == REND -> /* multi {delete our node tb, "released" (td) or "never held"} */
+    :: top == REND -> /* multi {delete our node tb, the record's word td: END_*} */
         if
         :: !LIVE(tb) -> txn(); answer(k, REND, tc, NONODE, 0, 0, 0)
         :: LIVE(tb) && !((rcur >> tc) & 1) -> txn(); answer(k, REND, tc, BADVERSION, 0, 0, 0)
         :: else ->
             if
-            :: td -> record_write(tc, tb, R_RELEASED)
-            :: else -> record_give_up(tc, tb)
+            :: td == END_RELEASED -> record_write(tc, tb, R_RELEASED)
+            :: td == END_UNDO -> REACHED(25); record_undo(tc); record_give_up(tc, tb)
+            :: td == END_NEVER -> record_give_up(tc, tb)
             fi;
             OWN_DEL(zdel(tb));
             txn();
@@ -753,9 +782,18 @@ inline finish(c) {
  * (it reads first). BROKEN_GIVEUP_SILENT: a give-up deletes its node
  * without a word. */
 #ifdef BROKEN_GIVEUP_SILENT
-#define ENDS_WITH_WORD(c) (TRACKS(c) && C[c].twritten)
+#define ENDS_WITH_WORD(c) (TRACKS(c) && C[c].towned)
 #else
 #define ENDS_WITH_WORD(c) TRACKS(c)
+#endif
+/* The end's word: "released" by a hold its owner had; else its number among
+ * those that never held, after putting back what its "held" replaced if
+ * that landed as it gave up (BROKEN_GIVEUP_RELEASES: "released" in its own
+ * name, as the record's engine first did: CLEAN after an unclean end). */
+#ifdef BROKEN_GIVEUP_RELEASES
+#define END_KIND(c) (C[c].twritten -> END_RELEASED : END_NEVER)
+#else
+#define END_KIND(c) (C[c].towned -> END_RELEASED : (C[c].twritten -> END_UNDO : END_NEVER))
 #endif
 #else
 #define ENDS_WITH_WORD(c) 0
@@ -771,7 +809,7 @@ inline step_leaving(c) {
         :: C[c].cu -> send_list(c) /* recovery: sync + list */
 #ifdef TRACK
         :: !C[c].cu && ENDS_WITH_WORD(c) && !C[c].tfresh -> C[c].busy++; rq(RREAD, c, 0, 0)
-        :: !C[c].cu && ENDS_WITH_WORD(c) && C[c].tfresh -> C[c].busy++; rq(REND, c, C[c].node, C[c].twritten)
+        :: !C[c].cu && ENDS_WITH_WORD(c) && C[c].tfresh -> C[c].busy++; rq(REND, c, C[c].node, END_KIND(c))
 #endif
         :: else -> C[c].busy++; rq(DELETE, c, C[c].node, 0)
         fi
@@ -796,7 +834,11 @@ inline step_record(c) {
         :: else
         fi;
         if
-        :: C[c].ph == GRANTING -> C[c].busy++; rq(RWRITE, c, C[c].node, 0)
+        :: C[c].ph == GRANTING ->
+            C[c].bpk = C[c].vpk; /* what it replaces */
+            C[c].bnever = C[c].vnever;
+            C[c].busy++;
+            rq(RWRITE, c, C[c].node, 0)
         :: else -> step_leaving(c) /* gave up: marked, stepped again */
         fi
     fi
@@ -844,15 +886,26 @@ inline newpfx(c) {
 
 /* ---- the engine: outcomes ---------------------------------------------------------- */
 
+#ifdef TRACK
+/* The hold is its owner's (zklock__track_hold_begins): a hold begins, unless
+ * an operator deleted its node already (the own-watch window: the owner
+ * believes, but the lock went on without it). */
+inline owner_holds(c) {
+    C[c].ph = HELD;
+    C[c].towned = TRACKS(c);
+    if
+    :: LIVE(C[c].node) -> t_slot = C[c].node; t_open = 1
+    :: else
+    fi
+}
+#endif
+
 inline become_holder(c) {
     forget_blocker(c);
 #ifdef TRACK
     if
     :: TRACKS(c) -> C[c].ph = GRANTING /* the hold is its owner's once "held" is written */
-    :: else ->
-        C[c].ph = HELD;
-        t_slot = C[c].node; /* an untracked hold begins */
-        t_open = 1
+    :: else -> owner_holds(c)
     fi
 #else
     C[c].ph = HELD
@@ -892,6 +945,9 @@ inline requeue_(c, keep) {
     unfresh(c);
     C[c].tjudged = 0;
     C[c].twritten = 0;
+    C[c].towned = 0;
+    C[c].bpk = 0;
+    C[c].bnever = 0;
     C[c].twu = 0;
 #endif
     set_node(c, 0);
@@ -1177,7 +1233,9 @@ inline previous_judge(c, nv, pk, rcr) {
      * will fail, its verdict speaks of nothing) */
     p4_sound = !LIVE(C[c].node) || (tverdict == V_UNKNOWN) || (tverdict == V_NONE && t_slot == 0) ||
                (tverdict != V_NONE && t_slot && !t_open && nseq[t_slot] == tfrom &&
-                t_clean == (tverdict == V_CLEAN));
+                t_clean == (tverdict == V_CLEAN)) ||
+               /* the safe side: a "held" never its owner's, left by a node that went */
+               (tverdict == V_UNCLEAN && ((wvan >> tfrom) & 1) && (!t_slot || tfrom > nseq[t_slot]));
     if
     :: !p4_sound -> printf("c%d's verdict %e is false: the last hold is number %d's (over %d, released %d)\n",
                            c, tverdict, (t_slot -> nseq[t_slot] : -1), !t_open, t_clean)
@@ -1377,7 +1435,7 @@ inline handle(op, c, rc, a, b, d) {
                 REACHED(23); /* the "held" whose reply was lost was written */
                 C[c].twritten = 1;
                 if
-                :: C[c].ph == GRANTING -> C[c].ph = HELD
+                :: C[c].ph == GRANTING -> owner_holds(c)
                 :: else
                 fi
             :: else
@@ -1390,8 +1448,8 @@ inline handle(op, c, rc, a, b, d) {
         :: rc == OK ->
             C[c].twritten = 1;
             if
-            :: C[c].ph == GRANTING -> C[c].ph = HELD /* the hold is its owner's */
-            :: else /* given up meanwhile: its end says "released" */
+            :: C[c].ph == GRANTING -> owner_holds(c)
+            :: else /* given up meanwhile: its end puts back what it replaced */
             fi
         :: rc == BADVERSION -> REACHED(20); unfresh(c) /* read again, write again */
         :: rc == NONODE -> requeue_own(c) /* not here: only its session's end takes its node */
@@ -1620,6 +1678,9 @@ inline reset_gone(k) {
             unfresh(tk);
             C[tk].tjudged = 0;
             C[tk].twritten = 0;
+            C[tk].towned = 0;
+            C[tk].bpk = 0;
+            C[tk].bnever = 0;
             C[tk].twu = 0;
             C[tk].former = 0;
 #endif
