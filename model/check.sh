@@ -37,7 +37,8 @@ command -v "${PAN_CC%% *}" >/dev/null 2>&1 || { echo "ERROR: no C compiler ($PAN
 
 # name | expected | spin -D flags. Expected: pass (safety: P1-P5 and no
 # invalid end state), ltl (that and `ltl progress` under weak fairness:
-# no cycle that never finishes either), or the property that must fail.
+# no cycle that never finishes either), or the property that must fail
+# (or properties, a|b: a variant that breaks both fails on the first found).
 
 # The broken variants, the same in both sets (but b-requeue, in each, and
 # b-record and b-never, in the large set only).
@@ -55,7 +56,7 @@ b-watch     p3_progress  -DNK=2 -DROUNDS0=1 -DBROKEN_WATCH_NONODE
 b-multi     p3_progress  -DSCEN=3 -DNK=2 -DROUNDS0=1 -DOPDELS=1 -DBROKEN_MULTI_REQUEUE
 b-silent    p5_definite  -DSCEN=4 -DNK=2 -DROUNDS0=2 -DTRYONCE=2 -DBROKEN_GIVEUP_SILENT
 b-trust     p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=2 -DUNTRACKED=1 -DCRASHES=1 -DBROKEN_TRUST_GAPS
-b-stale     p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DOPDELS=1 -DBROKEN_STALE_READ
+b-stale     p4_sound|p5_definite -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DOPDELS=1 -DBROKEN_STALE_READ
 b-releases  p4_sound     -DSCEN=4 -DNK=2 -DROUNDS0=1 -DROUNDS=2 -DCRASHES=1 -DGIVEUPS=1 -DBROKEN_GIVEUP_RELEASES
 EOF
 }
@@ -138,9 +139,9 @@ features="1:a hold by the fast path
 20:a write of the record refused for its version, read and written again
 21:a try-once gives up at its turn: the lock-delay does not fit
 22:a tracking contender's own node that went without a word counted as never held
-23:a "held" whose reply was lost found written by the next read
+23:a \"held\" whose reply was lost found written by the next read
 24:a read of the record answered after its turn was over (its node went): no view for the next
-25:a give-up whose "held" landed as it gave up puts back the record that write replaced"
+25:a give-up whose \"held\" landed as it gave up puts back the record that write replaced"
 
 set_=small
 mode=check
@@ -253,9 +254,10 @@ run() {
         steps "$n" "$@" | tail -n 40
         return 1
     fi
-    if [ "$violated" = "$expect" ]; then
+    # (EXPECT may name several, p4_sound|p5_definite: the first found counts)
+    if [ -n "$violated" ] && case "|$expect|" in *"|$violated|"*) true ;; *) false ;; esac; then
         len=$(steps "$n" "$@" | grep -c '^@ ')
-        echo "CAUGHT $n: $expect violated, counterexample of $len steps, ${secs}s  ($*)"
+        echo "CAUGHT $n: $violated violated, counterexample of $len steps, ${secs}s  ($*)"
         return 0
     fi
     echo "FAIL $n: the broken variant should violate $expect, found ${violated:-nothing}  ($*)"

@@ -24,9 +24,11 @@
  *  P3  progress: when nothing can move, every owner did all its rounds
  *      (p3_progress); `ltl progress` (spin -a -f) also rules out cycles.
  *      Two multi-locks waiting for each other (SCEN 3) are such a state.
- *  P4  (SCEN 4) the verdict is sound: NONE only if nobody held before,
- *      CLEAN (UNCLEAN) only if the last hold is the one the record names,
- *      over, and ended by its owner's release (or not) (p4_sound).
+ *  P4  (SCEN 4) the verdict is sound: NONE only if no hold was its
+ *      owner's before, CLEAN (UNCLEAN) only if the last such hold is the
+ *      one the record names, over, and ended by its owner's release (or
+ *      not; or a "held" never its owner's, left as its node went)
+ *      (p4_sound).
  *  P5  (SCEN 4) the verdict is definite: UNKNOWN only if a node no record
  *      can explain (an untracked contender's, a tracking one's gone without
  *      a word) was made between the record's holder's and ours
@@ -1179,12 +1181,13 @@ mtype = { V_NONE, V_CLEAN, V_UNCLEAN, V_UNKNOWN }; /* ZKLOCK_PREV_* */
  * own creation took. The record speaks for the hold before ours if c was
  * blocked last by its holder's node, or if every number after the
  * holder's (all of them: no holder) and before ours is accounted for: a
- * give-up's, or the record's own creation. BROKEN_TRUST_GAPS: whatever the
- * gaps; BROKEN_UNCOUNTED_RECORD: the record's creation is no gap's
- * explanation. Then the properties:
- *  P4  soundness (p4_sound): NONE only if nobody held before; CLEAN (or
- *      UNCLEAN) only if the last hold is the record's holder's, over, and
- *      ended by its owner's release (or not);
+ * give-up's, one of c's own former nodes, or the record's own creation.
+ * BROKEN_TRUST_GAPS: whatever the gaps; BROKEN_UNCOUNTED_RECORD: the
+ * record's creation is no gap's explanation. Then the properties:
+ *  P4  soundness (p4_sound): NONE only if no hold was its owner's yet;
+ *      CLEAN (or UNCLEAN) only if the last such hold is the record's
+ *      holder's, over, and ended by its owner's release (or not); or
+ *      UNCLEAN of a "held" never its owner's that a node left as it went;
  *  P5  definiteness (p5_definite): UNKNOWN only if a node no record
  *      explains (dark) was made between the record's holder's and ours:
  *      when every contender tracks and none dies before it holds, never. */
