@@ -107,8 +107,7 @@ static void probe_answered(int rc, const struct Stat *stat, const void *data)
             pthread_cond_broadcast(&s->cond);
         }
     }
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
     free(p);
 }
@@ -124,8 +123,8 @@ static int add_pending(zklock_session_t *s)
 {
     while (s->auth_added < s->nauth) {
         const struct zkl_auth *a = &s->auth[s->auth_added];
-        int rc = zoo_add_auth(s->zh, a->scheme, a->data, a->len, NULL, NULL);
-        if (rc == ZINVALIDSTATE && zoo_state(s->zh) == 0)
+        int rc = s->wire->add_auth(s->zh, a->scheme, a->data, a->len, NULL, NULL);
+        if (rc == ZINVALIDSTATE && s->wire->state(s->zh) == 0)
             return 0; /* on its connection */
         if (rc != ZOK)
             return rc;
@@ -170,12 +169,11 @@ void zklock__auth_confirm(zklock_session_t *s)
         return;
     }
     *p = (struct auth_probe){s, s->auth_gen};
-    if (zoo_aexists(s->zh, "/", 0, probe_answered, p) != ZOK) {
+    if (!zklock__request_sent(s, s->wire->aexists(s->zh, "/", 0, probe_answered, p))) {
         free(p); /* the handle is ending: the session code tells why */
         return;
     }
     s->auth_probing = true;
-    s->ops++;
 }
 
 /* ---- ACLs ------------------------------------------------------------------------- */

@@ -13,8 +13,8 @@
  * for the completion thread); zookeeper_init/zookeeper_close and user
  * callbacks are called without it.
  *
- * The private headers go by subject (design.md, "Layout"): names.h, rules.h,
- * timer.h, session.h, handle.h, contender.h, request.h, watch.h, lease.h,
+ * The private headers go by subject (design.md, "Layout"): wire.h, names.h,
+ * rules.h, timer.h, session.h, handle.h, contender.h, request.h, watch.h, lease.h,
  * stale.h, owner.h, subs.h, step.h, driver.h, lockstats.h; recipes include
  * recipe.h.
  * Each declares what the files of its subject define.

@@ -9,7 +9,6 @@
 #include "contender.h"
 #include "recipe.h"
 
-#include <assert.h>
 #include <inttypes.h>
 
 /* ---- marks: the contenders the driver is to step ------------------------------ */
@@ -56,12 +55,25 @@ static void trace(const zkl_contender_t *c, enum zkl_phase to, const char *why)
     fflush(s->trace);
 }
 
+/* The guards hold in every build: a phase changes only in a step, and only
+ * along the table (an internal error otherwise: zklock__internal_error). */
+static void check_transition(const zkl_contender_t *c, enum zkl_phase to, const char *why)
+{
+    zklock_session_t *s = session_of(c);
+
+    if (!s->driving || !zklock__phase_allowed(c->phase, to))
+        zklock__internal_error(s, "c%u %s %s -> %s: %s (%s)", c->id, c->l->queue,
+                               zklock__phase_name(c->phase), zklock__phase_name(to),
+                               s->driving ? "not a transition of the table"
+                                          : "a phase changed outside a step",
+                               why);
+}
+
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why)
 {
     zklock_session_t *s = session_of(c);
 
-    assert(s->driving && "a phase changes only in a step");
-    zklock__phase_check(c->phase, to);
+    check_transition(c, to, why);
     if (s->trace)
         trace(c, to, why);
     c->phase = to;
@@ -92,35 +104,36 @@ void zklock__set_node(zkl_contender_t *c, char *node)
 }
 
 
-/* The session thread's timer: our node has lived ZKL_OWN_WATCH_DELAY_MS,
- * its watch is due (its step sets it now, or on the next resume if the
- * connection is down). */
-static void own_watch_due(struct zkl_timer *t, zklock_session_t *s)
+/* The own-watch delay's timer (its door, doors.c): our node has lived
+ * ZKL_OWN_WATCH_DELAY_MS, its watch is due (its step sets it now, or on the
+ * next resume if the connection is down). */
+void zklock__own_watch_due(struct zkl_timer *t)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, own_timer));
 
     c->own_due = true;
     zklock__mark(c);
-    zklock__entry_done(s);
 }
 
 zkl_contender_t *zklock__contender_new(zklock_t *l)
 {
     zklock_session_t *s = l->s;
-    zkl_contender_t *c = calloc(1, sizeof *c);
+    int kinds = ZKL_REQ_RECIPE + l->recipe->nkinds;
+    zkl_contender_t *c;
 
+    if (l->recipe->nkinds > ZKL_RECIPE_KINDS_MAX)
+        return NULL; /* (a recipe of more kinds than a slot can name) */
+    c = calloc(1, sizeof *c + (size_t)(ZKL_TICKETS * kinds));
     if (!c)
         return NULL;
+    c->kinds = (unsigned char)kinds;
     if (zklock__timers_reserve(s, ZKL_CONTENDER_TIMERS) != 0) {
         free(c);
         return NULL;
     }
-    if (zklock__cond_init(&c->cond) != 0) {
-        zklock__timers_unreserve(s, ZKL_CONTENDER_TIMERS);
-        free(c);
-        return NULL;
-    }
-    c->own_timer.fire = own_watch_due;
+    c->own_timer.fire = s->doors->own_watch_due;
+    c->deadline_timer.fire = s->doors->deadline_passed;
+    c->max_hold_timer.fire = s->doors->max_hold_passed;
     zklock__make_prefix(c->prefix, l->opts.wire, s->rng);
     c->l = l;
     c->id = ++s->contenders_made;
@@ -139,7 +152,7 @@ zkl_contender_t *zklock__contender_new(zklock_t *l)
     s->contenders = c;
     for (int t = 0; t < ZKL_TICKETS; t++)
         c->tickets[t].gen = s->gen;
-    for (int k = 0; k < ZKL_TICKETS * ZKL_SLOTS; k++)
+    for (int k = 0; k < ZKL_TICKETS * kinds; k++)
         c->slots[k] = (unsigned char)k;
     l->refs++;
     return c;
@@ -181,19 +194,18 @@ void zklock__contender_free(zkl_contender_t *c)
         free(c->recipe_data);
     free(c->node);
     free(c->watched);
-    pthread_cond_destroy(&c->cond);
     free(c);
     zklock__lock_unref(l);
 }
 
 bool zklock__inherits(const zkl_contender_t *c)
 {
-    return c->l->recipe->inherits && c->l->recipe->inherits(c);
+    return c->l->recipe->heir && c->l->recipe->heir->inherits(c);
 }
 
 bool zklock__place_stands(const zkl_contender_t *c)
 {
-    return zklock__inherits(c) && c->l->recipe->place_stands(c);
+    return zklock__inherits(c) && c->l->recipe->heir->place_stands(c);
 }
 
 void zklock__leave(zkl_contender_t *c, int rc)
@@ -225,3 +237,191 @@ void zklock__give_up(zkl_contender_t *c, int rc)
     zklock__mark(c);
 }
 
+
+/* ---- what a recipe reads and writes of a contender (recipe.h) ------------------------- */
+
+zklock_t *zklock__lock_of(const zkl_contender_t *c)
+{
+    return c->l;
+}
+
+enum zkl_phase zklock__phase(const zkl_contender_t *c)
+{
+    return c->phase;
+}
+
+bool zklock__wants(const zkl_contender_t *c)
+{
+    return ZKL_WANTS(c);
+}
+
+const char *zklock__node(const zkl_contender_t *c)
+{
+    return c->node;
+}
+
+int32_t zklock__seq(const zkl_contender_t *c)
+{
+    return c->seq;
+}
+
+int64_t zklock__token(const zkl_contender_t *c)
+{
+    return c->czxid;
+}
+
+const char *zklock__prefix(const zkl_contender_t *c)
+{
+    return c->prefix;
+}
+
+bool zklock__waiting(const zkl_contender_t *c)
+{
+    return c->waiting;
+}
+
+bool zklock__attached(const zkl_contender_t *c)
+{
+    return c->attached;
+}
+
+bool zklock__try_once(const zkl_contender_t *c)
+{
+    return c->try_once;
+}
+
+bool zklock__create_unknown(const zkl_contender_t *c)
+{
+    return c->create_unknown;
+}
+
+int zklock__busy(const zkl_contender_t *c)
+{
+    return c->busy;
+}
+
+int zklock__in_flight(const zkl_contender_t *c)
+{
+    return c->ops;
+}
+
+int zklock__lost_why(const zkl_contender_t *c, bool *unconfirmed)
+{
+    *unconfirmed = c->loss_unconfirmed;
+    return c->loss_unconfirmed ? c->loss_fallback : c->lost_why;
+}
+
+int zklock__parent_refusal(const zkl_contender_t *c)
+{
+    return c->parent_rc;
+}
+
+bool zklock__parents_wanted(const zkl_contender_t *c)
+{
+    return c->need_parents;
+}
+
+bool zklock__list_wanted(const zkl_contender_t *c)
+{
+    return c->need_list;
+}
+
+bool zklock__queue_watched(const zkl_contender_t *c)
+{
+    return c->queue_watch;
+}
+
+void *zklock__data(const zkl_contender_t *c)
+{
+    return c->recipe_data;
+}
+
+zkl_contender_t *zklock__first(const zklock_t *l)
+{
+    return l->contenders;
+}
+
+zkl_contender_t *zklock__next(const zkl_contender_t *c)
+{
+    return c->lock_next;
+}
+
+zkl_contender_t *zklock__first_sub(const zkl_contender_t *c)
+{
+    return c->subs;
+}
+
+zkl_contender_t *zklock__next_sub(const zkl_contender_t *m)
+{
+    return m->next_sub;
+}
+
+zkl_contender_t *zklock__parent_of(const zkl_contender_t *m)
+{
+    return m->parent;
+}
+
+bool zklock__is_let_go(const zkl_contender_t *m)
+{
+    return m->let_go;
+}
+
+bool zklock__by_parent(const zkl_contender_t *m)
+{
+    return m->by_parent;
+}
+
+void zklock__set_data(zkl_contender_t *c, void *data)
+{
+    c->recipe_data = data;
+}
+
+void zklock__set_seq(zkl_contender_t *c, int32_t seq)
+{
+    c->seq = seq;
+}
+
+void zklock__set_token(zkl_contender_t *c, int64_t token)
+{
+    c->czxid = token;
+}
+
+void zklock__set_create_unknown(zkl_contender_t *c, bool unknown)
+{
+    c->create_unknown = unknown;
+}
+
+void zklock__set_parent_refusal(zkl_contender_t *c, int rc)
+{
+    c->parent_rc = rc;
+}
+
+void zklock__set_parents_wanted(zkl_contender_t *c, bool wanted)
+{
+    c->need_parents = wanted;
+}
+
+void zklock__set_queue_watch(zkl_contender_t *c, bool watch)
+{
+    c->queue_watch = watch;
+}
+
+void zklock__set_list_wanted(zkl_contender_t *c, bool wanted)
+{
+    c->need_list = wanted;
+}
+
+void zklock__set_by_parent(zkl_contender_t *m, bool by_parent)
+{
+    m->by_parent = by_parent;
+}
+
+void zklock__chain_begin(zkl_contender_t *m)
+{
+    m->busy++;
+}
+
+void zklock__chain_end(zkl_contender_t *m)
+{
+    m->busy--;
+}

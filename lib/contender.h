@@ -12,43 +12,19 @@
 #include "common.h"
 #include "handle.h"
 #include "names.h"
+#include "recipe.h"
 #include "session.h"
 #include "timer.h"
-
-/* A contender's phases; phase.c draws the transitions between them. */
-enum zkl_phase {
-    ZKL_QUEUING,  /* wants the lock: creating, listing or watching */
-    ZKL_GRANTING, /* its turn came on an old lease (heard from more than
-                     half a timeout ago, or run out): holds once a
-                     heartbeat proves the session lives (lease.c) */
-    ZKL_HELD,     /* holds it */
-    ZKL_LOST,     /* held it; the session ended or the node was deleted */
-    ZKL_LEAVING,  /* giving up or releasing: its node must go */
-    ZKL_GONE,     /* finished: no node on the server */
-    ZKL_PHASE_COUNT
-};
 
 /* Wants the lock and has not got it: queuing, or its turn granted subject
  * to a heartbeat. */
 #define ZKL_WANTS(c) ((c)->phase == ZKL_QUEUING || (c)->phase == ZKL_GRANTING)
 
-/* An answer to a contender's request, recorded for its step (request.c):
- * it and its payload are the completion's (borrowed from ZooKeeper's
- * client), valid for the drive the completion ends with. */
-struct zkl_answer {
-    int kind;                 /* enum zkl_req (request.h) */
-    int rc;
-    const char *value;        /* create: the name made; get: the data */
-    int len;
-    const struct Stat *stat;
-    const struct String_vector *names;
-};
-
 /* A request's completion gets as its data one of the contender's slots, a
  * byte that says what the request is for and the generation it was sent in
- * (its ticket): ticket * ZKL_SLOTS + kind. Whose: from where the slot is
+ * (its ticket): ticket * c->kinds + kind, c->kinds being the engine's kinds
+ * and its recipe's (ZKL_REQ_RECIPE + nkinds). Whose: from where the slot is
  * (request.c). */
-#define ZKL_SLOTS 16 /* ZKL_REQ_COUNT (request.h) */
 /* Generations whose requests a contender may have in flight at once. */
 #define ZKL_TICKETS 4
 
@@ -59,45 +35,45 @@ enum { ZKL_LEASE_RAN_OUT = 1, ZKL_LEASE_RAN_OUT_LATE };
 struct zkl_contender {
     zklock_t *l;
     unsigned id;           /* the session's count of contenders (the trace's name) */
+    int ops;               /* requests in flight (completion pending) */
     pthread_t owner;
-    pthread_cond_t cond;   /* the owner waits on it (with s->mu) */
     bool attached;         /* the owner still refers to it */
     bool by_handle;        /* the owner is the handle (ZKLOCK_OWNER_HANDLE) */
-    int inside;            /* threads inside a blocking call on it: it is
-                              not freed while one is */
     /* The owner's call in progress (owner.c): an acquisition (waiting) or
-     * a release (releasing), told through c->cond or a done callback. */
+     * a release (releasing), told to a blocked caller (its own record and
+     * condition, struct zkl_waiter) or a done callback. */
     bool waiting;          /* an acquisition is in progress */
     bool releasing;        /* a release is, and someone awaits its end */
-    struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
-    struct zkl_done *done; /* an asynchronous call's completion, or NULL */
-    bool has_deadline;
-    struct zkl_timer deadline_timer;
-    /* opts.max_hold_ms: armed when the owner's hold begins (owner.c); its
-     * firing is a fact for the step (max_hold_over), which ends the hold. */
-    struct zkl_timer max_hold_timer;
+    bool has_deadline;     /* ... the acquisition's: deadline_timer */
+    /* opts.max_hold_ms: max_hold_timer is armed when the owner's hold
+     * begins (owner.c); its firing is a fact for the step (max_hold_over),
+     * which ends the hold. */
     bool max_hold_over;
     bool max_hold_late; /* fired past the margin: this process did not run */
+    struct zkl_waiter *acq_waiter, *rel_waiter; /* blocked callers, told there */
+    struct zkl_done *done; /* an asynchronous call's completion, or NULL */
+    struct zkl_timer deadline_timer, max_hold_timer;
     char *check_path;      /* zklock_check_op's copy of the held node */
     enum zkl_phase phase;
     int holds;             /* reentrant count while HELD */
     int result;            /* what the owner's call returns */
     int lost_reason;       /* what on_lost was told */
     int lost_why;          /* why the hold was lost (0: unconfirmed, below) */
-    bool loss_unconfirmed; /* LOST, and on_lost waits to know why: */
-    int loss_fallback;     /* ... this, unless the session turns out ended */
+    int loss_fallback;     /* LOST, and on_lost waits to know why (loss_unconfirmed,
+                              below): this, unless the session turns out ended */
 
     char prefix[ZKL_PREFIX_MAX]; /* name prefix: finds our node after a lost reply */
     char *node;            /* full path of our node; NULL if none */
     int32_t seq;
-    int64_t czxid;         /* fencing token */
-
     /* what the next step must do */
     int busy;              /* requests of the current chain in flight */
+    int64_t czxid;         /* fencing token (of our node) */
+
     bool create_unknown;   /* a create's reply was lost: look for our node */
     bool delete_unknown;   /* a delete's reply was lost: it may have worked */
     bool need_parents;     /* the lock path is missing: create it first */
     int parent_rc;         /* why creating the lock path was refused, or 0 */
+    int32_t fast_prev_seq; /* (fast, below) relying on this alone node of the handle */
     bool need_list;
     bool backoff;          /* a request failed for want of a connection: send
                               nothing more until the next resume */
@@ -107,20 +83,20 @@ struct zkl_contender {
     bool alone;            /* we hold, and our node was the only one in the
                               queue with nothing created after it */
     bool fast;             /* our create went out without a listing */
-    int32_t fast_prev_seq; /* ... relying on this alone node of the handle */
-    int64_t fast_prev_zxid;
+    int pred_watches;      /* registrations of the blocker watch for us (0 or 1) */
+    int64_t fast_prev_zxid; /* ... relying on that node (fast_prev_seq) */
 
     /* The watch on the node that blocks us. `watched` stays set while the
      * request that sets it is in flight or the watch is registered. */
     char *watched;
     bool watch_wanted;     /* we still care about `watched` */
-    bool watch_pending;    /* the request setting the watch is in flight */
-    int pred_watches;      /* registrations of pred_watcher for us (0 or 1) */
+    bool watch_pending;    /* the request setting the watch is in flight (its
+                              registrations: pred_watches, above) */
     bool queue_watch;      /* its listings also watch the whole queue (a
                               semaphore's head, waiting for a lease) */
-    int queue_watches;     /* ... registrations of queue_watcher (0 or 1) */
     bool queue_listing;    /* a listing that sets it is in flight: its
                               answer registers the watch, wanted or not */
+    int queue_watches;     /* ... registrations of that watch (0 or 1) */
     /* A recipe's sub-acquisitions (a semaphore's acquisition mutex, a
      * multi-lock's members): contenders of other handles whose owner is
      * this contender (their parent). A sub never calls its parent: its
@@ -132,6 +108,7 @@ struct zkl_contender {
     bool by_parent;        /* (a sub) takes no step of its own until its
                               parent starts it, or makes its node (in one
                               multi with its siblings') */
+    bool loss_unconfirmed; /* (loss_fallback, above) */
     /* lockstats.c: when the owner's acquisition was called, then (once
      * granted: stat_held) when its hold began. */
     struct timespec stat_since;
@@ -150,7 +127,7 @@ struct zkl_contender {
      * holder its lock is. It costs a request and an event per node, so it
      * is set only once the node has lived ZKL_OWN_WATCH_DELAY_MS (most
      * nodes of a busy lock live less); see the design note. */
-    int own_watches;       /* registrations of own_watcher for us (0 or 1) */
+    int own_watches;       /* registrations of the own-node watch (0 or 1) */
     bool own_pending;      /* the request setting it is in flight */
     bool own_due;          /* the delay is over: set it when possible */
     struct zkl_timer own_timer; /* ... ends the delay */
@@ -158,7 +135,6 @@ struct zkl_contender {
      * answer that found "__REVOKE__" in our node (0: none seen), and of the
      * last request told to the owner: each request (a write) is told once. */
     int64_t revoke_seen, revoke_told;
-    int ops;               /* requests in flight (completion pending) */
     struct timespec sent_at; /* when the oldest of them went out */
     unsigned gen;          /* session generation of the last request/watch */
     /* The same requests by the generation they were sent in: an answer
@@ -170,6 +146,7 @@ struct zkl_contender {
         int ops;
     } tickets[ZKL_TICKETS];
     unsigned char ticket;  /* the one requests are sent with now */
+    unsigned char kinds;   /* kinds of request: the engine's and its recipe's */
 
     /* Facts recorded for the next step (step.c reads them, in this order),
      * by the completions (request.c), the watchers (watch.c), the timers
@@ -184,15 +161,17 @@ struct zkl_contender {
     int session_end;            /* the session ended (ZKLOCK_LOST_EXPIRED, ...) */
     int lease_run_out;          /* ZKL_LEASE_RAN_OUT(_LATE) */
     bool leave_wanted;          /* its node must go (the handle or session goes, */
-    int leave_rc;               /* ... or it never started), with this outcome */
-    unsigned char slots[ZKL_TICKETS * ZKL_SLOTS]; /* its requests' completions' data */
-
-    zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
-    zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
     /* The driver's lists (driver.c): marked, to be stepped; visited, stepped
      * in this drive (its calls are decided, and it is freed if finished). */
     bool marked, visited;
-    zkl_contender_t *mark_next, *visit_next;
+    int leave_rc;               /* ... or it never started), with this outcome */
+
+    zkl_contender_t *lock_next, *lock_prev;  /* in l->contenders */
+    zkl_contender_t *sess_next, *sess_prev;  /* in s->contenders */
+    zkl_contender_t *mark_next, *visit_next; /* (the driver's lists) */
+    /* Its requests' completions' data: ZKL_TICKETS * kinds slots, each
+     * holding its own index (request.c). */
+    unsigned char slots[];
 };
 
 static inline zklock_session_t *session_of(const zkl_contender_t *c)
@@ -208,21 +187,18 @@ static inline zklock_session_t *session_of(const zkl_contender_t *c)
 zkl_contender_t *zklock__contender_new(zklock_t *l);
 /* Frees c: the driver's last phase, once nobody can reach it. */
 void zklock__contender_free(zkl_contender_t *c);
-/* Something about c changed: the driver steps it (O(1), idempotent). */
-void zklock__mark(zkl_contender_t *c);
 /* An event of c's (an answer, a watch event, a timer) is recorded: c is
  * marked, and so is its parent, whose step reads its subs. */
 void zklock__mark_event(zkl_contender_t *c);
 /* The one way c's phase changes, in a step: checked against phase.c's table
- * (an assertion in debug builds), traced (ZKLOCK_TRACE, `why` says what
+ * (in every build: outside a step or the table, an internal error,
+ * zklock__internal_error), traced (ZKLOCK_TRACE, `why` says what
  * made it), and a sub's change marks its parent. */
 void zklock__set_phase(zkl_contender_t *c, enum zkl_phase to, const char *why);
-/* Our node changes (NULL: we have none): a new one starts its own-watch delay. */
-void zklock__set_node(zkl_contender_t *c, char *node);
-/* Do a and b belong to one owner (a thread, or the handles' owner)? */
-bool zklock__same_owner(const zkl_contender_t *a, const zkl_contender_t *b);
-/* Does c hold by another's place (a downgrade heir), and does it stand? */
-bool zklock__inherits(const zkl_contender_t *c);
+/* The own-watch delay's timer (t is c->own_timer), for its door: the watch
+ * is due, c marked. */
+void zklock__own_watch_due(struct zkl_timer *t);
+/* Does c's place (a downgrade heir's: zklock__inherits) stand? */
 bool zklock__place_stands(const zkl_contender_t *c);
 
 /* The ways a contender ends, each said once (the verbs are its step's, in
@@ -240,19 +216,14 @@ bool zklock__place_stands(const zkl_contender_t *c);
  *    parent lets a sub go, subs.c): its step gives it up;
  *  - its owner abandons it (zklock__abandon, here; a parent disowns a sub,
  *    subs.c): the driver frees it once nothing else refers to it. */
-void zklock__give_up(zkl_contender_t *c, int rc);
 /* Its owner no longer wants c (the handle or the session goes, or it never
  * started): its step gives it up, outcome rc. */
 void zklock__leave(zkl_contender_t *c, int rc);
-/* Its owner lets go of c (the driver frees it once nothing else refers to it). */
-void zklock__abandon(zkl_contender_t *c);
 
 /* ---- phase.c: the transitions a contender may make ------------------------ */
 
 const char *zklock__phase_name(enum zkl_phase p);
 bool zklock__phase_allowed(enum zkl_phase from, enum zkl_phase to);
-/* Asserts (in debug builds) that from -> to is a transition of the table. */
-void zklock__phase_check(enum zkl_phase from, enum zkl_phase to);
 
 /* ---- fastpath.c: acquiring without a listing -------------------------------- */
 

@@ -101,7 +101,7 @@ static void run(zklock_session_t *s, struct zkl_callback *cb)
     bool mine = s->cb_running && pthread_equal(s->cb_runner, pthread_self());
 
     while (s->cb_running && !mine)
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     s->cb_running = true;
     s->cb_runner = pthread_self();
     if (cb->ops->begin(cb)) {
@@ -153,7 +153,7 @@ static void *callback_thread(void *arg)
             continue;
         if (s->cb_stop)
             break;
-        pthread_cond_wait(&s->cb_cond, &s->mu);
+        zklock__cond_wait(s, &s->cb_cond);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -163,10 +163,15 @@ int zklock__dispatch_start(zklock_session_t *s)
 {
     if (s->poll_dispatch)
         return 0;
-    if (pthread_create(&s->cb_thread, NULL, callback_thread, s) != 0)
+    switch (s->wire->thread_start(s->wire_env, &s->cb_thread, callback_thread, s)) {
+    case 0:
+        s->cb_thread_started = true;
+        return 0;
+    case ZKL_WIRE_NO_THREAD:
+        return 0; /* the wire's owner runs them (zklock__session_run_callbacks) */
+    default:
         return ZKLOCK_ESYSTEM;
-    s->cb_thread_started = true;
-    return 0;
+    }
 }
 
 void zklock__dispatch_stop(zklock_session_t *s)
@@ -176,7 +181,7 @@ void zklock__dispatch_stop(zklock_session_t *s)
     pthread_cond_signal(&s->cb_cond);
     pthread_mutex_unlock(&s->mu);
     if (s->cb_thread_started)
-        pthread_join(s->cb_thread, NULL);
+        s->wire->thread_join(s->wire_env, s->cb_thread);
     s->cb_thread_started = false;
 }
 
@@ -189,11 +194,16 @@ int zklock_session_fd(zklock_session_t *s)
 
 int zklock_session_dispatch(zklock_session_t *s)
 {
+    if (!s || !s->poll_dispatch || zklock__in_callback(s))
+        return ZKLOCK_EINVAL;
+    return zklock__session_run_callbacks(s);
+}
+
+int zklock__session_run_callbacks(zklock_session_t *s)
+{
     int ran = 0;
     size_t pending = 0;
 
-    if (!s || !s->poll_dispatch || zklock__in_callback(s))
-        return ZKLOCK_EINVAL;
     pthread_mutex_lock(&s->mu);
     for (struct zkl_callback *cb = s->cb_head; cb; cb = cb->next)
         pending++;

@@ -6,13 +6,12 @@
 
 #include "session.h"
 
-/* Steps the marked contenders until none is left, decides their owners'
- * calls, then frees those that are finished. Every entry point above the
- * files of the engine (a user's call, a session change) calls it once at
- * its end, with s->mu held; those below end theirs with zklock__entry_done
- * (layers.c). It never runs twice at once. */
-void zklock__drive(zklock_session_t *s);
-/* The engine as a layer above the session (layers.c's table). */
-extern const struct zkl_layer zklock__engine_layer;
+/* zklock__drive (declared in recipe.h) steps the marked contenders until
+ * none is left, decides their owners' calls, then frees those that are
+ * finished. Called only by the entries above it, once at the end of each,
+ * with s->mu held: the engine's doors (doors.c: an answer, a watch event,
+ * a timer, a session change) and the user's calls (lock.c, the recipes'
+ * calls). Never twice at once: a re-entry is an internal error (design.md,
+ * "One driver"). */
 
 #endif

@@ -455,7 +455,7 @@ void zklock_follow_stop(zklock_follow_t *f)
      * it can only be the caller's own (callbacks run one at a time), and on
      * ZooKeeper's completion thread waiting could wait for itself. */
     while (f->in_callback > 0 && !zklock__in_callback(s) && !zklock__on_completion_thread(s))
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     s->nlocks--;
     follow_unref(f); /* a report running now holds its own reference */
     free_session = zklock__session_claim_free(s);

@@ -104,6 +104,11 @@ void zklock__lock_fini(zklock_t *l)
 }
 
 /* With s->mu held; the last reference frees the handle. */
+void zklock__lock_ref(zklock_t *l)
+{
+    l->refs++;
+}
+
 void zklock__lock_unref(zklock_t *l)
 {
     if (--l->refs > 0)

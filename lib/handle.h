@@ -1,6 +1,6 @@
 /*
  * handle.h: the lock handle every recipe shares (handle.c), and the calls
- * on it (lock.c).
+ * on it (lock.c); recipe.h declares their functions.
  */
 #ifndef ZKLOCK_HANDLE_H
 #define ZKLOCK_HANDLE_H
@@ -52,26 +52,7 @@ struct zklock {
     bool prev_known;
 };
 
-/* ---- handle.c: the lock handle every recipe shares ------------------------------ */
-
-int zklock__lock_init(zklock_t *l, zklock_session_t *s, const char *path,
-                  const zklock_opts_t *opts, enum zkl_tag curator_tag,
-                  enum zkl_tag kazoo_tag);
-/* Makes l's contenders queue in `queue` (copied), not in its path. */
-int zklock__lock_queue_in(zklock_t *l, const char *queue);
-/* Undoes zklock__lock_init for a handle that was never used. */
-void zklock__lock_fini(zklock_t *l);
-/* With s->mu held; the last reference frees the handle. */
-void zklock__lock_unref(zklock_t *l);
-
-/* ---- lock.c: the calls every recipe shares ------------------------------------- */
-
-/* Before a call reads a hold: one whose lease ran out is lost now (the host
- * slept: the session thread has not noticed yet). Runs the driver. */
-void zklock__lease_checked(zklock_session_t *s);
-
-/* Releases what l holds, ends its calls and drops the user's reference
- * (zklock_free); returns the done callbacks to run before returning. */
-struct zkl_callback *zklock__lock_retire(zklock_t *l);
+/* handle.c (zklock__lock_init, ...) and lock.c (the calls) declare in
+ * recipe.h what recipes use of them. */
 
 #endif

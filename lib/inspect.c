@@ -78,7 +78,7 @@ struct zkl_reading {
 
 static void answered(struct zkl_reading *r)
 {
-    r->s->ops--;
+    zklock__request_answered(r->s);
     if (--r->pending == 0)
         pthread_cond_broadcast(&r->cond);
     pthread_cond_broadcast(&r->s->cond);
@@ -136,20 +136,18 @@ static void node_done(int rc, const char *value, int len, const struct Stat *st,
 static void await_answers(struct zkl_reading *r)
 {
     while (r->pending > 0)
-        pthread_cond_wait(&r->cond, &r->s->mu);
+        zklock__cond_wait(r->s, &r->cond);
 }
 
 /* Sends one request; counts it if the client took it. */
 static bool sent(struct zkl_reading *r, int rc)
 {
-    if (rc != ZOK) {
+    if (!zklock__request_sent(r->s, rc)) {
         if (r->rc == 0)
             r->rc = rc;
         return false;
     }
     r->pending++;
-    r->s->ops++;
-    r->s->stats.requests++;
     return true;
 }
 
@@ -169,7 +167,7 @@ static int session_rc(zklock_session_t *s)
 
 static void read_children(struct zkl_reading *r, const char *path)
 {
-    sent(r, zoo_aget_children2(r->s->zh, path, 0, children_done, r));
+    sent(r, r->s->wire->aget_children2(r->s->zh, path, 0, children_done, r));
     await_answers(r);
 }
 
@@ -194,7 +192,7 @@ static void read_nodes(struct zkl_reading *r, const char *path)
             break;
         }
         r->answers[r->n].r = r;
-        if (sent(r, zoo_aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
+        if (sent(r, r->s->wire->aget(r->s->zh, full, 0, node_done, &r->answers[r->n])))
             r->n++;
         free(full); /* the client has serialised the request */
     }
@@ -388,6 +386,48 @@ int zklock_queue_read(zklock_session_t *s, const char *path, zklock_queue_t **ou
     return rc;
 }
 
+/* ---- writing into a node from outside (zklock_revoke) --------------------------------- */
+
+static void set_done(int rc, const struct Stat *st, const void *data)
+{
+    struct answer *a = (struct answer *)data;
+    struct zkl_reading *r = a->r;
+
+    pthread_mutex_lock(&r->s->mu);
+    a->rc = rc;
+    answered(r);
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+/* A write is a reading with one answer: listed in s->readings while it
+ * waits, so that a closed handle ends it (inspect_handle_closed) and the
+ * handle it went on is never closed under a call that still uses it. */
+int zklock__node_write(zklock_session_t *s, const char *path, const char *data, int len)
+{
+    struct zkl_reading r;
+    struct answer a = {.r = &r};
+    int rc;
+
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    if (zklock__cond_init(&r.cond) != 0)
+        return ZKLOCK_ESYSTEM;
+    pthread_mutex_lock(&s->mu);
+    rc = enter(s);
+    if (rc == 0) {
+        r.next = s->readings;
+        s->readings = &r;
+        if (sent(&r, s->wire->aset(s->zh, path, data, len, -1, set_done, &a)))
+            await_answers(&r);
+        unlist_reading(&r);
+        rc = as_closed(s, r.rc ? r.rc : a.rc);
+        leave(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&r.cond);
+    return rc;
+}
+
 /* The first node of the queue holds: the leader of an election. */
 static void take_leader(struct zkl_reading *r, char **value, size_t *len, int64_t *token)
 {
@@ -457,7 +497,8 @@ static void take_back(struct zkl_qwatch *w)
     zklock_session_t *s = w->s;
 
     if (w->registered && s->zh &&
-        zoo_remove_watches(s->zh, w->path, w->type, zklock__qwatch_watcher, w, 1) == ZOK) {
+        s->wire->remove_watches(s->zh, w->path, w->type, zklock__qwatch_watcher, w, 1) ==
+            ZOK) {
         w->registered = 0;
         zklock__watch_gone(s);
     }
@@ -499,7 +540,7 @@ static void qwatch_answer(struct zkl_qwatch *w, int rc, bool registered, const s
         w->registered = 1;
         s->watches++;
     }
-    s->ops--;
+    zklock__request_answered(s);
     pthread_cond_broadcast(&s->cond);
 }
 
@@ -584,20 +625,17 @@ int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool wa
     w->type = request == ZKL_Q_CHILDREN ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
     if (request == ZKL_Q_CHILDREN && !watch) {
         w->type = 0; /* no watch to register */
-        rc = zoo_aget_children2(s->zh, w->path, 0, qwatch_children_done, w);
+        rc = s->wire->aget_children2(s->zh, w->path, 0, qwatch_children_done, w);
     } else if (request == ZKL_Q_CHILDREN) {
-        rc = zoo_awget_children2(s->zh, w->path, zklock__qwatch_watcher, w,
-                                 qwatch_children_done, w);
+        rc = s->wire->awget_children2(s->zh, w->path, zklock__qwatch_watcher, w,
+                                     qwatch_children_done, w);
     } else if (request == ZKL_Q_EXISTS) {
-        rc = zoo_awexists(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_exists_done, w);
+        rc = s->wire->awexists(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_exists_done, w);
     } else {
-        rc = zoo_awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
+        rc = s->wire->awget(s->zh, w->path, zklock__qwatch_watcher, w, qwatch_get_done, w);
     }
-    if (rc == ZOK) {
+    if (zklock__request_sent(s, rc))
         w->in_flight = true;
-        s->ops++;
-        s->stats.requests++;
-    }
     return rc;
 }
 
@@ -619,7 +657,7 @@ static int send_and_wait(struct zkl_qwatch *w, enum zkl_qrequest request)
 
     if (rc == ZOK) {
         while (!w->answered)
-            pthread_cond_wait(&w->s->cond, &w->s->mu);
+            zklock__cond_wait(w->s, &w->s->cond);
         rc = w->rc;
     }
     return rc;
@@ -660,7 +698,7 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
 
     if (!s || !since || !since->path || timeout_ms < -1)
         return ZKLOCK_EINVAL;
-    zklock__deadline(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+    zklock__deadline(s, &deadline, timeout_ms > 0 ? timeout_ms : 0);
     pthread_mutex_lock(&s->mu);
     w = zklock__qwatch_new(s, since->path, NULL);
     if (w && since->count > 0 && !(h = zklock__qwatch_new(s, since->path, since->nodes[0].name))) {
@@ -677,12 +715,12 @@ int zklock_queue_wait(zklock_session_t *s, const zklock_queue_t *since, int time
         if (rc == 0 && h && !differs(w, since) && !w->fired)
             rc = send_holder_watch(h, since);
         while (rc == 0 && !differs(w, since) && !w->fired && !w->ended && !holder_changed(h)) {
-            if (timeout_ms >= 0 && zklock__passed(&deadline)) {
+            if (timeout_ms >= 0 && zklock__passed(s, &deadline)) {
                 rc = ZKLOCK_ETIMEDOUT;
             } else if (timeout_ms < 0) {
-                pthread_cond_wait(&s->cond, &s->mu);
+                zklock__cond_wait(s, &s->cond);
             } else {
-                zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
+                zklock__cond_wait_until(s, &s->cond, &deadline, 0);
             }
         }
         rc = as_closed(s, rc);

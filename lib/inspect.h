@@ -19,7 +19,7 @@
 #include "timer.h"
 
 enum zkl_qrequest {
-    ZKL_Q_CHILDREN, /* zoo_a(w)get_children2 of the lock path */
+    ZKL_Q_CHILDREN, /* the lock path's children (and Stat), watched or not */
     ZKL_Q_EXISTS,   /* zoo_awexists of the lock path: its creation */
     ZKL_Q_GET       /* zoo_awget of a node: its data, or its deletion */
 };
@@ -63,11 +63,16 @@ int zklock__qwatch_send(struct zkl_qwatch *w, enum zkl_qrequest request, bool wa
 void zklock__qwatch_retire(struct zkl_qwatch *w);
 /* The watcher every record registers (ctx: the record). */
 void zklock__qwatch_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+/* Writes data into the node at path (any version), without s->mu, and
+ * waits for the answer: ZOK, ZNONODE, ZooKeeper's refusal, or why the
+ * session could not ask (ZKLOCK_ECLOSED, ZKLOCK_EDEADLK, ZCONNECTIONLOSS,
+ * ZSESSIONEXPIRED for a handle closed meanwhile). */
+int zklock__node_write(zklock_session_t *s, const char *path, const char *data, int len);
 /* A semaphore's leases: the first max (in queue order) hold, the rest wait. */
 void zklock__queue_cap_holders(zklock_queue_t *q, int max);
 
 /* The queue inspector and the followers, as layers above the session
- * (layers.c's table). */
+ * (root.c puts them on every session). */
 extern const struct zkl_layer zklock__inspect_layer, zklock__follow_layer;
 
 #endif

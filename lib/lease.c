@@ -107,7 +107,7 @@ static bool session_believed_until(const zklock_session_t *s, struct timespec *u
     if (s->negotiated_ms <= 0)
         return false;
     if (zklock__connected(s)) {
-        zklock__now(until);
+        zklock__now(s, until);
         zklock__later(until, until, s->negotiated_ms);
         return true;
     }
@@ -153,7 +153,7 @@ bool zklock__lease_proves(int rc)
 bool zklock__lease_over(const zklock_session_t *s)
 {
     struct timespec until;
-    return zklock__lease_valid_until(s, &until) && zklock__passed(&until);
+    return zklock__lease_valid_until(s, &until) && zklock__passed(s, &until);
 }
 
 /* Holds that rest on a lease that ran out (whether anyone noticed yet). */
@@ -175,7 +175,7 @@ static void lease_ran_out(zklock_session_t *s, const struct timespec *until)
     struct timespec now;
     bool late;
 
-    zklock__now(&now);
+    zklock__now(s, &now);
     late = zklock__ms_between(until, &now) > s->negotiated_ms / LEASE_MARGIN_DIVISOR;
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
         if (c->phase != ZKL_HELD)
@@ -204,27 +204,29 @@ void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent)
     arm_belief(s); /* later now, or at last (a hold granted before any write was heard) */
 }
 
-/* The belief timer: the lease's end, unless heard from meanwhile. */
-static void belief_over(struct zkl_timer *t, zklock_session_t *s)
+/* The belief timer (its door, doors.c): the lease's end, unless heard from
+ * meanwhile. */
+void zklock__lease_end_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec until;
 
     if (!zklock__lease_valid_until(s, &until)) {
         until = t->at; /* none known (a new session): nothing backs a hold */
-    } else if (!zklock__passed(&until)) {
+    } else if (!zklock__passed(s, &until)) {
         zklock__timer_arm(s, t, &until); /* heard from meanwhile */
         return;
     }
     lease_ran_out(s, &until);
-    zklock__entry_done(s);
 }
 
-void zklock__lease_check(zklock_session_t *s)
+bool zklock__lease_check(zklock_session_t *s)
 {
     struct timespec until;
 
-    if (holds_past_lease(s) && zklock__lease_valid_until(s, &until))
-        lease_ran_out(s, &until);
+    if (!holds_past_lease(s) || !zklock__lease_valid_until(s, &until))
+        return false;
+    lease_ran_out(s, &until);
+    return true;
 }
 
 /* ---- the heartbeat -------------------------------------------------------------- */
@@ -239,12 +241,16 @@ static void regrant(zklock_session_t *s)
             zklock__mark_event(c);
 }
 
-static void heartbeat_done(int rc, const struct Stat *st, const void *data)
+zklock_session_t *zklock__heartbeat_session(const void *data)
+{
+    return ((const struct zkl_heartbeat *)data)->s;
+}
+
+void zklock__heartbeat_answered(const void *data, int rc)
 {
     struct zkl_heartbeat *hb = (struct zkl_heartbeat *)data;
     zklock_session_t *s = hb->s;
 
-    pthread_mutex_lock(&s->mu);
     /* Refused (as it always is: no node has that version), it proves the
      * lease all the same: a refused write is committed as an error
      * transaction. */
@@ -256,9 +262,7 @@ static void heartbeat_done(int rc, const struct Stat *st, const void *data)
         s->heartbeat = NULL;
     if (proved)
         regrant(s);
-    zklock__detached_done(s);
-    zklock__entry_done(s);
-    pthread_mutex_unlock(&s->mu);
+    zklock__request_answered(s);
     free(hb);
 }
 
@@ -293,9 +297,9 @@ void zklock__lease_renew(zklock_session_t *s)
     }
     hb->s = s;
     hb->gen = s->gen;
-    zklock__now(&hb->sent);
-    if (!zklock__detached_sent(s, zoo_aset(s->zh, path, NULL, -1, NO_SUCH_VERSION, heartbeat_done,
-                                           hb)))
+    zklock__now(s, &hb->sent);
+    if (!zklock__request_sent(s, s->wire->aset(s->zh, path, NULL, -1, NO_SUCH_VERSION,
+                                                s->doors->heartbeat_answered, hb)))
         free(hb);
     else
         s->heartbeat = hb;
@@ -318,16 +322,16 @@ bool zklock__lease_fresh(const zklock_session_t *s)
 {
     struct timespec due;
 
-    return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(&due));
+    return !needs_heartbeats(s) || (renewal_due(s, &due) && !zklock__passed(s, &due));
 }
 
-static void heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
+void zklock__heartbeat_due(struct zkl_timer *t, zklock_session_t *s)
 {
     struct timespec due;
 
     if (!lease_needed(s))
         return; /* nobody holds: the next holder restarts it (lease_keep) */
-    if (renewal_due(s, &due) && !zklock__passed(&due)) {
+    if (renewal_due(s, &due) && !zklock__passed(s, &due)) {
         zklock__timer_arm(s, t, &due); /* a write answered meanwhile postpones it */
         return;
     }
@@ -366,8 +370,8 @@ void zklock__lease_keep(zklock_session_t *s)
 {
     struct timespec due;
 
-    s->heartbeat_timer.fire = heartbeat_due; /* timers the session reserved */
-    s->belief_timer.fire = belief_over;
+    s->heartbeat_timer.fire = s->doors->heartbeat_due; /* timers the session reserved */
+    s->belief_timer.fire = s->doors->lease_ends;
     if (s->negotiated_ms <= 0 || !needs_heartbeats(s))
         return;
     if (!zklock__timer_armed(&s->heartbeat_timer)) {

@@ -7,10 +7,10 @@
 
 #include "contender.h"
 
-/* With s->mu held, outside any event of the engine: if the lease ran out,
- * its holds end now (before the session thread notices: the host slept);
- * the caller runs the driver. */
-void zklock__lease_check(zklock_session_t *s);
+/* With s->mu held: if the lease ran out unnoticed (the host slept: the
+ * session thread has not seen it yet), its end is recorded for the
+ * holders' steps (marked: the caller runs the driver) and true. */
+bool zklock__lease_check(zklock_session_t *s);
 /* The leader answered a request of ours sent at *sent. */
 void zklock__lease_heard(zklock_session_t *s, const struct timespec *sent);
 /* Someone queues or holds: keep the lease fresh, and holds bounded by it. */
@@ -29,6 +29,15 @@ bool zklock__lease_fresh(const zklock_session_t *s);
 bool zklock__lease_over(const zklock_session_t *s);
 /* The handle is closed: forget its heartbeat in flight. */
 void zklock__lease_handle_closed(zklock_session_t *s);
+
+/* The lease's timers and its heartbeat's answer, for their doors (doors.c),
+ * with s->mu held: a heartbeat sent if due; the lease's end recorded for
+ * the holders' steps (marked); the answer recorded (its session: read
+ * without s->mu, the heartbeat lives until its answer). */
+void zklock__heartbeat_due(struct zkl_timer *t, zklock_session_t *s);
+void zklock__lease_end_due(struct zkl_timer *t, zklock_session_t *s);
+zklock_session_t *zklock__heartbeat_session(const void *data);
+void zklock__heartbeat_answered(const void *data, int rc);
 
 /* The end of the session's lease (lease.c); false if none is known (or the
  * session keeps none: ZKLOCK_LEASE_SESSION). */

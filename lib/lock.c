@@ -46,12 +46,13 @@ static bool may_wait(const zklock_session_t *s)
     return !zklock__on_completion_thread(s) && !zklock__in_callback(s);
 }
 
-void zklock__lease_checked(zklock_session_t *s)
+void zklock__lapses_caught(zklock_session_t *s)
 {
     zklock__lease_check(s);
     zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
     zklock__track_leases_check(s); /* ... and a tracking hold's record's lease */
-    zklock__drive(s);
+    if (s->marked_head)
+        zklock__drive(s); /* an entry of its own: the holds end before the call looks */
 }
 
 /* Counts a caller inside a blocking call, so that zklock_free() and
@@ -72,16 +73,17 @@ static void leave(zklock_t *l)
     zklock__lock_unref(l);
 }
 
-/* Waits for the blocking call `me` was started with. */
-static int wait_for(zkl_contender_t *c, struct zkl_waiter *me)
+/* Waits for the blocking call `me` was started with on c (the driver ran:
+ * the call's start is sent); the caller's own deadline, seen passing by
+ * itself, is an entry of its own (the driver gives the acquisition up).
+ * Once decided, c is the engine's (it may be freed already). */
+static int wait_for(zklock_t *l, zkl_contender_t *c, struct zkl_waiter *me)
 {
-    zklock_t *l = c->l;
-    int rc;
-
     enter(l);
-    rc = zklock__call_wait(c, me);
+    while (!zklock__call_await(l->s, c, me))
+        zklock__drive(l->s);
     leave(l);
-    return rc;
+    return me->rc;
 }
 
 /* The outcome of a call that started, known at once: returned (a blocking
@@ -117,15 +119,18 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
-/* done: NULL for a blocking call. */
-static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
+/* Starts an acquisition, told to done, or (done NULL) to the blocked
+ * caller's record me: then *waits is the contender to wait on once the
+ * driver ran. The caller runs the driver. */
+static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
+                          struct zkl_waiter *me, zkl_contender_t **waits)
 {
     zklock_session_t *s = l->s;
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
     int rc;
 
-    zklock__lease_checked(s); /* no reentrant hold on a lease that ran out */
+    *waits = NULL;
+    zklock__lapses_caught(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         c->holds++; /* reentrant: no round trip */
@@ -158,37 +163,38 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done)
         return rc;
     }
     zklock__stats_called(c);
-    if (done) {
-        zklock__acquire_start(c, timeout_ms, done, NULL);
-        return ZKLOCK_OK;
-    }
-    zklock__acquire_start(c, timeout_ms, NULL, &me);
-    zklock__drive(s);
-    rc = wait_for(c, &me);
-    if (rc != ZKLOCK_OK)
-        c->attached = false; /* a failed acquisition is over for its owner */
-    zklock__mark(c);
-    return rc;
+    zklock__acquire_start(c, timeout_ms, done, done ? NULL : me);
+    if (!done)
+        *waits = c;
+    return ZKLOCK_OK;
 }
 
 int zklock_acquire(zklock_t *l, int timeout_ms)
 {
+    struct zkl_waiter me;
+    zkl_contender_t *c = NULL;
     int rc;
 
     if (!l || timeout_ms < -1)
         return ZKLOCK_EINVAL;
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&l->s->mu);
     rc = acquire_refused(l, timeout_ms, false);
     if (rc == 0)
-        rc = acquire_locked(l, timeout_ms, NULL);
-    zklock__drive(l->s);
+        rc = acquire_locked(l, timeout_ms, NULL, &me, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
     pthread_mutex_unlock(&l->s->mu);
+    zklock__waiter_fini(&me);
     return rc;
 }
 
 int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done;
+    zkl_contender_t *c;
     int rc;
 
     if (!l || !fn || timeout_ms < -1)
@@ -199,7 +205,7 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
     rc = acquire_refused(l, timeout_ms, true);
     if (rc == 0) {
         done = zklock__done_new(l, fn, ctx);
-        rc = done ? acquire_locked(l, timeout_ms, done) : ZKLOCK_ENOMEM;
+        rc = done ? acquire_locked(l, timeout_ms, done, NULL, &c) : ZKLOCK_ENOMEM;
         if (rc != ZKLOCK_OK)
             zklock__done_discard(done);
     }
@@ -210,16 +216,18 @@ int zklock_acquire_async(zklock_t *l, int timeout_ms, zklock_done_fn fn, void *c
 
 /* ---- release -------------------------------------------------------------------- */
 
-/* done: NULL for a blocking call (or one that does not wait: background).
- * The hold is over for its owner as the release starts: the contender is
- * let go at once, and a blocked caller keeps it alive until it returns. */
-static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
+/* Starts the release, told to done, or to the blocked caller's record me
+ * (then *waits is the contender to wait on once the driver ran), or to
+ * nobody (both NULL: in the background). The hold is over for its owner
+ * as the release starts: the contender is let go at once. The caller runs
+ * the driver. */
+static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter *me,
+                          zkl_contender_t **waits)
 {
     zkl_contender_t *c;
-    struct zkl_waiter me = {false, 0};
-    int rc;
 
-    zklock__lease_checked(l->s); /* a hold whose lease ran out was lost */
+    *waits = NULL;
+    zklock__lapses_caught(l->s); /* a hold whose lease ran out was lost */
     c = zklock__owner_contender(l);
     if (closed(l)) {
         if (c)
@@ -248,39 +256,42 @@ static int release_locked(zklock_t *l, struct zkl_done *done, bool wait)
     }
     if (c->parent)
         return ZKLOCK_EBUSY; /* held through a multi-lock: released with it */
-    if (wait && zklock__on_completion_thread(l->s))
+    if (me && zklock__on_completion_thread(l->s))
         return ZKLOCK_EDEADLK; /* the delete's answer would come on this thread */
     c->holds = 0;
     c->attached = false;
     zklock__stats_hold_over(c, false); /* over for its owner now */
-    zklock__release_start(c, done, wait ? &me : NULL);
-    zklock__mark(c);
-    if (!wait)
-        return ZKLOCK_OK;
-    zklock__drive(l->s);
-    rc = wait_for(c, &me);
-    zklock__mark(c);
-    return rc;
+    zklock__release_start(c, done, me);
+    *waits = me ? c : NULL;
+    return ZKLOCK_OK;
 }
 
 int zklock_release(zklock_t *l)
 {
+    struct zkl_waiter me;
+    zkl_contender_t *c;
     int rc;
 
     if (!l)
         return ZKLOCK_EINVAL;
+    if (!zklock__waiter_init(&me))
+        return ZKLOCK_ESYSTEM;
     pthread_mutex_lock(&l->s->mu);
     /* A handle-owned hold released where nothing may wait: in the
      * background, as zklock_release_async() without a callback. */
-    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s));
-    zklock__drive(l->s);
+    rc = release_locked(l, NULL, !handle_owned(l) || may_wait(l->s) ? &me : NULL, &c);
+    zklock__drive(l->s); /* the call's one drive */
+    if (c)
+        rc = wait_for(l, c, &me);
     pthread_mutex_unlock(&l->s->mu);
+    zklock__waiter_fini(&me);
     return rc;
 }
 
 int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
 {
     struct zkl_done *done = NULL;
+    zkl_contender_t *c;
     int rc;
 
     if (!l)
@@ -291,7 +302,7 @@ int zklock_release_async(zklock_t *l, zklock_done_fn fn, void *ctx)
     if (fn && !(done = zklock__done_new(l, fn, ctx)))
         rc = ZKLOCK_ENOMEM;
     else
-        rc = release_locked(l, done, false);
+        rc = release_locked(l, done, NULL, &c);
     if (rc != ZKLOCK_OK)
         zklock__done_discard(done);
     zklock__drive(l->s);
@@ -309,7 +320,7 @@ int zklock_hold_count(const zklock_t *l)
     if (!l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
@@ -324,7 +335,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
     if (!l || !token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
@@ -344,7 +355,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
     if (!l || !deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = zklock__owner_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline)) {
         zklock__track_until(c, deadline); /* its record's lease may end first */
@@ -362,7 +373,7 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     if (!l || !op)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
-    zklock__lease_checked(l->s);
+    zklock__lapses_caught(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
@@ -384,18 +395,15 @@ const char *zklock_path(const zklock_t *l)
     return l ? l->path : NULL;
 }
 
+/* Marks l's acquisitions in progress canceled (the caller runs the driver). */
 static void cancel_locked(zklock_t *l)
 {
-    zkl_contender_t *c, *next;
-
-    for (c = l->contenders; c; c = next) {
-        next = c->lock_next;
+    for (zkl_contender_t *c = l->contenders; c; c = c->lock_next) {
         if (c->waiting) {
             c->canceled = true;
             zklock__mark(c); /* its step gives up */
         }
     }
-    zklock__drive(l->s);
 }
 
 int zklock_cancel(zklock_t *l)
@@ -404,6 +412,7 @@ int zklock_cancel(zklock_t *l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     cancel_locked(l);
+    zklock__drive(l->s);
     pthread_mutex_unlock(&l->s->mu);
     return ZKLOCK_OK;
 }
@@ -465,7 +474,7 @@ static struct zkl_callback *take_callbacks(zklock_t *l)
  * caller must run before it returns. Where nothing may wait (a callback,
  * ZooKeeper's completion thread), the deletes go on in the background and
  * blocked callers on their way out drop their own contender and reference. */
-struct zkl_callback *zklock__lock_retire(zklock_t *l)
+static struct zkl_callback *lock_retire(zklock_t *l)
 {
     zklock_session_t *s = l->s;
     bool wait = may_wait(s);
@@ -476,8 +485,9 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     cancel_locked(l);
     if (l->recipe->retiring)
         l->recipe->retiring(l); /* its own calls (an election's proclaims) */
+    zklock__drive(s);
     while (wait && (l->users > 0 || l->in_callback > 0))
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     for (c = l->contenders; c; c = next) {
         next = c->lock_next;
         if (c->phase == ZKL_HELD && c->attached && !c->parent) {
@@ -487,7 +497,7 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     }
     zklock__drive(s);
     while (wait && (any_leaving(l) || any_call_owed(l)) && zklock__connected(s))
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     cancel_calls_owed(l);
     owed = take_callbacks(l);
     for (c = l->contenders; c; c = next) {
@@ -500,18 +510,23 @@ struct zkl_callback *zklock__lock_retire(zklock_t *l)
     return owed;
 }
 
-void zklock_free(zklock_t *l)
+void zklock__locks_free(zklock_t *const locks[], size_t n)
 {
-    zklock_session_t *s;
+    zklock_session_t *s = locks[0]->s;
     bool free_session;
 
-    if (!l || l->borrowed)
-        return;
-    s = l->s;
     pthread_mutex_lock(&s->mu);
-    zklock__dispatch_run(s, zklock__lock_retire(l));
+    for (size_t i = 0; i < n; i++) /* (retiring the last may free what held them) */
+        zklock__dispatch_run(s, lock_retire(locks[i]));
     free_session = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
     if (free_session)
         zklock__session_free(s);
+}
+
+void zklock_free(zklock_t *l)
+{
+    if (!l || l->borrowed)
+        return;
+    zklock__locks_free(&l, 1);
 }

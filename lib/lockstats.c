@@ -45,12 +45,12 @@ unsigned zklock__stats_bucket(uint64_t us)
     return b;
 }
 
-static void add_time(zklock_time_stats_t *t, const struct timespec *from)
+static void add_time(const zklock_session_t *s, zklock_time_stats_t *t, const struct timespec *from)
 {
     struct timespec now;
     uint64_t us;
 
-    zklock__now(&now);
+    zklock__now(s, &now);
     us = us_between(from, &now);
     t->count++;
     t->sum_us += us;
@@ -61,7 +61,7 @@ static void add_time(zklock_time_stats_t *t, const struct timespec *from)
 
 void zklock__stats_called(zkl_contender_t *c)
 {
-    zklock__now(&c->stat_since);
+    zklock__now(session_of(c), &c->stat_since);
     c->stat_held = false;
 }
 
@@ -87,8 +87,8 @@ void zklock__stats_acquired(zkl_contender_t *c, int rc)
         return;
     }
     c->l->stats.acquired++;
-    add_time(&c->l->stats.wait, &c->stat_since);
-    zklock__now(&c->stat_since);
+    add_time(session_of(c), &c->l->stats.wait, &c->stat_since);
+    zklock__now(session_of(c), &c->stat_since);
     c->stat_held = true;
 }
 
@@ -108,7 +108,7 @@ void zklock__stats_hold_over(zkl_contender_t *c, bool lost)
     if (!c->stat_held)
         return;
     c->stat_held = false;
-    add_time(&c->l->stats.hold, &c->stat_since);
+    add_time(session_of(c), &c->l->stats.hold, &c->stat_since);
 }
 
 bool zklock__stats_size_ok(size_t size, const size_t *sizes, size_t n)

@@ -98,7 +98,7 @@ static int accept_entry(const char *name, size_t at, bool neg, size_t ndig,
 }
 
 /* kazoo's lease: uuid4().hex, and nothing else. */
-static bool kazoo_lease(const char *name, size_t len)
+static bool kazoo_lease_name(const char *name, size_t len)
 {
     if (len != 32)
         return false;
@@ -115,7 +115,7 @@ int zklock__parse_name(const char *name, struct zkl_entry *e)
     if (name == NULL)
         return -1;
     len = strlen(name);
-    if (kazoo_lease(name, len)) {
+    if (kazoo_lease_name(name, len)) {
         *e = (struct zkl_entry){.name = name, .tag = ZKL_TAG_KLEASE};
         return 0;
     }

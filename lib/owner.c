@@ -196,12 +196,11 @@ int zklock_lost_token(const zklock_t *l, int64_t *token)
 
 /* ---- starting calls ------------------------------------------------------------------ */
 
-static void deadline_passed(struct zkl_timer *t, zklock_session_t *s)
+void zklock__deadline_passed(struct zkl_timer *t)
 {
     zkl_contender_t *c = (zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, deadline_timer));
 
     zklock__mark(c); /* its step gives up (the timer is no longer armed) */
-    zklock__entry_done(s);
 }
 
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
@@ -212,13 +211,10 @@ void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *
     c->waiting = true;
     c->done = done;
     c->acq_waiter = waiter;
-    c->inside += waiter != NULL;
     c->try_once = timeout_ms == 0;
     c->has_deadline = timeout_ms > 0;
-    if (c->has_deadline) {
-        c->deadline_timer.fire = deadline_passed;
+    if (c->has_deadline)
         zklock__timer_arm_in(s, &c->deadline_timer, timeout_ms);
-    }
     zklock__lease_keep(s); /* the lease timers are armed; they heartbeat only for a hold */
     zklock__mark(c);
 }
@@ -228,7 +224,6 @@ void zklock__release_start(zkl_contender_t *c, struct zkl_done *done, struct zkl
     c->releasing = true;
     c->done = done;
     c->rel_waiter = waiter;
-    c->inside += waiter != NULL;
     zklock__mark(c); /* its step lets the node go */
 }
 
@@ -244,23 +239,23 @@ static void max_hold_over(zkl_contender_t *c, zklock_session_t *s)
      * first. The run-out is read first; a late end is probed, and the
      * answer says why the hold really ended (zklock__lose_unconfirmed). */
     zklock__lease_check(s);
-    zklock__now(&now);
+    zklock__now(s, &now);
     c->max_hold_late = zklock__ms_between(&c->max_hold_timer.at, &now) >
                        s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     c->max_hold_over = true; /* its step ends the hold, if it still holds */
     zklock__mark(c);
 }
 
-static void max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
+/* The maximum hold's timer (its door, doors.c). */
+void zklock__max_hold_passed(struct zkl_timer *t, zklock_session_t *s)
 {
     max_hold_over((zkl_contender_t *)((char *)t - offsetof(zkl_contender_t, max_hold_timer)), s);
-    zklock__entry_done(s);
 }
 
 void zklock__max_hold_check(zklock_session_t *s)
 {
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next) {
-        if (!zklock__timer_armed(&c->max_hold_timer) || !zklock__passed(&c->max_hold_timer.at))
+        if (!zklock__timer_armed(&c->max_hold_timer) || !zklock__passed(s, &c->max_hold_timer.at))
             continue;
         zklock__timer_cancel(s, &c->max_hold_timer); /* due: ours to fire */
         max_hold_over(c, s);
@@ -277,7 +272,6 @@ void zklock__hold_begins(zkl_contender_t *c)
     if (ms <= 0 || c->parent || c->l->internal)
         return;
     c->max_hold_over = false;
-    c->max_hold_timer.fire = max_hold_passed;
     zklock__timer_arm_in(session_of(c), &c->max_hold_timer, ms);
 }
 
@@ -285,9 +279,9 @@ void zklock__hold_begins(zkl_contender_t *c)
 
 /* The call's outcome goes to whoever waits for it: a blocked caller (its
  * own record: a release may be waited for while the acquisition's caller has
- * not woken yet), or a done callback. An asynchronous call's owner keeps only
- * a hold: a contender that failed is let go (the engine frees it once its
- * node is gone). */
+ * not woken yet), or a done callback. An owner keeps only a hold: a
+ * contender that failed is let go (the engine frees it once its node is
+ * gone: a blocked caller never touches it again). */
 static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
 {
     struct zkl_waiter **w = release ? &c->rel_waiter : &c->acq_waiter;
@@ -297,15 +291,27 @@ static void decide(zkl_contender_t *c, int rc, bool release, bool holds)
     if (c->done) {
         zklock__done_queue(c->done, rc);
         c->done = NULL;
-        if (!holds)
-            c->attached = false;
     } else if (*w) {
         (*w)->decided = true;
         (*w)->rc = rc;
+        pthread_cond_signal(&(*w)->cond);
         *w = NULL;
-        pthread_cond_broadcast(&c->cond); /* two callers may wait on c */
     }
+    if (!holds)
+        c->attached = false;
     pthread_cond_broadcast(&session_of(c)->cond); /* zklock_free waits for calls */
+}
+
+bool zklock__waiter_init(struct zkl_waiter *w)
+{
+    w->decided = false;
+    w->rc = 0;
+    return zklock__cond_init(&w->cond) == 0;
+}
+
+void zklock__waiter_fini(struct zkl_waiter *w)
+{
+    pthread_cond_destroy(&w->cond);
 }
 
 static bool deadline_over(const zkl_contender_t *c)
@@ -356,24 +362,23 @@ void zklock__call_decide(zkl_contender_t *c)
     }
 }
 
-int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me)
+bool zklock__call_await(zklock_session_t *s, zkl_contender_t *c, struct zkl_waiter *me)
 {
-    zklock_session_t *s = session_of(c);
-    bool timed = me == c->acq_waiter && c->has_deadline;
-
     /* The session thread fires the deadline; should it be held up (a
-     * renewal closing a handle), the waiter sees it pass by itself. */
+     * renewal closing a handle), the waiter sees it pass by itself. c is
+     * read only while the call is undecided (it lives until then). */
     while (!me->decided) {
-        if (timed && zklock__cond_wait_until(&c->cond, &s->mu, &c->deadline_timer.at, 0) ==
-                         ETIMEDOUT) {
-            timed = false;
+        struct timespec at; /* c may be gone when the wait returns */
+        bool timed = me == c->acq_waiter && zklock__timer_armed(&c->deadline_timer);
+        if (timed)
+            at = c->deadline_timer.at;
+        if (!timed) {
+            zklock__cond_wait(s, &me->cond);
+        } else if (zklock__cond_wait_until(s, &me->cond, &at, 0) == ETIMEDOUT && !me->decided) {
             zklock__timer_cancel(s, &c->deadline_timer);
             zklock__mark(c); /* its step gives up */
-            zklock__entry_done(s);
-        } else if (!timed) {
-            pthread_cond_wait(&c->cond, &s->mu);
+            return false;
         }
     }
-    c->inside--;
-    return me->rc;
+    return true;
 }

@@ -8,26 +8,15 @@
 
 #include "contender.h"
 
-/* A blocked caller's record of its call's outcome (on its stack). */
-struct zkl_waiter {
-    bool decided;
-    int rc;
-};
 
-struct zkl_done;
 
-/* The contender of l's owner that is the caller (its thread, or the handle). */
-zkl_contender_t *zklock__owner_contender(const zklock_t *l);
 
-/* A done callback, allocated before its call starts so that it can always
- * be queued. */
-struct zkl_done *zklock__done_new(zklock_t *l, zklock_done_fn fn, void *ctx);
-void zklock__done_discard(struct zkl_done *d);
+
+/* A done callback is allocated before its call starts, so that it can
+ * always be queued (zklock__done_new, recipe.h). */
 bool zklock__is_done_callback(const struct zkl_callback *cb);
-/* Queues d with rc (an outcome known at once, or a call's). */
-void zklock__done_queue(struct zkl_done *d, int rc);
 /* Starts an acquisition by c's owner, told to done (asynchronous) or to
- * waiter (a blocked caller, who then calls zklock__call_wait), or to
+ * waiter (a blocked caller, who then calls zklock__call_await), or to
  * nobody (both NULL). */
 void zklock__acquire_start(zkl_contender_t *c, int timeout_ms, struct zkl_done *done,
                            struct zkl_waiter *waiter);
@@ -49,8 +38,14 @@ void zklock__max_hold_check(zklock_session_t *s);
 /* The driver: decides c's call in progress if its outcome is known. */
 void zklock__call_decide(zkl_contender_t *c);
 /* Waits, with s->mu, for the outcome of the blocking call that `me` was
- * started with, and returns it. The caller marks c as it leaves (the
- * driver frees it once nothing else refers to it). */
-int zklock__call_wait(zkl_contender_t *c, struct zkl_waiter *me);
+ * started with on c, of s (then true: me->rc says it, and c may be gone). False
+ * if the call's deadline passed first by the waiter's own clock (c is
+ * marked: the caller runs the driver, which gives it up, and waits
+ * again). */
+bool zklock__call_await(zklock_session_t *s, zkl_contender_t *c, struct zkl_waiter *me);
+/* The timers of a contender's call (their doors, doors.c; t is c's
+ * deadline_timer, max_hold_timer): c marked, the fact recorded. */
+void zklock__deadline_passed(struct zkl_timer *t);
+void zklock__max_hold_passed(struct zkl_timer *t, zklock_session_t *s);
 
 #endif

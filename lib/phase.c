@@ -13,12 +13,11 @@
  * QUEUING and GRANTING may also end in GONE at once (the session closed, or
  * nothing was started), and a HELD contender whose owner never heard of the
  * hold queues again when the hold is lost. LOST and GONE are the ends.
- * Pure: the table and its check, unit-tested (test_unit.c); contender.c's
- * zklock__set_phase is the one function that changes a phase.
+ * Pure: the table, unit-tested (test_unit.c); contender.c's
+ * zklock__set_phase is the one function that changes a phase, and refuses
+ * (an internal error, in every build) a transition the table lacks.
  */
 #include "contender.h"
-
-#include <assert.h>
 
 #define T(from, to) (UINT64_C(1) << ((from) * ZKL_PHASE_COUNT + (to)))
 
@@ -44,11 +43,4 @@ bool zklock__phase_allowed(enum zkl_phase from, enum zkl_phase to)
 {
     return (unsigned)from < ZKL_PHASE_COUNT && (unsigned)to < ZKL_PHASE_COUNT &&
            (allowed & T(from, to)) != 0;
-}
-
-void zklock__phase_check(enum zkl_phase from, enum zkl_phase to)
-{
-    assert(zklock__phase_allowed(from, to) && "a transition the table does not have");
-    (void)from;
-    (void)to;
 }

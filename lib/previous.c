@@ -70,28 +70,24 @@ struct zkl_track {
 #define TRACK_OF(timer, field) \
     ((struct zkl_track *)((char *)(timer) - offsetof(struct zkl_track, field)))
 
-static void timer_fired(zklock_session_t *s, struct zkl_track *t)
+/* The record's timers, for their doors (doors.c): the fact recorded, the
+ * contender marked (its step reads the time). */
+void zklock__track_delay_timer(struct zkl_timer *timer)
 {
-    zklock__mark(t->c); /* its step reads the time */
-    zklock__entry_done(s);
+    zklock__mark(TRACK_OF(timer, delay_timer)->c);
 }
 
-static void delay_over(struct zkl_timer *timer, zklock_session_t *s)
-{
-    timer_fired(s, TRACK_OF(timer, delay_timer));
-}
-
-static void refresh_due(struct zkl_timer *timer, zklock_session_t *s)
+void zklock__track_refresh_timer(struct zkl_timer *timer)
 {
     struct zkl_track *t = TRACK_OF(timer, refresh_timer);
 
     t->refresh_due = true;
-    timer_fired(s, t);
+    zklock__mark(t->c);
 }
 
-static void lease_over(struct zkl_timer *timer, zklock_session_t *s)
+void zklock__track_lease_timer(struct zkl_timer *timer)
 {
-    timer_fired(s, TRACK_OF(timer, lease_timer)); /* its step reads the clock */
+    zklock__mark(TRACK_OF(timer, lease_timer)->c); /* its step reads the clock */
 }
 
 bool zklock__track_new(zkl_contender_t *c)
@@ -107,9 +103,9 @@ bool zklock__track_new(zkl_contender_t *c)
         return false;
     }
     t->c = c;
-    t->delay_timer.fire = delay_over;
-    t->refresh_timer.fire = refresh_due;
-    t->lease_timer.fire = lease_over;
+    t->delay_timer.fire = session_of(c)->doors->track_delay_over;
+    t->refresh_timer.fire = session_of(c)->doors->track_refresh_due;
+    t->lease_timer.fire = session_of(c)->doors->track_lease_over;
     c->track = t;
     return true;
 }
@@ -142,7 +138,7 @@ static bool written_long_ago(const zkl_contender_t *c)
     if (T <= 0)
         return false;
     zklock__later(&due, &c->track->refreshed, T / 2);
-    return zklock__passed(&due);
+    return zklock__passed(session_of(c), &due);
 }
 
 bool zklock__track_granted(const zkl_contender_t *c)
@@ -168,7 +164,7 @@ void zklock__track_created(zkl_contender_t *c, const struct Stat *st)
     if (!c->track)
         return;
     c->track->ctime_ms = st->ctime;
-    zklock__now(&c->track->ctime_local);
+    zklock__now(session_of(c), &c->track->ctime_local);
 }
 
 void zklock__track_node_lost(zkl_contender_t *c)
@@ -280,7 +276,7 @@ static void judge(zkl_contender_t *c)
     int delay = l->opts.lock_delay_ms;
 
     t->judged = true;
-    zklock__now(&t->judged_at);
+    zklock__now(session_of(c), &t->judged_at);
     t->delay_end = t->judged_at; /* after CLEAN, NONE: nothing to wait for */
     if (delay > 0 && how == ZKLOCK_PREV_UNCLEAN)
         delay_after(t, unclean_end, delay); /* the dead holder's lease */
@@ -324,7 +320,7 @@ enum zkl_grant_step zklock__track_grant(zkl_contender_t *c, int *rc)
     }
     if (!t->judged)
         judge(c);
-    if (!t->written && !zklock__passed(&t->delay_end)) {
+    if (!t->written && !zklock__passed(s, &t->delay_end)) {
         if (!may_wait_until(c, &t->delay_end)) {
             *rc = ZKLOCK_ETIMEDOUT; /* holding on past its deadline is not its wish */
             c->l->prev.left_ms = zklock__ms_between(&t->judged_at, &t->delay_end);
@@ -421,7 +417,7 @@ void zklock__track_leases_check(zklock_session_t *s)
     struct timespec end;
 
     for (zkl_contender_t *c = s->contenders; c; c = c->sess_next)
-        if (c->phase == ZKL_HELD && record_lease_end(c, &end) && zklock__passed(&end))
+        if (c->phase == ZKL_HELD && record_lease_end(c, &end) && zklock__passed(s, &end))
             zklock__mark(c); /* its step ends the hold (read_record_lease) */
 }
 
@@ -435,7 +431,7 @@ bool zklock__track_lease_over(zkl_contender_t *c)
      * waited (its "held" old, written again since) ended the new hold. And
      * asked by a call too (zklock__track_leases_check): the timer may not
      * have run yet (a host that slept). */
-    if (!record_lease_end(c, &end) || !zklock__passed(&end))
+    if (!record_lease_end(c, &end) || !zklock__passed(s, &end))
         return false;
     zklock__timer_cancel(s, &t->lease_timer);
     zklock__timer_cancel(s, &t->refresh_timer);

@@ -126,6 +126,12 @@ enum zkl_record_news {
 
 /* Makes c's tracking state (l->tracks); false: no memory. */
 bool zklock__track_new(zkl_contender_t *c);
+/* The record's timers (the lock-delay's end, the next refresh, the end of
+ * the lease the record promises), for their doors (doors.c): the fact
+ * recorded, the contender marked. */
+void zklock__track_delay_timer(struct zkl_timer *timer);
+void zklock__track_refresh_timer(struct zkl_timer *timer);
+void zklock__track_lease_timer(struct zkl_timer *timer);
 void zklock__track_free(zkl_contender_t *c);
 /* Does c hold for its owner (its "held" is written)? Always for a
  * contender that does not track. */

@@ -10,9 +10,11 @@
  * completion ends with. A request the client refuses to queue is a fact
  * too (c->refused), for the next step: nothing here gives up or steps.
  *
- * One completion per ZooKeeper signature; the request's kind and ticket
- * come back through the data pointer, a slot of the contender's
- * (c->slots[ticket * ZKL_SLOTS + kind]). A ticket is the generation the request was sent
+ * The completions are the engine's doors (doors.c, one per ZooKeeper
+ * signature, found in s->doors): each takes s->mu, has the answer recorded
+ * here (zklock__answer_record), marks the contender and runs the driver.
+ * The request's kind and ticket come back through the data pointer, a slot of the contender's
+ * (c->slots[ticket * c->kinds + kind]). A ticket is the generation the request was sent
  * in: when a ZooKeeper session ends, s->gen moves on and every answer to an
  * older request is dropped. An opened session's old handle is closed
  * (which flushes those answers) before a new one exists; an adopted
@@ -25,18 +27,25 @@
  *
  * The session's own fire-and-forget requests (a stray node's delete, a
  * stale node's, the lease's heartbeat) are the caller's, with a completion
- * of its own: zklock__detached_sent() and zklock__detached_done() count them.
+ * of its own; every request is counted in flight by the session
+ * (zklock__request_sent, zklock__request_answered).
  */
+#include "recipe.h"
 #include "request.h"
 
-_Static_assert(ZKL_SLOTS == ZKL_REQ_COUNT, "a completion slot per kind of request");
-_Static_assert(ZKL_TICKETS * ZKL_SLOTS <= 256, "a slot holds its own index in a byte");
+_Static_assert(ZKL_TICKETS * (ZKL_REQ_RECIPE + ZKL_RECIPE_KINDS_MAX) <= 256,
+               "a slot holds its own index in a byte");
 
 /* Kinds whose answer the contender's chain waits for (c->busy): all but the
- * own-node watch, which is set beside the chain. */
-static bool chained(int kind)
+ * own-node watch, which is set beside the chain, and a recipe's kinds that
+ * its table says are beside it (an election's proclaim). */
+static bool chained(const zkl_contender_t *c, int kind)
 {
-    return kind != ZKL_REQ_OWN_WATCH;
+    const struct zkl_recipe *rc = c->l->recipe;
+
+    if (kind == ZKL_REQ_OWN_WATCH)
+        return false;
+    return kind < ZKL_REQ_RECIPE || !rc->kinds[kind - ZKL_REQ_RECIPE].beside;
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -58,90 +67,79 @@ static bool answered(zkl_contender_t *c, int ticket, int kind)
 
     c->ops--;
     t->ops--;
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     if (t->gen != s->gen)
         return false;
     zklock__learn_completion_thread(s);
-    if (chained(kind))
+    if (chained(c, kind))
         c->busy--;
     return true;
 }
 
-/* Records a (borrowed) answer for c's step, marks c, ends the event. */
-static void record(const void *data, struct zkl_answer *a)
+zklock_session_t *zklock__answer_session(const void *slot)
+{
+    return session_of(owner_of(slot));
+}
+
+zkl_contender_t *zklock__answer_record(const void *data, struct zkl_answer *a)
 {
     const unsigned char *slot = data;
     zkl_contender_t *c = owner_of(slot);
-    zklock_session_t *s = session_of(c);
 
-    pthread_mutex_lock(&s->mu);
-    a->kind = *slot % ZKL_SLOTS;
-    if (answered(c, *slot / ZKL_SLOTS, a->kind))
-        c->answer = a;
-    zklock__mark_event(c);
-    zklock__entry_done(s); /* c's step reads the answer, and forgets it (c may be freed now) */
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void string_done(int rc, const char *value, const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc, .value = value});
-}
-
-static void string_stat_done(int rc, const char *value, const struct Stat *st, const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc, .value = value, .stat = st});
-}
-
-static void strings_stat_done(int rc, const struct String_vector *names, const struct Stat *st,
-                              const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc, .names = names, .stat = st});
-}
-
-static void data_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc, .value = value, .len = len, .stat = st});
-}
-
-static void stat_done(int rc, const struct Stat *st, const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc, .stat = st});
-}
-
-static void void_done(int rc, const void *data)
-{
-    record(data, &(struct zkl_answer){.rc = rc});
+    a->kind = *slot % c->kinds;
+    if (answered(c, *slot / c->kinds, a->kind))
+        c->answer = a; /* c's step reads it, and forgets it */
+    return c;
 }
 
 /* ---- sending ------------------------------------------------------------------------ */
 
+watcher_fn zklock__watcher(const zklock_session_t *s, enum zkl_watch watch)
+{
+    switch (watch) {
+    case ZKL_WATCH_BLOCKER:
+        return s->doors->blocker_event;
+    case ZKL_WATCH_OWN:
+        return s->doors->own_event;
+    case ZKL_WATCH_QUEUE:
+        return s->doors->queue_event;
+    default:
+        return NULL;
+    }
+}
+
 /* The ZooKeeper call r is, with its completion. */
 static int call(zkl_contender_t *c, const struct zkl_request *r, const void *slot)
 {
-    zhandle_t *zh = session_of(c)->zh;
-    watcher_fn w = r->watcher;
+    const zklock_session_t *s = session_of(c);
+    const struct zkl_wire *wire = s->wire;
+    const struct zkl_doors *d = s->doors;
+    zhandle_t *zh = s->zh;
+    watcher_fn w = zklock__watcher(s, r->watch);
 
     switch (r->call) {
     case ZKL_CALL_CREATE:
-        return zoo_acreate(zh, r->path, r->data, r->len, r->acl, r->flags, string_done, slot);
+        return wire->acreate(zh, r->path, r->data, r->len, r->acl, r->flags, d->answer_string,
+                             slot);
     case ZKL_CALL_CREATE2:
-        return zoo_acreate2(zh, r->path, r->data, r->len, r->acl, r->flags, string_stat_done, slot);
+        return wire->acreate2(zh, r->path, r->data, r->len, r->acl, r->flags,
+                              d->answer_string_stat, slot);
     case ZKL_CALL_CHILDREN:
-        return w ? zoo_awget_children2(zh, r->path, w, c, strings_stat_done, slot)
-                 : zoo_aget_children2(zh, r->path, 0, strings_stat_done, slot);
+        return w ? wire->awget_children2(zh, r->path, w, c, d->answer_strings_stat, slot)
+                 : wire->aget_children2(zh, r->path, 0, d->answer_strings_stat, slot);
     case ZKL_CALL_SYNC:
-        return zoo_async(zh, r->path, string_done, slot);
+        return wire->async(zh, r->path, d->answer_string, slot);
     case ZKL_CALL_GET:
-        return w ? zoo_awget(zh, r->path, w, c, data_done, slot)
-                 : zoo_aget(zh, r->path, 0, data_done, slot);
+        return w ? wire->awget(zh, r->path, w, c, d->answer_data, slot)
+                 : wire->aget(zh, r->path, 0, d->answer_data, slot);
     case ZKL_CALL_EXISTS:
-        return zoo_aexists(zh, r->path, 0, stat_done, slot);
+        return wire->aexists(zh, r->path, 0, d->answer_stat, slot);
     case ZKL_CALL_DELETE:
-        return zoo_adelete(zh, r->path, -1, void_done, slot);
+        return wire->adelete(zh, r->path, -1, d->answer_void, slot);
     case ZKL_CALL_MULTI:
-        return zoo_amulti(zh, r->nops, r->ops, r->results, void_done, slot);
+        return wire->amulti(zh, r->nops, r->ops, r->results, d->answer_void, slot);
+    case ZKL_CALL_SET:
+        return wire->aset(zh, r->path, r->data, r->len, -1, d->answer_stat, slot);
     }
     return ZBADARGUMENTS;
 }
@@ -189,51 +187,48 @@ void zklock__requests_gone(zkl_contender_t *c)
         c->tickets[t].ops = 0;
 }
 
-bool zklock__send(zkl_contender_t *c, const struct zkl_request *r)
+/* Sends r for c, counted; the client's code (ZOK: it took it). */
+static int send_request(zkl_contender_t *c, const struct zkl_request *r)
 {
     zklock_session_t *s = session_of(c);
     struct zkl_ticket *t = ticket_for(c, s->gen);
+    struct timespec now;
+    bool first = c->ops == 0;
     int rc;
 
-    if (c->ops == 0)
-        zklock__now(&c->sent_at); /* no later than any request in flight */
-    c->ops++;
-    t->ops++;
-    s->ops++;
-    c->gen = s->gen;
-    if (chained(r->kind))
-        c->busy++;
-    rc = call(c, r, &c->slots[c->ticket * ZKL_SLOTS + r->kind]);
-    if (rc == ZOK) {
-        s->stats.requests++;
-        return true;
+    if (first)
+        zklock__now(s, &now); /* before it goes: the lease runs from no later */
+    /* (Its answer never comes before the call returns: wire.h.) */
+    rc = call(c, r, &c->slots[c->ticket * c->kinds + r->kind]);
+    if (zklock__request_sent(s, rc)) {
+        if (first)
+            c->sent_at = now; /* no later than any request in flight */
+        c->ops++;
+        t->ops++;
+        c->gen = s->gen;
+        if (chained(c, r->kind))
+            c->busy++;
     }
-    /* Not even queued: undone, and a fact for the next step. */
-    c->ops--;
-    t->ops--;
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
-    if (!chained(r->kind))
+    return rc;
+}
+
+bool zklock__send(zkl_contender_t *c, const struct zkl_request *r)
+{
+    int rc = send_request(c, r);
+
+    if (rc == ZOK)
+        return true;
+    /* Not even queued: a fact for the next step. */
+    if (!chained(c, r->kind))
         return false; /* the own watch: its next step tries again */
-    c->busy--;
     if (!c->refused)
         c->refused = rc; /* the first says why: what follows is refused too */
     zklock__mark(c);
     return false;
 }
 
-bool zklock__detached_sent(zklock_session_t *s, int rc)
+int zklock__send_beside(zkl_contender_t *c, const struct zkl_request *r)
 {
-    if (rc != ZOK)
-        return false; /* a later sweep, heartbeat or listing tries again */
-    s->ops++;
-    s->stats.requests++;
-    return true;
-}
-
-void zklock__detached_done(zklock_session_t *s)
-{
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    return send_request(c, r);
 }
 

@@ -14,7 +14,7 @@
 /* ---- asking: zklock_revoke -------------------------------------------------- */
 
 /* Does every node of q look like a kazoo semaphore's lease? */
-static bool kazoo_leases(const zklock_queue_t *q)
+static bool leases_all_kazoo(const zklock_queue_t *q)
 {
     if (q->count == 0)
         return false;
@@ -50,7 +50,7 @@ static int read_holders(zklock_session_t *s, const char *path, zklock_queue_t **
     int rc = zklock_queue_read(s, path, holders);
 
     *line = NULL;
-    if (rc != ZKLOCK_OK || !(*holders)->exists || kazoo_leases(*holders) ||
+    if (rc != ZKLOCK_OK || !(*holders)->exists || leases_all_kazoo(*holders) ||
         (*holders)->count > 0 || (*holders)->ignored == 0)
         return rc;
     leases_path = child(base, "leases");
@@ -70,19 +70,17 @@ static int read_holders(zklock_session_t *s, const char *path, zklock_queue_t **
 }
 
 /* Writes the request into one holder's node: 1 if written, 0 if the node
- * is gone (its holder left), or a negative code. */
+ * is gone (its holder left), or a negative code. The write goes through
+ * the session's handle of the moment, asynchronously, and waits for its
+ * answer (or for the handle's end: no handle is closed under it). */
 static int ask(zklock_session_t *s, const char *queue, const zklock_node_t *n)
 {
-    zhandle_t *zh = zklock_session_zhandle(s);
     char *node = child(queue, n->name);
     int rc;
 
     if (!node)
         return ZKLOCK_ENOMEM;
-    if (!zh)
-        rc = ZCONNECTIONLOSS; /* between two ZooKeeper sessions (the read just worked) */
-    else
-        rc = zoo_set(zh, node, ZKL_REVOKE_MESSAGE, (int)(sizeof ZKL_REVOKE_MESSAGE - 1), -1);
+    rc = zklock__node_write(s, node, ZKL_REVOKE_MESSAGE, (int)(sizeof ZKL_REVOKE_MESSAGE - 1));
     free(node);
     if (rc == ZNONODE)
         return 0;

@@ -12,25 +12,20 @@
  * (dispatch.c), so that a slow one holds up no timer, the lease's above all.
  *
  * The session knows nothing of what sits on it: the layers above (the queue
- * engine, the queue inspector) hear of connection changes through the table
- * zklock__layers (layers.c).
+ * engine, the queue inspector, the followers) hear of connection changes
+ * through the table the composition root handed down (s->layers, root.c).
  */
 #include "names.h"
 #include "lockstats.h"
 #include "session.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#if defined(HAVE_ZOOKEEPER_TLS) && !defined(HAVE_OPENSSL_H)
-/* zookeeper.h declares it only for its own build's HAVE_OPENSSL_H. */
-zhandle_t *zookeeper_init_ssl(const char *host, const char *cert, watcher_fn fn,
-                              int recv_timeout, const clientid_t *clientid, void *context,
-                              int flags);
-#endif
 
 #define ZKL_DEFAULT_TIMEOUT_MS 10000
 #define ZKL_RETRY_MS 100     /* after an answer that no session event follows */
@@ -38,17 +33,17 @@ zhandle_t *zookeeper_init_ssl(const char *host, const char *cert, watcher_fn fn,
 
 /* ---- the layers above ------------------------------------------------------ */
 
-#define EACH_LAYER(hook, ...)                                  \
+#define EACH_LAYER(hook, s, ...)                               \
     do {                                                       \
-        for (size_t i_ = 0; zklock__layers[i_]; i_++)              \
-            if (zklock__layers[i_]->hook)                          \
-                zklock__layers[i_]->hook(__VA_ARGS__);             \
+        for (size_t i_ = 0; (s)->layers[i_]; i_++)             \
+            if ((s)->layers[i_]->hook)                         \
+                (s)->layers[i_]->hook(s, ##__VA_ARGS__);       \
     } while (0)
 
 static bool layers_busy(const zklock_session_t *s)
 {
-    for (size_t i = 0; zklock__layers[i]; i++)
-        if (zklock__layers[i]->busy && zklock__layers[i]->busy(s))
+    for (size_t i = 0; s->layers[i]; i++)
+        if (s->layers[i]->busy && s->layers[i]->busy(s))
             return true;
     return false;
 }
@@ -211,6 +206,8 @@ void zklock__learn_completion_thread(zklock_session_t *s)
 
 bool zklock__on_completion_thread(const zklock_session_t *s)
 {
+    if (s->wire->in_completion)
+        return s->wire->in_completion(s->wire_env);
     return s->zh && s->cthread_zh == s->zh && pthread_equal(s->cthread, pthread_self());
 }
 
@@ -221,8 +218,7 @@ static void probe_done(int rc, const struct Stat *st, const void *data)
     pthread_mutex_lock(&s->mu);
     if (s->zh == s->probe_zh)
         zklock__learn_completion_thread(s);
-    if (--s->ops == 0)
-        pthread_cond_broadcast(&s->cond);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -232,16 +228,13 @@ static void probe_completion_thread(zklock_session_t *s)
 {
     if (s->cthread_zh == s->zh || s->probe_zh == s->zh)
         return;
-    if (zoo_aexists(s->zh, "/", 0, probe_done, s) == ZOK) {
+    if (zklock__request_sent(s, s->wire->aexists(s->zh, "/", 0, probe_done, s)))
         s->probe_zh = s->zh;
-        s->ops++;
-        s->stats.requests++;
-    }
 }
 
 static void connected(zklock_session_t *s)
 {
-    const clientid_t *id = zoo_client_id(s->zh);
+    const clientid_t *id = s->wire->client_id(s->zh);
     bool resumed = s->state == ZKL_S_SUSPENDED && id->client_id == s->session_id;
 
     if (s->state == ZKL_S_CONNECTED)
@@ -258,7 +251,7 @@ static void connected(zklock_session_t *s)
     if (!resumed) /* a new session: its first write will tell */
         s->heard_known = false;
     s->session_id = id->client_id;
-    s->negotiated_ms = zoo_recv_timeout(s->zh);
+    s->negotiated_ms = s->wire->recv_timeout(s->zh);
     s->timers.slice_ms = s->negotiated_ms / ZKL_LEASE_MARGIN_DIVISOR;
     s->state = ZKL_S_CONNECTED;
     zklock__auth_confirm(s);
@@ -276,7 +269,7 @@ static void disconnected(zklock_session_t *s)
     if (s->state != ZKL_S_CONNECTED)
         return;
     s->state = ZKL_S_SUSPENDED;
-    zklock__now(&s->suspended_at);
+    zklock__now(s, &s->suspended_at);
     zklock__local_expiry_at(s, &at);
     zklock__timer_arm(s, &s->suspend_timer, &at);
     queue_state(s, ZKLOCK_SUSPENDED);
@@ -375,16 +368,15 @@ static int open_handle(zklock_session_t *s)
     int rc;
 
     errno = 0;
-#ifdef HAVE_ZOOKEEPER_TLS
     if (s->tls)
-        s->zh = zookeeper_init_ssl(s->hosts, s->tls, session_watcher, s->opts.timeout_ms, NULL,
-                                   s, 0);
+        s->zh = s->wire->init_ssl(s->wire_env, s->hosts, s->tls, session_watcher,
+                                  s->opts.timeout_ms, NULL, s, 0);
     else
-#endif
-        s->zh = zookeeper_init(s->hosts, session_watcher, s->opts.timeout_ms, NULL, s, 0);
+        s->zh = s->wire->init(s->wire_env, s->hosts, session_watcher, s->opts.timeout_ms, NULL,
+                              s, 0);
     if (!s->zh) /* the list is well formed (hosts.c): its names failed */
         return errno == ENOMEM ? ZKLOCK_ENOMEM : ZKLOCK_ERESOLVE;
-    zoo_set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
+    s->wire->set_servers_resolution_delay(s->zh, ZKL_RESOLVE_EVERY_MS);
     s->state = ZKL_S_CONNECTING;
     /* Queued now, sent ahead of anything else once connected. */
     rc = zklock__auth_send(s);
@@ -392,7 +384,7 @@ static int open_handle(zklock_session_t *s)
         zhandle_t *zh = s->zh;
         s->zh = NULL; /* its events are a stranger's from now on */
         pthread_mutex_unlock(&s->mu);
-        zookeeper_close(zh);
+        s->wire->close(zh);
         pthread_mutex_lock(&s->mu);
     }
     return rc;
@@ -407,7 +399,7 @@ static int open_handle_when_resolved(zklock_session_t *s)
     int rc;
 
     pthread_mutex_unlock(&s->mu);
-    rc = zklock__hosts_resolve(s->hosts);
+    rc = s->wire->resolve(s->wire_env, s->hosts);
     pthread_mutex_lock(&s->mu);
     if (s->thread_stop || s->state == ZKL_S_CLOSED)
         return ZKLOCK_ECLOSED;
@@ -428,7 +420,7 @@ static void replace_handle(zklock_session_t *s)
     s->zh = s->retired_zh = NULL;
     if (old) {
         pthread_mutex_unlock(&s->mu);
-        zookeeper_close(old);
+        s->wire->close(old);
         pthread_mutex_lock(&s->mu);
     }
     handle_closed(s);
@@ -447,23 +439,43 @@ static bool may_reopen(const zklock_session_t *s)
            (s->reopen_now || !zklock__timer_armed(&s->retry_timer));
 }
 
+/* One turn of the session thread, with s->mu held: the timers that are
+ * due, then a new handle if one is due. False once the thread is stopped
+ * (also while the new handle was made: s->mu is let go meanwhile, and the
+ * stop's wake-up found nobody asleep). */
+static bool turn(zklock_session_t *s)
+{
+    zklock__timers_fire_due(s);
+    if (s->thread_stop)
+        return false;
+    if (may_reopen(s))
+        replace_handle(s);
+    return !s->thread_stop;
+}
+
 static void *session_thread(void *arg)
 {
     zklock_session_t *s = arg;
 
     pthread_mutex_lock(&s->mu);
-    for (;;) {
-        zklock__timers_fire_due(s);
-        if (s->thread_stop)
-            break;
-        if (may_reopen(s)) {
-            replace_handle(s);
-            continue;
-        }
-        zklock__timers_sleep(s);
-    }
+    while (turn(s))
+        if (!may_reopen(s))
+            zklock__timers_sleep(s);
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+bool zklock__session_turn(zklock_session_t *s, struct timespec *next)
+{
+    bool armed;
+
+    pthread_mutex_lock(&s->mu);
+    turn(s);
+    armed = s->timers.n > 0;
+    if (armed)
+        *next = s->timers.heap[0]->at;
+    pthread_mutex_unlock(&s->mu);
+    return armed;
 }
 
 /* ---- creation and destruction ------------------------------------------------------ */
@@ -493,6 +505,24 @@ static void trace_open(zklock_session_t *s)
     }
     s->trace = fopen(to, "ae");
     s->trace_owned = s->trace != NULL;
+}
+
+void zklock__internal_error(const zklock_session_t *s, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s->trace && s->trace != stderr) {
+        fprintf(s->trace, "zklock: internal error: session 0x%" PRIx64 " %s\n",
+                (uint64_t)s->session_id, what);
+        fflush(s->trace);
+    }
+    fprintf(stderr, "zklock: internal error: session 0x%" PRIx64 " %s\n", (uint64_t)s->session_id,
+            what);
+    abort();
 }
 
 static void trace_close(zklock_session_t *s)
@@ -528,9 +558,8 @@ static int tls_of(zklock_session_t *s, const zklock_session_opts_t *o)
         return 0;
     if (!o->tls_ca || !o->tls_cert || !o->tls_key)
         return ZKLOCK_EINVAL;
-#ifndef HAVE_ZOOKEEPER_TLS
-    return ZKLOCK_ENOTSUP;
-#else
+    if (!s->wire->init_ssl)
+        return ZKLOCK_ENOTSUP;
     size_t len = strlen(o->tls_ca) + strlen(o->tls_cert) + strlen(o->tls_key) +
           (o->tls_key_password ? strlen(o->tls_key_password) : 0) + 4;
     s->tls = malloc(len);
@@ -539,7 +568,6 @@ static int tls_of(zklock_session_t *s, const zklock_session_opts_t *o)
     snprintf(s->tls, len, "%s,%s,%s%s%s", o->tls_ca, o->tls_cert, o->tls_key,
              o->tls_key_password ? "," : "", o->tls_key_password ? o->tls_key_password : "");
     return 0;
-#endif
 }
 
 /* Copies what the options point to; the copy of the options points to
@@ -569,7 +597,8 @@ static int take_options(zklock_session_t *s, const zklock_session_opts_t *opts)
     return 0;
 }
 
-static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts)
+static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts,
+                       const struct zkl_wire *wire, void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -585,6 +614,10 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     s = calloc(1, sizeof *s);
     if (!s)
         return ZKLOCK_ENOMEM;
+    s->wire = wire;
+    s->wire_env = env;
+    s->layers = above->layers;
+    s->doors = above->doors;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKLOCK_ESYSTEM;
@@ -602,7 +635,8 @@ static int session_new(zklock_session_t **out, const zklock_session_opts_t *opts
     if (rc == 0) /* retry, local expiry, the lease's heartbeat and end */
         rc = zklock__timers_reserve(s, 4);
     s->timers.slice_ms = s->opts.timeout_ms / ZKL_LEASE_MARGIN_DIVISOR;
-    if (rc == 0 && zklock__rng_seed(s->rng) != 0)
+    if (rc == 0 && (s->wire->seed ? s->wire->seed(s->wire_env, s->rng)
+                                  : zklock__rng_seed(s->rng)) != 0)
         rc = ZKLOCK_ESYSTEM;
     trace_open(s);
     if (rc) {
@@ -619,14 +653,18 @@ static int start_threads(zklock_session_t *s)
 {
     if (zklock__dispatch_start(s) != 0)
         return ZKLOCK_ESYSTEM;
-    if (pthread_create(&s->thread, NULL, session_thread, s) != 0) {
+    switch (s->wire->thread_start(s->wire_env, &s->thread, session_thread, s)) {
+    case 0:
+        s->thread_started = true;
+        return 0;
+    case ZKL_WIRE_NO_THREAD:
+        return 0; /* the wire's owner runs its turns (zklock__session_turn) */
+    default:
         pthread_mutex_unlock(&s->mu);
         zklock__dispatch_stop(s);
         pthread_mutex_lock(&s->mu);
         return ZKLOCK_ESYSTEM;
     }
-    s->thread_started = true;
-    return 0;
 }
 
 /* Without s->mu: the session thread, then the callback thread once it ran
@@ -638,7 +676,7 @@ static void stop_threads(zklock_session_t *s)
     kick(s);
     pthread_mutex_unlock(&s->mu);
     if (s->thread_started)
-        pthread_join(s->thread, NULL);
+        s->wire->thread_join(s->wire_env, s->thread);
     s->thread_started = false;
     zklock__dispatch_stop(s);
 }
@@ -664,8 +702,9 @@ static int finish_open(zklock_session_t **out, zklock_session_t *s, int rc)
     return 0;
 }
 
-int zklock_session_open(zklock_session_t **out, const char *hosts,
-                        const zklock_session_opts_t *opts)
+int zklock__session_open_with(zklock_session_t **out, const char *hosts,
+                              const zklock_session_opts_t *opts, const struct zkl_wire *wire,
+                              void *env, const struct zkl_above *above)
 {
     zklock_session_t *s;
     struct timespec deadline;
@@ -676,7 +715,7 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     *out = NULL;
     if (zklock__hosts_check(hosts) != 0)
         return ZKLOCK_EINVAL; /* malformed: no retry would help */
-    rc = session_new(&s, opts);
+    rc = session_new(&s, opts, wire, env, above);
     if (rc)
         return rc;
     s->hosts = strdup(hosts);
@@ -693,11 +732,11 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
     rc = open_handle(s);
     if (rc == 0)
         rc = start_threads(s);
-    zklock__deadline(&deadline, s->opts.connect_timeout_ms);
+    zklock__deadline(s, &deadline, s->opts.connect_timeout_ms);
     /* Connected, and the credentials answered: a rejection is told here. */
     while (rc == 0 && !s->auth_failed && s->auth_rc == 0 &&
-           (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(&deadline))
-        zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0);
+           (s->state != ZKL_S_CONNECTED || s->auth_pending) && !zklock__passed(s, &deadline))
+        zklock__cond_wait_until(s, &s->cond, &deadline, 0);
     if (rc == 0 && s->auth_rc != 0)
         rc = s->auth_rc;
     else if (rc == 0 && (s->state != ZKL_S_CONNECTED || s->auth_pending))
@@ -709,7 +748,7 @@ int zklock_session_open(zklock_session_t **out, const char *hosts,
 /* With s->mu held: starts using the application's handle zh. */
 static void take_handle(zklock_session_t *s, zhandle_t *zh)
 {
-    int state = zoo_state(zh);
+    int state = s->wire->state(zh);
 
     s->zh = zh;
     if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
@@ -724,8 +763,8 @@ static void take_handle(zklock_session_t *s, zhandle_t *zh)
         connected(s);
 }
 
-int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
-                         const zklock_session_opts_t *opts)
+int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
+                               const zklock_session_opts_t *opts, const struct zkl_above *above)
 {
     zklock_session_t *s;
     int rc;
@@ -735,7 +774,7 @@ int zklock_session_adopt(zklock_session_t **out, zhandle_t *zh,
     *out = NULL;
     if (!zh || (opts && (opts->tls_ca || opts->tls_cert || opts->tls_key)))
         return ZKLOCK_EINVAL; /* the handle's TLS is the application's */
-    rc = session_new(&s, opts);
+    rc = session_new(&s, opts, &zklock__real_wire, NULL, above);
     if (rc)
         return rc;
     s->adopted = true;
@@ -837,13 +876,13 @@ static void drain_adopted(zklock_session_t *s)
     struct timespec deadline;
 
     EACH_LAYER(close_begin, s);
-    zklock__deadline(&deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
+    zklock__deadline(s, &deadline, s->negotiated_ms > 0 ? s->negotiated_ms : s->opts.timeout_ms);
     while (layers_busy(s) && zklock__connected(s) &&
-           zklock__cond_wait_until(&s->cond, &s->mu, &deadline, 0) != ETIMEDOUT)
+           zklock__cond_wait_until(s, &s->cond, &deadline, 0) != ETIMEDOUT)
         ;
     EACH_LAYER(unwatch_all, s);
     while (s->ops > 0 || s->watches > 0)
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
 }
 
 void zklock_session_close(zklock_session_t *s)
@@ -877,9 +916,9 @@ void zklock_session_close(zklock_session_t *s)
 
     stop_threads(s);
     if (zh)
-        zookeeper_close(zh); /* flushes our requests in flight */
+        s->wire->close(zh); /* flushes our requests in flight */
     if (retired)
-        zookeeper_close(retired);
+        s->wire->close(retired);
 
     pthread_mutex_lock(&s->mu);
     if (!s->adopted)
@@ -889,7 +928,7 @@ void zklock_session_close(zklock_session_t *s)
     while (zklock__dispatch_one(s))
         ;
     while (s->users > 0) /* callers on their way out with ZKLOCK_ECLOSED */
-        pthread_cond_wait(&s->cond, &s->mu);
+        zklock__cond_wait(s, &s->cond);
     s->close_running = false;
     free_now = zklock__session_claim_free(s);
     pthread_mutex_unlock(&s->mu);
@@ -907,4 +946,36 @@ bool zklock__session_claim_free(zklock_session_t *s)
         return false;
     s->free_claimed = true;
     return true;
+}
+
+/* ---- what a recipe reads of the session (recipe.h) ------------------------------------ */
+
+void zklock__session_lock(zklock_session_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+}
+
+void zklock__session_unlock(zklock_session_t *s)
+{
+    pthread_mutex_unlock(&s->mu);
+}
+
+const char *zklock__identity(const zklock_session_t *s)
+{
+    return s->identity;
+}
+
+unsigned zklock__generation(const zklock_session_t *s)
+{
+    return s->gen;
+}
+
+bool zklock__closing(const zklock_session_t *s)
+{
+    return s->closing || s->state == ZKL_S_CLOSED;
+}
+
+bool zklock__between_sessions(const zklock_session_t *s)
+{
+    return s->state == ZKL_S_EXPIRED || s->state == ZKL_S_CLOSED;
 }

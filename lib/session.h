@@ -1,13 +1,16 @@
 /*
  * session.h: one ZooKeeper session at a time (session.c), its servers
- * (hosts.c), its credentials and ACLs (auth.c), and the layers above it
- * (layers.c).
+ * (hosts.c), its credentials and ACLs (auth.c), and what sits on it (the
+ * layers and the engine's doors, handed down by the composition root,
+ * root.c).
  */
 #ifndef ZKLOCK_SESSION_H
 #define ZKLOCK_SESSION_H
 
 #include "common.h"
+#include "recipe.h"
 #include "timer.h"
+#include "wire.h"
 
 /* States of a session (s->state). */
 enum zkl_sstate {
@@ -20,7 +23,6 @@ enum zkl_sstate {
 
 struct zkl_qwatch;
 struct zkl_reading;
-struct zkl_proclaim;
 struct zkl_stale;
 struct zkl_heartbeat;
 
@@ -37,6 +39,10 @@ struct zklock_session {
     pthread_cond_t thread_cond; /* wakes the session thread (timers, renewal) */
     pthread_t thread;
     bool thread_started, thread_stop;
+    const struct zkl_wire *wire; /* ZooKeeper, the clocks, waits, threads (wire.h) */
+    void *wire_env;             /* ... its first argument where it takes one */
+    const struct zkl_layer *const *layers; /* what sits on it, in the order */
+    const struct zkl_doors *doors;         /* ... it hears; the engine's entries */
     struct zkl_timers timers;
 
     zhandle_t *zh;
@@ -102,7 +108,6 @@ struct zklock_session {
     pthread_t cb_runner;
     int event_fd;               /* ... readable while some are queued */
     struct zkl_qwatch *qwatches; /* zklock_queue_wait's watches (inspect.c) */
-    struct zkl_proclaim *proclaims; /* an election's sets in flight (election.c) */
     zklock_follow_t *follows;   /* zklock_leader_follow's followers (follow.c) */
     struct zkl_reading *readings; /* zklock_queue_read's reads in flight (inspect.c) */
     struct zkl_stale *stale;    /* nodes of given-up sessions (stale.c) */
@@ -110,10 +115,11 @@ struct zklock_session {
     zklock_stats_t stats;
 };
 
-/* ---- session.c: one ZooKeeper session at a time ------------------------------ */
+/* ---- what sits on a session ------------------------------------------------------ */
 
-/* What a layer above the session (the engine, the queue inspector) hears of
- * the session. Called with s->mu held; any hook may be NULL. */
+/* What a layer above the session (the engine, the queue inspector, the
+ * followers) hears of the session. Called with s->mu held; any hook may be
+ * NULL. */
 struct zkl_layer {
     void (*resumed)(zklock_session_t *s);           /* connected (again): go on */
     void (*suspended)(zklock_session_t *s);         /* the connection is lost */
@@ -128,17 +134,91 @@ struct zkl_layer {
     bool (*busy)(const zklock_session_t *s);        /* ... and still removing it */
     void (*freeing)(zklock_session_t *s);           /* s is being freed */
 };
-/* layers.c: every layer, NULL-terminated. */
-extern const struct zkl_layer *const zklock__layers[];
 
-bool zklock__connected(const zklock_session_t *s);
+/* The engine's doors: every entry into the engine from below it (an answer
+ * or a watch event of ZooKeeper's, a timer of the session thread) is one of
+ * these functions of the engine's top (doors.c), which takes s->mu (a
+ * timer has it already), calls down to record the fact, marks the
+ * contenders it concerns, runs the driver once and lets s->mu go. The files
+ * below the top reach them only through this table, which the composition
+ * root installs on the session (s->doors): never by name. */
+struct zkl_doors {
+    /* Answers to a contender's requests (data: the request's slot, request.c). */
+    string_completion_t answer_string;
+    string_stat_completion_t answer_string_stat;
+    strings_stat_completion_t answer_strings_stat;
+    data_completion_t answer_data;
+    stat_completion_t answer_stat;
+    void_completion_t answer_void;
+    /* A contender's watch events (context: the contender, watch.c): the node
+     * that blocks it, its own node, its queue. */
+    watcher_fn blocker_event, own_event, queue_event;
+    /* The engine's timers (the session thread, s->mu held): a contender's
+     * own-watch delay, deadline and maximum hold (contender.c, owner.c); the
+     * lease's heartbeat and end (lease.c). */
+    void (*own_watch_due)(struct zkl_timer *t, zklock_session_t *s);
+    void (*deadline_passed)(struct zkl_timer *t, zklock_session_t *s);
+    void (*max_hold_passed)(struct zkl_timer *t, zklock_session_t *s);
+    void (*heartbeat_due)(struct zkl_timer *t, zklock_session_t *s);
+    void (*lease_ends)(struct zkl_timer *t, zklock_session_t *s);
+    /* A tracking contender's: the lock-delay's end, the record's next
+     * refresh, the end of the lease the record promises (previous.c). */
+    void (*track_delay_over)(struct zkl_timer *t, zklock_session_t *s);
+    void (*track_refresh_due)(struct zkl_timer *t, zklock_session_t *s);
+    void (*track_lease_over)(struct zkl_timer *t, zklock_session_t *s);
+    /* The heartbeat's answer (data: the heartbeat, lease.c). */
+    stat_completion_t heartbeat_answered;
+};
+
+/* What the composition root (root.c) puts on a session. */
+struct zkl_above {
+    const struct zkl_layer *const *layers; /* NULL-terminated */
+    const struct zkl_doors *doors;
+};
+
+/* ---- session.c: one ZooKeeper session at a time ------------------------------ */
+
+/* zklock_session_open and zklock_session_adopt, with what sits on the
+ * session (the composition root's). */
+int zklock__session_open_with(zklock_session_t **out, const char *hosts,
+                              const zklock_session_opts_t *opts, const struct zkl_wire *wire,
+                              void *env, const struct zkl_above *above);
+int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
+                               const zklock_session_opts_t *opts, const struct zkl_above *above);
+
 /* While the connection is down: when zklock declares the session expired
  * by itself (the local expiry, a whole session timeout after it went). */
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
 bool zklock__session_claim_free(zklock_session_t *s);
+/* zklock's own state broke a rule no caller can break (the driver entered
+ * while it runs, a transition outside the table): says so on stderr (and in
+ * the ZKLOCK_TRACE file) and aborts, in every build (design.md, "One
+ * driver": a lock whose engine is lost may no longer promise exclusion;
+ * its ephemeral nodes go with the process's session). */
+void zklock__internal_error(const zklock_session_t *s, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
 void zklock__session_free(zklock_session_t *s);
+/* Every request of the session (the engine's, the inspector's, the
+ * session's own) is counted in flight here, and only here (s->ops), with
+ * s->mu held: out once the client took it (rc ZOK; false otherwise,
+ * nothing counted), in with its answer. An adopted session's close waits
+ * for none to be left; a closed handle answers none (handle_closed). */
+static inline bool zklock__request_sent(zklock_session_t *s, int rc)
+{
+    if (rc != ZOK)
+        return false;
+    s->ops++;
+    s->stats.requests++;
+    return true;
+}
+
+static inline void zklock__request_answered(zklock_session_t *s)
+{
+    if (--s->ops == 0)
+        pthread_cond_broadcast(&s->cond);
+}
 /* With s->mu held: one watch fewer is registered (wakes a close that waits). */
 void zklock__watch_gone(zklock_session_t *s);
 /* With s->mu held, in an answer or event of s->zh: this is its completion
@@ -146,8 +226,6 @@ void zklock__watch_gone(zklock_session_t *s);
 void zklock__learn_completion_thread(zklock_session_t *s);
 /* ZAUTHFAILED once a server rejected the session's credentials, else 0. */
 int zklock__session_refusal(const zklock_session_t *s);
-/* Would waiting for s's answers wait for the calling thread itself? */
-bool zklock__on_completion_thread(const zklock_session_t *s);
 
 /* ---- auth.c: credentials and ACLs -------------------------------------------- */
 
@@ -166,10 +244,5 @@ void zklock__auth_confirm(zklock_session_t *s);
 int zklock__acl_choose(struct ACL_vector *dst, int kind, const struct ACL_vector *custom,
                        const struct ACL_vector *inherited);
 void zklock__acl_free(struct ACL_vector *v);
-
-/* layers.c: the end of every entry point below the driver (an answer, a
- * watch event, a timer of the engine): the driver, by a hook (the files
- * below it never name it). */
-void zklock__entry_done(zklock_session_t *s);
 
 #endif

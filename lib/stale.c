@@ -99,7 +99,7 @@ bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char 
 
 static bool sent(struct zkl_stale *e, int rc)
 {
-    if (!zklock__detached_sent(e->s, rc))
+    if (!zklock__request_sent(e->s, rc))
         return false; /* the next resume tries again */
     e->ops++;
     e->gen = e->s->gen;
@@ -112,9 +112,9 @@ void zklock__stale_sweep(zklock_session_t *s)
         if (e->gone || e->ops > 0)
             continue;
         if (e->node)
-            sent(e, zoo_adelete(s->zh, e->node, -1, stale_delete_done, e));
+            sent(e, s->wire->adelete(s->zh, e->node, -1, stale_delete_done, e));
         else
-            sent(e, zoo_aget_children(s->zh, e->dir, 0, stale_list_done, e));
+            sent(e, s->wire->aget_children(s->zh, e->dir, 0, stale_list_done, e));
     }
 }
 
@@ -125,7 +125,7 @@ static bool answered(struct zkl_stale *e)
     zklock_session_t *s = e->s;
 
     e->ops--;
-    zklock__detached_done(s);
+    zklock__request_answered(s);
     return e->gen == s->gen;
 }
 
@@ -166,7 +166,7 @@ static void stale_list_done(int rc, const struct String_vector *names, const voi
             node = zklock__child_path(e->dir, name);
             found = node ? stale_new(s, e->dir, e->prefix, node) : NULL;
             if (found && zklock__connected(s))
-                sent(found, zoo_adelete(s->zh, found->node, -1, stale_delete_done, found));
+                sent(found, s->wire->adelete(s->zh, found->node, -1, stale_delete_done, found));
             free(node);
         }
     }

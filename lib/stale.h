@@ -6,10 +6,9 @@
 
 #include "contender.h"
 
-/* The session is ending without a server saying so: remember c's node. */
-void zklock__stale_add(zkl_contender_t *c);
-/* Connected: remove the remembered nodes. */
-void zklock__stale_sweep(zklock_session_t *s);
+/* (zklock__stale_add: the session is ending without a server saying so,
+ * remember c's node; zklock__stale_sweep: connected, remove the remembered
+ * nodes: recipe.h.) */
 /* Is dir/name such a node? (It never blocks us.) */
 bool zklock__stale_match(const zklock_session_t *s, const char *dir, const char *name);
 void zklock__stale_free_all(zklock_session_t *s);

@@ -52,7 +52,7 @@ static void start_over(zkl_contender_t *c, bool keep_place)
     zklock__set_phase(c, ZKL_QUEUING, keep_place ? "queues again, in its place" : "queues again");
     c->need_list = false;
     if (!keep_place && zklock__inherits(c))
-        c->l->recipe->forget_place(c);
+        c->l->recipe->heir->forget_place(c);
     zklock__make_prefix(c->prefix, c->l->opts.wire, session_of(c)->rng);
 }
 
@@ -271,7 +271,7 @@ static void facts_of(const zkl_contender_t *c, struct zkl_queue_facts *f)
         .exclusive = !c->l->shared,
         .try_once = c->try_once,
         .heir = zklock__inherits(c),
-        .writer = zklock__inherits(c) ? c->l->recipe->place_node(c) : NULL,
+        .writer = zklock__inherits(c) ? c->l->recipe->heir->place_node(c) : NULL,
         .stale = stale,
         .stale_ctx = c,
     };
@@ -857,7 +857,7 @@ bool zklock__send_list(zkl_contender_t *c)
     c->need_list = false;
     if (!zklock__send(c, &(struct zkl_request){
                              .kind = ZKL_REQ_LIST, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
-                             .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
+                             .watch = c->queue_watch ? ZKL_WATCH_QUEUE : ZKL_WATCH_NONE}))
         return false;
     zklock__queue_listing_sent(c);
     return true;
@@ -874,7 +874,7 @@ static void send_create(zkl_contender_t *c)
     char *name;
     bool sent;
 
-    if (c->l->recipe->create && c->l->recipe->create(c))
+    if (c->l->recipe->heir && c->l->recipe->heir->create(c))
         return; /* a heir's check and create in one multi (rwlock.c) */
     if (!(name = zklock__node_name(c))) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
@@ -928,7 +928,7 @@ static void stray_deleted(int rc, const void *data)
     zklock_session_t *s = (zklock_session_t *)data;
 
     pthread_mutex_lock(&s->mu);
-    zklock__detached_done(s);
+    zklock__request_answered(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -939,7 +939,7 @@ static void send_stray_delete(zklock_session_t *s, const char *dir, const char *
     char *path = zklock__child_path(dir, name);
 
     if (path)
-        zklock__detached_sent(s, zoo_adelete(s->zh, path, -1, stray_deleted, s));
+        zklock__request_sent(s, s->wire->adelete(s->zh, path, -1, stray_deleted, s));
     free(path);
 }
 

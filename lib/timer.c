@@ -135,13 +135,13 @@ void zklock__timer_arm_in(zklock_session_t *s, struct zkl_timer *t, int ms)
 {
     struct timespec at;
 
-    zklock__deadline(&at, ms);
+    zklock__deadline(s, &at, ms);
     zklock__timer_arm(s, t, &at);
 }
 
 void zklock__timers_fire_due(zklock_session_t *s)
 {
-    while (s->timers.n > 0 && zklock__passed(&s->timers.heap[0]->at)) {
+    while (s->timers.n > 0 && zklock__passed(s, &s->timers.heap[0]->at)) {
         struct zkl_timer *t = s->timers.heap[0];
         zklock__timer_cancel(s, t);
         t->fire(t, s); /* may arm timers, this one too */
@@ -159,9 +159,9 @@ void zklock__timers_sleep(zklock_session_t *s)
     ts->sleep_timed = ts->n > 0;
     if (ts->sleep_timed) {
         ts->sleep_until = ts->heap[0]->at;
-        zklock__cond_wait_until(&s->thread_cond, &s->mu, &ts->sleep_until, ts->slice_ms);
+        zklock__cond_wait_until(s, &s->thread_cond, &ts->sleep_until, ts->slice_ms);
     } else {
-        pthread_cond_wait(&s->thread_cond, &s->mu);
+        zklock__cond_wait(s, &s->thread_cond);
     }
     ts->asleep = false;
 }

@@ -7,20 +7,24 @@
 #define ZKLOCK_TIMER_H
 
 #include "common.h"
+#include "recipe.h"
 
 /* ---- clock.c: time, on ZKLOCK_CLOCK (CLOCK_BOOTTIME on Linux) ------------- */
 
+/* The clock and the waits are s's wire's (wire.h). */
 int zklock__cond_init(pthread_cond_t *cond); /* waits on CLOCK_MONOTONIC */
-/* Waits on cond (from zklock__cond_init, with mu held) until at (a
+/* Waits on cond (from zklock__cond_init, with s->mu held) until at (a
  * zklock__now time) or a wake-up, and at most cap_ms (0: no cap) before
  * the clock is read again; ETIMEDOUT once at has passed, else 0. */
-int zklock__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *at,
+int zklock__cond_wait_until(zklock_session_t *s, pthread_cond_t *cond, const struct timespec *at,
                             int cap_ms);
-void zklock__now(struct timespec *ts);
+/* (zklock__cond_wait: waits on cond for a wake-up, or none: recipe.h.) */
+void zklock__now(const zklock_session_t *s, struct timespec *ts);
 void zklock__later(struct timespec *ts, const struct timespec *base, int64_t ms);
-void zklock__deadline(struct timespec *ts, int timeout_ms); /* now + timeout_ms */
+/* now + timeout_ms */
+void zklock__deadline(const zklock_session_t *s, struct timespec *ts, int timeout_ms);
 bool zklock__earlier(const struct timespec *a, const struct timespec *b);
-bool zklock__passed(const struct timespec *ts);
+bool zklock__passed(const zklock_session_t *s, const struct timespec *ts);
 int64_t zklock__ms_between(const struct timespec *from, const struct timespec *to);
 
 /* ---- timer.c: what the session thread sleeps on --------------------------- */

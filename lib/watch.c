@@ -9,16 +9,15 @@
  * Watches are taken back locally (zoo_remove_watches, no round trip) when
  * we stop caring.
  *
- * The watchers are entry points: they count the registration off, record
- * the event in the contender and mark it; its step reads what it means
- * (step.c).
+ * The watchers are the engine's doors (doors.c): each takes s->mu, has the
+ * event recorded here (it counts the registration off and records what it
+ * means for the contender's step, step.c), marks the contender and runs
+ * the driver. Here they are only pointers in s->doors.
  */
 #include "request.h"
 #include "watch.h"
 
-static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count);
+static bool take_back(zkl_contender_t *c, const char *path, enum zkl_watch kind, int *count);
 
 void zklock__watch_over(zkl_contender_t *c)
 {
@@ -34,7 +33,7 @@ static void send_watch(zkl_contender_t *c)
     c->watch_pending = true;
     c->watch_wanted = true;
     if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_WATCH, .call = ZKL_CALL_GET,
-                                               .path = c->watched, .watcher = pred_watcher})) {
+                                               .path = c->watched, .watch = ZKL_WATCH_BLOCKER})) {
         c->watch_pending = false;
         zklock__watch_over(c);
     }
@@ -84,7 +83,7 @@ void zklock__forget_blocker(zkl_contender_t *c)
     c->watch_wanted = false;
     if (c->watch_pending)
         return;
-    take_back(c, c->watched, pred_watcher, &c->pred_watches);
+    take_back(c, c->watched, ZKL_WATCH_BLOCKER, &c->pred_watches);
     if (c->pred_watches == 0)
         zklock__watch_over(c);
 }
@@ -106,34 +105,11 @@ static bool watch_event(zkl_contender_t *c, zhandle_t *zh, int *count, const cha
     return c->gen == s->gen && zh == s->zh && expected && strcmp(path, expected) == 0;
 }
 
-/* Every watcher: what it saw is recorded for the contender's step (by
- * `record`, with s->mu held); the contender is marked; the event ends. */
-static void watched(zhandle_t *zh, int type, const char *path, void *ctx,
-                    void (*record)(zkl_contender_t *c, zhandle_t *zh, int type, const char *path))
-{
-    zkl_contender_t *c = ctx;
-    zklock_session_t *s;
-
-    if (type == ZOO_SESSION_EVENT)
-        return;
-    s = session_of(c);
-    pthread_mutex_lock(&s->mu);
-    record(c, zh, type, path);
-    zklock__mark_event(c);
-    zklock__entry_done(s);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void pred_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+void zklock__blocker_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
 {
     c->pred_relevant = watch_event(c, zh, &c->pred_watches, path, c->watched);
     c->pred_type = type;
     c->pred_fired = true;
-}
-
-static void pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    watched(zh, type, path, ctx, pred_event);
 }
 
 /* ---- our own node ----------------------------------------------------------- */
@@ -145,7 +121,7 @@ void zklock__arm_own_watch(zkl_contender_t *c)
         return;
     c->own_pending = true;
     if (!zklock__send(c, &(struct zkl_request){.kind = ZKL_REQ_OWN_WATCH, .call = ZKL_CALL_GET,
-                                               .path = c->node, .watcher = own_watcher}))
+                                               .path = c->node, .watch = ZKL_WATCH_OWN}))
         c->own_pending = false; /* the next step tries again */
 }
 
@@ -157,15 +133,10 @@ void zklock__own_watch_set(zkl_contender_t *c)
 }
 
 /* Its deletion; a data change: the step arms the watch again. */
-static void own_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+void zklock__own_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
 {
     if (watch_event(c, zh, &c->own_watches, path, c->node) && type == ZOO_DELETED_EVENT)
         c->own_deleted = true;
-}
-
-static void own_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    watched(zh, type, path, ctx, own_event);
 }
 
 /* ---- taking watches back ---------------------------------------------------- */
@@ -173,13 +144,14 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 /* Takes a registered watch back (local bookkeeping in the client, no
  * round trip). False if its event is already on its way to the watcher,
  * which then sees it and counts it off. */
-static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *count)
+static bool take_back(zkl_contender_t *c, const char *path, enum zkl_watch kind, int *count)
 {
     zklock_session_t *s = session_of(c);
 
     if (*count == 0 || !path || !s->zh)
         return false;
-    if (zoo_remove_watches(s->zh, path, ZWATCHTYPE_DATA, fn, c, 1) != ZOK)
+    if (s->wire->remove_watches(s->zh, path, ZWATCHTYPE_DATA, zklock__watcher(s, kind), c, 1) !=
+        ZOK)
         return false;
     (*count)--;
     zklock__watch_gone(s);
@@ -188,13 +160,13 @@ static bool take_back(zkl_contender_t *c, const char *path, watcher_fn fn, int *
 
 void zklock__unwatch_own(zkl_contender_t *c)
 {
-    take_back(c, c->node, own_watcher, &c->own_watches);
+    take_back(c, c->node, ZKL_WATCH_OWN, &c->own_watches);
 }
 
 void zklock__unwatch_both(zkl_contender_t *c)
 {
-    take_back(c, c->node, own_watcher, &c->own_watches);
-    take_back(c, c->watched, pred_watcher, &c->pred_watches);
+    take_back(c, c->node, ZKL_WATCH_OWN, &c->own_watches);
+    take_back(c, c->watched, ZKL_WATCH_BLOCKER, &c->pred_watches);
     zklock__unwatch_queue(c);
 }
 
@@ -227,15 +199,10 @@ void zklock__queue_listed(zkl_contender_t *c, int rc)
         zklock__unwatch_queue(c);
 }
 
-static void queue_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
+void zklock__queue_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path)
 {
     if (watch_event(c, zh, &c->queue_watches, path, c->l->queue))
         c->queue_changed = true;
-}
-
-void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    watched(zh, type, path, ctx, queue_event);
 }
 
 void zklock__unwatch_queue(zkl_contender_t *c)
@@ -244,8 +211,8 @@ void zklock__unwatch_queue(zkl_contender_t *c)
 
     c->queue_watch = false;
     if (c->queue_watches > 0 && s->zh &&
-        zoo_remove_watches(s->zh, c->l->queue, ZWATCHTYPE_CHILD, zklock__queue_watcher, c, 1) ==
-            ZOK) {
+        s->wire->remove_watches(s->zh, c->l->queue, ZWATCHTYPE_CHILD,
+                                zklock__watcher(s, ZKL_WATCH_QUEUE), c, 1) == ZOK) {
         c->queue_watches = 0;
         zklock__watch_gone(s);
     }

@@ -29,12 +29,13 @@ void zklock__unwatch_both(zkl_contender_t *c);
  * event makes c list again; taken back (and no longer wanted) once c no
  * longer waits. */
 void zklock__queue_watch_set(zkl_contender_t *c);
-/* A listing went out (watching the queue if c->queue_watch) ... */
-void zklock__queue_listing_sent(zkl_contender_t *c);
-/* ... and answered rc: counts the watch it set, taken back at once if c no
- * longer wants it (it gave up meanwhile). */
-void zklock__queue_listed(zkl_contender_t *c, int rc);
-void zklock__queue_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-void zklock__unwatch_queue(zkl_contender_t *c);
+/* (zklock__queue_listing_sent, zklock__queue_listed, zklock__unwatch_queue:
+ * recipe.h.) */
+/* A watch's event, for the engine's doors (doors.c), with s->mu held: the
+ * registration counted off, and what it means recorded for c's step (the
+ * node that blocks c; c's own node; c's queue). */
+void zklock__blocker_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path);
+void zklock__own_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path);
+void zklock__queue_event(zkl_contender_t *c, zhandle_t *zh, int type, const char *path);
 
 #endif

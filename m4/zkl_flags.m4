@@ -35,13 +35,14 @@ AC_DEFUN([ZKL_WARNINGS], [
   AC_SUBST([WARN_CFLAGS])
 ])
 
-# ZKL_ARG_DEBUG (after ZKL_ARG_SANITIZERS): --enable-debug keeps the
-# library's assertions (a contender's transitions checked against phase.c's
-# table, the driver never entered twice); the sanitizer builds keep them too.
-# Other builds define NDEBUG (DEBUG_CPPFLAGS).
+# ZKL_ARG_DEBUG (after ZKL_ARG_SANITIZERS): --enable-debug keeps assert()
+# (the sanitizer builds keep it too); other builds define NDEBUG
+# (DEBUG_CPPFLAGS). The engine's guards (a contender's transitions checked
+# against phase.c's table, the driver never entered twice) are not
+# assertions: they hold in every build (design.md, "One driver").
 AC_DEFUN([ZKL_ARG_DEBUG], [
   AC_ARG_ENABLE([debug],
-    [AS_HELP_STRING([--enable-debug], [keep the library's assertions (also with --enable-asan/--enable-tsan)])],
+    [AS_HELP_STRING([--enable-debug], [keep assert() (also with --enable-asan/--enable-tsan); the engine's guards hold in every build])],
     [], [enable_debug=no])
   DEBUG_CPPFLAGS="-DNDEBUG"
   zkl_assertions=no

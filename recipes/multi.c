@@ -45,7 +45,7 @@ struct zklock_multi {
     zklock_t *members[ZKLOCK_MULTI_MAX]; /* then the semaphores, by path */
 };
 
-/* M's round (its c->recipe_data, from the first transaction on): the
+/* M's round (its recipe data, from the first transaction on): the
  * transaction that makes the lock members' nodes, who it is for, the paths
  * made, and the node whose creation zxid is read for the token.
  * The C client writes a multi's results and the names it created into the
@@ -83,12 +83,13 @@ enum { MULTI_ENQUEUE = ZKL_REQ_RECIPE, MULTI_TOKEN };
 
 static bool enqueued_by_m(const zkl_contender_t *m)
 {
-    return m->by_parent && !in_turn(m->l) && !m->let_go && !zklock__inherits(m);
+    return zklock__by_parent(m) && !in_turn(zklock__lock_of(m)) && !zklock__is_let_go(m) &&
+           !zklock__inherits(m);
 }
 
 static bool round_sent(const zkl_contender_t *c)
 {
-    const struct enqueue *e = c->recipe_data;
+    const struct enqueue *e = zklock__data(c);
 
     return e && e->sent;
 }
@@ -100,11 +101,11 @@ static int waiting_for_nodes(const zkl_contender_t *c, bool *busy)
     int n = 0;
 
     *busy = false;
-    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub) {
+    for (const zkl_contender_t *m = zklock__first_sub(c); m; m = zklock__next_sub(m)) {
         if (!enqueued_by_m(m))
             continue;
-        *busy |= m->busy > 0 || m->create_unknown;
-        n += !m->node && !m->create_unknown;
+        *busy |= zklock__busy(m) > 0 || zklock__create_unknown(m);
+        n += !zklock__node(m) && !zklock__create_unknown(m);
     }
     return n;
 }
@@ -122,16 +123,16 @@ static void rounds_free(struct enqueue *e)
  * in flight any more (then none of them can be written). */
 static struct enqueue *rounds_kept(zkl_contender_t *c)
 {
-    if (c->ops == 0) {
-        rounds_free(c->recipe_data);
-        c->recipe_data = NULL;
+    if (zklock__in_flight(c) == 0) {
+        rounds_free(zklock__data(c));
+        zklock__set_data(c, NULL);
     }
-    return c->recipe_data;
+    return zklock__data(c);
 }
 
 static void send_enqueue(zkl_contender_t *c, int n)
 {
-    zklock_session_t *s = session_of(c);
+    const char *identity = zklock__identity(zklock__lock_of(c)->s);
     struct enqueue *e = calloc(1, sizeof *e + (size_t)n * NAME_MAX_LEN);
     char *paths[ZKLOCK_MULTI_MAX];
     bool sent;
@@ -140,8 +141,8 @@ static void send_enqueue(zkl_contender_t *c, int n)
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    for (zkl_contender_t *m = c->subs; m && e->n < n; m = m->next_sub) {
-        if (!enqueued_by_m(m) || m->node)
+    for (zkl_contender_t *m = zklock__first_sub(c); m && e->n < n; m = zklock__next_sub(m)) {
+        if (!enqueued_by_m(m) || zklock__node(m))
             continue;
         if (!(paths[e->n] = zklock__node_name(m))) {
             for (int i = 0; i < e->n; i++)
@@ -150,16 +151,17 @@ static void send_enqueue(zkl_contender_t *c, int n)
             zklock__give_up(c, ZKLOCK_ENOMEM);
             return;
         }
-        m->parent_rc = 0; /* it speaks of this attempt's parents only */
-        if (m->need_parents)
+        zklock__set_parent_refusal(m, 0); /* it speaks of this attempt's parents only */
+        if (zklock__parents_wanted(m))
             zklock__send_parents(m); /* ahead of the transaction: answered first */
-        m->need_parents = false;
-        zoo_create_op_init(&e->ops[e->n], paths[e->n], s->identity, (int)strlen(s->identity),
-                           m->l->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n], NAME_MAX_LEN);
+        zklock__set_parents_wanted(m, false);
+        zoo_create_op_init(&e->ops[e->n], paths[e->n], identity, (int)strlen(identity),
+                           zklock__lock_of(m)->acl, ZOO_EPHEMERAL_SEQUENTIAL, e->names[e->n],
+                           NAME_MAX_LEN);
         e->who[e->n++] = m;
     }
     e->older = rounds_kept(c);
-    c->recipe_data = e;
+    zklock__set_data(c, e);
     sent = zklock__send(c, &(struct zkl_request){.kind = MULTI_ENQUEUE, .call = ZKL_CALL_MULTI,
                                                  .nops = e->n, .ops = e->ops,
                                                  .results = e->results});
@@ -171,7 +173,7 @@ static void send_enqueue(zkl_contender_t *c, int n)
     }
     e->sent = true;
     for (int i = 0; i < e->n; i++) {
-        e->who[i]->busy++; /* its node is being made: nothing else for it meanwhile */
+        zklock__chain_begin(e->who[i]); /* its node is being made: nothing else for it meanwhile */
         zklock__send_list(e->who[i]); /* answered after the transaction: it is in */
     }
 }
@@ -196,18 +198,18 @@ static void enqueue_failed(zkl_contender_t *c, struct enqueue *e, int rc)
     zkl_contender_t *m = which >= 0 ? e->who[which] : NULL;
 
     if (transient(rc)) {
-        for (int i = 0; i < e->n; i++)
-            e->who[i]->create_unknown = true; /* each looks for its node by its prefix */
+        for (int i = 0; i < e->n; i++) /* each looks for its node by its prefix */
+            zklock__set_create_unknown(e->who[i], true);
         return; /* the round stands: made all of them, or none */
     }
     e->sent = false; /* refused: it made nothing */
-    if (m && why == ZNONODE && m->parent_rc == 0) {
+    if (m && why == ZNONODE && zklock__parent_refusal(m) == 0) {
         /* Its lock path is missing (maybe others' too: only the first
          * failure is told): all of them are made first next time. */
         for (int i = 0; i < e->n; i++)
-            e->who[i]->need_parents = true;
-    } else if (c->phase == ZKL_QUEUING && !session_ending(rc)) {
-        zklock__give_up(c, m && why == ZNONODE ? m->parent_rc : why);
+            zklock__set_parents_wanted(e->who[i], true);
+    } else if (zklock__phase(c) == ZKL_QUEUING && !session_ending(rc)) {
+        zklock__give_up(c, m && why == ZNONODE ? zklock__parent_refusal(m) : why);
     }
 }
 
@@ -222,11 +224,11 @@ static void send_token_read(zkl_contender_t *c, struct enqueue *e, const char *n
 
 static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    struct enqueue *e = c->recipe_data;
+    struct enqueue *e = zklock__data(c);
 
     zklock__heard(c, a->rc);
     for (int i = 0; i < e->n; i++)
-        e->who[i]->busy--;
+        zklock__chain_end(e->who[i]);
     if (a->rc != ZOK) {
         enqueue_failed(c, e, a->rc);
         if (!e->sent)
@@ -237,9 +239,10 @@ static void on_enqueued(zkl_contender_t *c, const struct zkl_answer *a)
         struct zkl_entry entry;
         zkl_contender_t *m = e->who[i];
         zklock__set_node(m, strdup(e->names[i]));
-        m->seq = zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq : 0;
-        m->czxid = 0; /* read next: a transaction's create gives no Stat */
-        if (!m->node)
+        zklock__set_seq(m, zklock__parse_name(basename_of(e->names[i]), &entry) == 0 ? entry.seq
+                                                                                     : 0);
+        zklock__set_token(m, 0); /* read next: a transaction's create gives no Stat */
+        if (!zklock__node(m))
             zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
         zklock__mark(m); /* let go of meanwhile: its step deletes its node now */
     }
@@ -259,12 +262,15 @@ static bool made_by(const struct enqueue *e, const char *node)
  * member may have gone meanwhile). */
 static void on_token(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    const struct enqueue *e = c->recipe_data;
+    const struct enqueue *e = zklock__data(c);
     bool of_round = e && made_by(e, e->read);
 
-    for (zkl_contender_t *m = c->subs; e && a->rc == ZOK && m; m = m->next_sub)
-        if (m->node && (strcmp(m->node, e->read) == 0 || (of_round && made_by(e, m->node))))
-            m->czxid = a->stat->czxid;
+    for (zkl_contender_t *m = zklock__first_sub(c); e && a->rc == ZOK && m;
+         m = zklock__next_sub(m)) {
+        const char *node = zklock__node(m);
+        if (node && (strcmp(node, e->read) == 0 || (of_round && made_by(e, node))))
+            zklock__set_token(m, a->stat->czxid);
+    }
     /* else: that node went (its member queues again), or no answer came:
      * the next step asks again */
 }
@@ -281,11 +287,13 @@ static void multi_answer(zkl_contender_t *c, const struct zkl_answer *a)
  * found again after a lost reply): ask again. */
 static void read_token(zkl_contender_t *c, zkl_contender_t *m)
 {
-    if (!c->recipe_data && !(c->recipe_data = calloc(1, sizeof(struct enqueue)))) {
+    if (!zklock__data(c))
+        zklock__set_data(c, calloc(1, sizeof(struct enqueue)));
+    if (!zklock__data(c)) {
         zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    send_token_read(c, c->recipe_data, m->node);
+    send_token_read(c, zklock__data(c), zklock__node(m));
 }
 
 /* ---- members ------------------------------------------------------------------------------ */
@@ -312,11 +320,11 @@ static int new_member(zkl_contender_t *c, zklock_t *member)
  * lease is taken in its own turn. */
 static bool lost_place(const zkl_contender_t *c, const zkl_contender_t *m)
 {
-    if (m->phase == ZKL_LOST || m->phase == ZKL_GONE)
+    if (zklock__phase(m) == ZKL_LOST || zklock__phase(m) == ZKL_GONE)
         return true;
-    if (in_turn(m->l) || zklock__inherits(m))
+    if (in_turn(zklock__lock_of(m)) || zklock__inherits(m))
         return false;
-    return round_sent(c) && !m->node;
+    return round_sent(c) && !zklock__node(m);
 }
 
 /* Has a member lost its place? Not known while one still looks for its
@@ -325,10 +333,10 @@ static bool place_lost(const zkl_contender_t *c)
 {
     bool lost = false;
 
-    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub) {
-        if (m->let_go)
+    for (const zkl_contender_t *m = zklock__first_sub(c); m; m = zklock__next_sub(m)) {
+        if (zklock__is_let_go(m))
             continue;
-        if (m->create_unknown)
+        if (zklock__create_unknown(m))
             return false;
         lost |= lost_place(c, m);
     }
@@ -339,7 +347,8 @@ static bool place_lost(const zkl_contender_t *c)
  * reply), a lease being taken? */
 static bool has_place(const zkl_contender_t *m)
 {
-    return m->phase == ZKL_HELD || m->node || m->create_unknown || (in_turn(m->l) && m->waiting);
+    return zklock__phase(m) == ZKL_HELD || zklock__node(m) || zklock__create_unknown(m) ||
+           (in_turn(zklock__lock_of(m)) && zklock__waiting(m));
 }
 
 /* Every member with a place is let go (its own step releases a hold or
@@ -350,15 +359,15 @@ static bool has_place(const zkl_contender_t *m)
  * round per loss: the new round is fresh until its transaction goes out. */
 static bool requeue_all(zkl_contender_t *c)
 {
-    struct enqueue *e = c->recipe_data;
+    struct enqueue *e = zklock__data(c);
     int rc;
 
-    for (zkl_contender_t *m = c->subs, *next; m; m = next) {
-        bool gone = m->phase == ZKL_LOST || m->phase == ZKL_GONE;
-        next = m->next_sub; /* (new members go in front) */
-        if (m->let_go || (!gone && !has_place(m)))
+    for (zkl_contender_t *m = zklock__first_sub(c), *next; m; m = next) {
+        bool gone = zklock__phase(m) == ZKL_LOST || zklock__phase(m) == ZKL_GONE;
+        next = zklock__next_sub(m); /* (new members go in front) */
+        if (zklock__is_let_go(m) || (!gone && !has_place(m)))
             continue;
-        if ((rc = new_member(c, m->l)) != 0) {
+        if ((rc = new_member(c, zklock__lock_of(m))) != 0) {
             zklock__give_up(c, rc); /* its ending lets every member go */
             return false;
         }
@@ -377,8 +386,8 @@ static bool requeue_all(zkl_contender_t *c)
  * nodes must not queue behind their old ones. M is marked as each goes. */
 static bool old_round_pending(const zkl_contender_t *c)
 {
-    for (const zkl_contender_t *m = c->subs; m; m = m->next_sub)
-        if (m->let_go)
+    for (const zkl_contender_t *m = zklock__first_sub(c); m; m = zklock__next_sub(m))
+        if (zklock__is_let_go(m))
             return true;
     return false;
 }
@@ -392,7 +401,7 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
 {
     bool before_held = true;
 
-    for (size_t i = 0; i < mu->n && c->phase == ZKL_QUEUING; i++) {
+    for (size_t i = 0; i < mu->n && zklock__phase(c) == ZKL_QUEUING; i++) {
         zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
         if (!m) {
             before_held = false;
@@ -400,10 +409,10 @@ static void start_members(zkl_contender_t *c, const struct zklock_multi *mu)
         }
         if (!zklock__sub_started(m) && (i < mu->nlocks || before_held)) {
             if (i >= mu->nlocks)
-                m->by_parent = false; /* its turn: it takes its own steps */
+                zklock__set_by_parent(m, false); /* its turn: it takes its own steps */
             zklock__sub_start(c, m);
         }
-        before_held &= m->phase == ZKL_HELD && m->czxid != 0;
+        before_held &= zklock__phase(m) == ZKL_HELD && zklock__token(m) != 0;
     }
 }
 
@@ -413,9 +422,9 @@ static bool all_held(zkl_contender_t *c, const struct zklock_multi *mu, int64_t 
     *token = 0;
     for (size_t i = 0; i < mu->n; i++) {
         zkl_contender_t *m = zklock__sub_of(c, mu->members[i]);
-        if (!m || m->phase != ZKL_HELD || m->czxid == 0)
+        if (!m || zklock__phase(m) != ZKL_HELD || zklock__token(m) == 0)
             return false;
-        *token = m->czxid > *token ? m->czxid : *token;
+        *token = zklock__token(m) > *token ? zklock__token(m) : *token;
     }
     return true;
 }
@@ -423,7 +432,7 @@ static bool all_held(zkl_contender_t *c, const struct zklock_multi *mu, int64_t 
 /* The engine's may_create hook is M's step: M never makes a node. */
 static bool multi_step(zkl_contender_t *c)
 {
-    const struct zklock_multi *mu = multi_of(c->l);
+    const struct zklock_multi *mu = multi_of(zklock__lock_of(c));
     bool busy;
     int n;
     int64_t token;
@@ -433,21 +442,21 @@ static bool multi_step(zkl_contender_t *c)
     if (old_round_pending(c))
         return false;
     start_members(c, mu);
-    if (c->phase != ZKL_QUEUING)
+    if (zklock__phase(c) != ZKL_QUEUING)
         return false;
     if ((n = waiting_for_nodes(c, &busy)) > 0) {
         if (!busy)
             send_enqueue(c, n);
         return false;
     }
-    for (zkl_contender_t *m = c->subs; m; m = m->next_sub) {
-        if (m->phase == ZKL_HELD && m->czxid == 0) {
+    for (zkl_contender_t *m = zklock__first_sub(c); m; m = zklock__next_sub(m)) {
+        if (zklock__phase(m) == ZKL_HELD && zklock__token(m) == 0) {
             read_token(c, m);
             return false;
         }
     }
     if (all_held(c, mu, &token)) {
-        c->czxid = token;
+        zklock__set_token(c, token);
         zklock__become_holder(c);
     }
     return false;
@@ -456,8 +465,8 @@ static bool multi_step(zkl_contender_t *c)
 /* M is freed: so are its rounds (none can be written any more). */
 static void multi_free_data(zkl_contender_t *c)
 {
-    rounds_free(c->recipe_data);
-    c->recipe_data = NULL;
+    rounds_free(zklock__data(c));
+    zklock__set_data(c, NULL);
 }
 
 /* M gives up, is released or lost: so is every member. */
@@ -477,16 +486,16 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
 
     for (size_t i = 0; i < mu->n && rc == 0; i++) {
         zklock_t *member = mu->members[i];
-        const zkl_contender_t *own = zklock__owner_contender(member);
-        if (own && own->phase == ZKL_LOST && !own->parent) {
-            zklock__abandon((zkl_contender_t *)own); /* a lost hold nobody released */
+        zkl_contender_t *own = zklock__owner_contender(member);
+        if (own && zklock__phase(own) == ZKL_LOST && !zklock__parent_of(own)) {
+            zklock__abandon(own); /* a lost hold nobody released */
             own = NULL;
         }
         if (member->freeing)
             rc = ZKLOCK_ECLOSED;
-        else if (own && own->waiting)
+        else if (own && zklock__waiting(own))
             rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
-        else if (own && (own->phase == ZKL_HELD || own->phase == ZKL_LEAVING))
+        else if (own && (zklock__phase(own) == ZKL_HELD || zklock__phase(own) == ZKL_LEAVING))
             rc = ZKLOCK_EDEADLK;
         else
             rc = new_member(c, member);
@@ -506,11 +515,18 @@ static void multi_gone(zklock_t *l)
     free(mu);
 }
 
+static const struct zkl_request_kind multi_kinds[] = {
+    [MULTI_ENQUEUE - ZKL_REQ_RECIPE] = {.beside = false},
+    [MULTI_TOKEN - ZKL_REQ_RECIPE] = {.beside = false},
+};
+
 static const struct zkl_recipe multi_recipe = {
     .prepare = multi_prepare,
-    .answer = multi_answer,
     .may_create = multi_step,
     .ending = multi_ending,
+    .answer = multi_answer,
+    .kinds = multi_kinds,
+    .nkinds = 2,
     .destroy = multi_gone,
     .free_data = multi_free_data,
     .nodeless = true,
@@ -576,13 +592,13 @@ int zklock_multi_new(zklock_t **out, zklock_t *const locks[], size_t n, const zk
         free(mu);
         return rc;
     }
-    pthread_mutex_lock(&s->mu);
+    zklock__session_lock(s);
     for (size_t i = 0; i < n; i++) {
         mu->members[i] = locks[i];
-        locks[i]->refs++;
+        zklock__lock_ref(locks[i]);
         mu->nlocks += !in_turn(locks[i]);
     }
-    pthread_mutex_unlock(&s->mu);
+    zklock__session_unlock(s);
     mu->n = n;
     qsort(mu->members, n, sizeof *mu->members, by_queue);
     mu->h.recipe = &multi_recipe;

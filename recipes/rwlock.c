@@ -33,7 +33,7 @@ static zklock_rwlock_t *rw_of(zklock_t *view)
 
 /* ---- the downgrade heir ------------------------------------------------------------ */
 
-/* A heir's own state (its c->recipe_data, made by rw_prepare; a read-view
+/* A heir's own state (its recipe data, made by rw_prepare; a read-view
  * contender that is no heir has none). It holds by its writer's place: its
  * node carries the writer's number and it keeps the writer's token.
  * It lives as long as c, even once c queues as a plain reader (`forgotten`):
@@ -60,7 +60,7 @@ enum { RW_HEIR = ZKL_REQ_RECIPE };
 
 static struct heir *heir_of(const zkl_contender_t *c)
 {
-    struct heir *h = c->l->shared ? c->recipe_data : NULL;
+    struct heir *h = zklock__lock_of(c)->shared ? zklock__data(c) : NULL;
 
     return h && !h->forgotten ? h : NULL;
 }
@@ -76,9 +76,10 @@ static bool place_stands(const zkl_contender_t *c)
 {
     const struct heir *h = heir_of(c);
 
-    for (const zkl_contender_t *w = h ? c->l->sibling->contenders : NULL; w; w = w->lock_next)
-        if (zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node &&
-            strcmp(w->node, h->writer) == 0)
+    for (const zkl_contender_t *w = h ? zklock__first(zklock__lock_of(c)->sibling) : NULL; w;
+         w = zklock__next(w))
+        if (zklock__same_owner(w, c) && zklock__phase(w) == ZKL_HELD && zklock__node(w) &&
+            strcmp(zklock__node(w), h->writer) == 0)
             return true;
     return false;
 }
@@ -87,9 +88,11 @@ static bool place_stands(const zkl_contender_t *c)
  * (NULL: none). */
 static const char *place_node(const zkl_contender_t *c)
 {
-    for (const zkl_contender_t *w = c->l->sibling->contenders; w; w = w->lock_next)
-        if (w->attached && zklock__same_owner(w, c) && w->phase == ZKL_HELD && w->node)
-            return strrchr(w->node, '/') + 1;
+    for (const zkl_contender_t *w = zklock__first(zklock__lock_of(c)->sibling); w;
+         w = zklock__next(w))
+        if (zklock__attached(w) && zklock__same_owner(w, c) && zklock__phase(w) == ZKL_HELD &&
+            zklock__node(w))
+            return basename_of(zklock__node(w));
     return NULL;
 }
 
@@ -106,12 +109,13 @@ static void forget_place(zkl_contender_t *c)
 /* The heir's node: non-sequential, with its writer's number (malloc'ed). */
 static char *heir_name(zkl_contender_t *c)
 {
-    const char *dir = c->l->queue, *tag = c->l->tag_text;
-    size_t len = strlen(dir) + 1 + strlen(c->prefix) + strlen(tag) + 12;
+    const zklock_t *l = zklock__lock_of(c);
+    const char *prefix = zklock__prefix(c);
+    size_t len = strlen(l->queue) + 1 + strlen(prefix) + strlen(l->tag_text) + 12;
     char *name = malloc(len);
 
     if (name)
-        snprintf(name, len, "%s/%s%s%010d", dir, c->prefix, tag, heir_of(c)->seq);
+        snprintf(name, len, "%s/%s%s%010d", l->queue, prefix, l->tag_text, heir_of(c)->seq);
     return name;
 }
 
@@ -122,7 +126,8 @@ static char *heir_name(zkl_contender_t *c)
  * is this one). */
 static bool heir_create(zkl_contender_t *c)
 {
-    zklock_session_t *s = c->l->s;
+    const zklock_t *l = zklock__lock_of(c);
+    const char *identity = zklock__identity(l->s);
     struct heir *h = heir_of(c);
     char *name;
 
@@ -134,7 +139,7 @@ static bool heir_create(zkl_contender_t *c)
     }
     memset(&h->multi, 0, sizeof h->multi);
     zoo_check_op_init(&h->multi.ops[0], h->writer, -1);
-    zoo_create_op_init(&h->multi.ops[1], name, s->identity, (int)strlen(s->identity), c->l->acl,
+    zoo_create_op_init(&h->multi.ops[1], name, identity, (int)strlen(identity), l->acl,
                        ZOO_EPHEMERAL, h->multi.created, (int)sizeof h->multi.created);
     zklock__send(c, &(struct zkl_request){.kind = RW_HEIR, .call = ZKL_CALL_MULTI, .nops = 2,
                                           .ops = h->multi.ops, .results = h->multi.results});
@@ -150,12 +155,12 @@ static void on_heir_made(zkl_contender_t *c, const struct zkl_answer *a)
     zklock__heard(c, a->rc);
     if (a->rc == ZOK) {
         zklock__set_node(c, strdup(h->multi.created));
-        if (!c->node) {
+        if (!zklock__node(c)) {
             zklock__give_up(c, ZKLOCK_ENOMEM); /* it goes with the session */
             return;
         }
-        c->seq = h->seq;
-        if (c->phase == ZKL_QUEUING)
+        zklock__set_seq(c, h->seq);
+        if (zklock__phase(c) == ZKL_QUEUING)
             zklock__become_holder(c); /* by its writer's place: no listing */
     } else if (check == ZNONODE) {
         /* Its writer's node is gone (the writer learns it from its own
@@ -166,12 +171,13 @@ static void on_heir_made(zkl_contender_t *c, const struct zkl_answer *a)
         /* An earlier create of ours whose reply was lost: ours only if our
          * session owns it. */
         zklock__set_node(c, heir_name(c));
-        if (c->node)
+        if (zklock__node(c))
             zklock__send_owner_check(c);
         else
             zklock__give_up(c, ZKLOCK_ENOMEM);
     } else {
-        c->create_unknown |= transient(a->rc);
+        if (transient(a->rc))
+            zklock__set_create_unknown(c, true);
         zklock__failed(c, a->rc);
     }
 }
@@ -187,21 +193,22 @@ static void rw_answer(zkl_contender_t *c, const struct zkl_answer *a)
 static void rw_granted(zkl_contender_t *c)
 {
     if (heir_of(c))
-        c->czxid = heir_of(c)->token;
+        zklock__set_token(c, heir_of(c)->token);
 }
 
 /* A writer's hold is lost: so are its heirs' (their steps lose them). */
 static void rw_ending(zkl_contender_t *w)
 {
-    if (w->l->shared || w->phase != ZKL_LOST)
+    const zklock_t *l = zklock__lock_of(w);
+
+    if (l->shared || zklock__phase(w) != ZKL_LOST)
         return;
-    for (zkl_contender_t *c = w->l->sibling->contenders; c; c = c->lock_next) {
+    for (zkl_contender_t *c = zklock__first(l->sibling); c; c = zklock__next(c)) {
         struct heir *h = heir_of(c);
-        if (!h || c->phase != ZKL_HELD || !zklock__same_owner(c, w))
+        if (!h || zklock__phase(c) != ZKL_HELD || !zklock__same_owner(c, w))
             continue;
         h->writer_lost = true;
-        h->writer_loss_unconfirmed = w->loss_unconfirmed;
-        h->writer_lost_why = w->loss_unconfirmed ? w->loss_fallback : w->lost_why;
+        h->writer_lost_why = zklock__lost_why(w, &h->writer_loss_unconfirmed);
         zklock__mark(c);
     }
 }
@@ -215,14 +222,14 @@ static void rw_step(zkl_contender_t *c)
     if (!h || !h->writer_lost)
         return;
     h->writer_lost = false;
-    if (c->phase != ZKL_HELD)
+    if (zklock__phase(c) != ZKL_HELD)
         return;
     zklock__stale_add(c);
     if (h->writer_loss_unconfirmed)
         zklock__lose_unconfirmed(c, h->writer_lost_why);
     else
         zklock__lose(c, h->writer_lost_why);
-    zklock__stale_sweep(c->l->s);
+    zklock__stale_sweep(zklock__lock_of(c)->s);
 }
 
 /* ---- before queuing ------------------------------------------------------------------ */
@@ -235,18 +242,18 @@ static int rw_prepare(zklock_t *l, zkl_contender_t *c)
     const zkl_contender_t *other = zklock__owner_contender(l->sibling);
     struct heir *h;
 
-    if (other && other->waiting)
+    if (other && zklock__waiting(other))
         return ZKLOCK_EBUSY; /* handle-owned: the pair's other acquisition is in progress */
-    if (!other || other->phase != ZKL_HELD)
+    if (!other || zklock__phase(other) != ZKL_HELD)
         return 0;
     if (!l->shared)
         return ZKLOCK_EDEADLK; /* read held, write asked: an upgrade */
-    if (!other->node || !(h = calloc(1, sizeof *h + strlen(other->node) + 1)))
+    if (!zklock__node(other) || !(h = calloc(1, sizeof *h + strlen(zklock__node(other)) + 1)))
         return ZKLOCK_ENOMEM;
-    strcpy(h->writer, other->node);
-    h->seq = other->seq;
-    h->token = other->czxid;
-    c->recipe_data = h;
+    strcpy(h->writer, zklock__node(other));
+    h->seq = zklock__seq(other);
+    h->token = zklock__token(other);
+    zklock__set_data(c, h);
     return 0;
 }
 
@@ -258,18 +265,28 @@ static void rw_view_gone(zklock_t *view)
         free(rw);
 }
 
-static const struct zkl_recipe rw_recipe = {
-    .prepare = rw_prepare,
-    .step = rw_step,
-    .answer = rw_answer,
-    .granted = rw_granted,
-    .ending = rw_ending,
-    .destroy = rw_view_gone,
+static const struct zkl_heir_hooks rw_heirs = {
     .inherits = inherits,
     .place_stands = place_stands,
     .place_node = place_node,
     .forget_place = forget_place,
     .create = heir_create,
+};
+
+static const struct zkl_request_kind rw_kinds[] = {
+    [RW_HEIR - ZKL_REQ_RECIPE] = {.beside = false},
+};
+
+static const struct zkl_recipe rw_recipe = {
+    .prepare = rw_prepare,
+    .heir = &rw_heirs,
+    .granted = rw_granted,
+    .ending = rw_ending,
+    .step = rw_step,
+    .answer = rw_answer,
+    .kinds = rw_kinds,
+    .nkinds = 1,
+    .destroy = rw_view_gone,
 };
 
 static void init_view(zklock_t *view, zklock_t *sibling)
@@ -319,19 +336,10 @@ zklock_t *zklock_rwlock_write(zklock_rwlock_t *rw)
 
 void zklock_rwlock_free(zklock_rwlock_t *rw)
 {
-    zklock_session_t *s;
-    bool free_session;
-
     if (!rw)
         return;
-    s = rw->read.s;
-    pthread_mutex_lock(&s->mu);
     /* The read side first: a downgraded holder's heir goes before its writer.
-     * Each view's owed callbacks run before the next goes. */
-    zklock__dispatch_run(s, zklock__lock_retire(&rw->read));
-    zklock__dispatch_run(s, zklock__lock_retire(&rw->write)); /* may free rw */
-    free_session = zklock__session_claim_free(s);
-    pthread_mutex_unlock(&s->mu);
-    if (free_session)
-        zklock__session_free(s);
+     * Each view's owed callbacks run before the next goes (the last may free
+     * rw). */
+    zklock__locks_free((zklock_t *const[]){&rw->read, &rw->write}, 2);
 }

@@ -56,7 +56,7 @@ struct zklock_semaphore {
 /* What a contender's last look at the leases said (kazoo's order only). */
 enum { ROOM_UNKNOWN, ROOM_NONE, ROOM_FREE };
 
-/* A lease contender's own state (its c->recipe_data, made by prepare). */
+/* A lease contender's own state (its recipe data, made by prepare). */
 struct lease {
     int room;      /* its last look at the leases: ROOM_* */
     bool guessed;  /* it let the acquisition lock go early once: never twice */
@@ -65,7 +65,7 @@ struct lease {
 
 static struct lease *lease_of(const zkl_contender_t *c)
 {
-    return c->recipe_data;
+    return zklock__data(c);
 }
 
 static struct zklock_semaphore *sem_of(const zklock_t *l)
@@ -95,13 +95,12 @@ static void start_over(zkl_contender_t *c);
 
 static void lease_step(zkl_contender_t *c)
 {
-    zkl_contender_t *m = c->subs;
-    zklock_session_t *s = session_of(c);
+    zkl_contender_t *m = zklock__first_sub(c);
 
-    if (!m || m->let_go || m->phase != ZKL_LOST || s->state == ZKL_S_EXPIRED ||
-        s->state == ZKL_S_CLOSED)
+    if (!m || zklock__is_let_go(m) || zklock__phase(m) != ZKL_LOST ||
+        zklock__between_sessions(zklock__lock_of(c)->s))
         return;
-    if (ZKL_WANTS(c) && c->node)
+    if (zklock__wants(c) && zklock__node(c))
         start_over(c);
 }
 
@@ -113,13 +112,15 @@ static void start_over(zkl_contender_t *c)
     zklock__unwatch_queue(c);
     zklock__requeue(c);
     lease_of(c)->room = ROOM_UNKNOWN;
-    zklock__stale_sweep(session_of(c));
+    zklock__stale_sweep(zklock__lock_of(c)->s);
 }
 
 /* Does c hold the acquisition lock it made its lease under? */
 static bool under_mutex(const zkl_contender_t *c)
 {
-    return c->subs && c->subs->phase == ZKL_HELD && !c->subs->let_go;
+    const zkl_contender_t *m = zklock__first_sub(c);
+
+    return m && zklock__phase(m) == ZKL_HELD && !zklock__is_let_go(m);
 }
 
 /* No room: c waits for a lease to go, told by a watch on the leases. Only a
@@ -128,9 +129,9 @@ static bool under_mutex(const zkl_contender_t *c)
 static void wait_for_leases(zkl_contender_t *c)
 {
     lease_of(c)->room = ROOM_NONE;
-    if (!c->queue_watch) {
-        c->queue_watch = true;
-        c->need_list = true;
+    if (!zklock__queue_watched(c)) {
+        zklock__set_queue_watch(c, true);
+        zklock__set_list_wanted(c, true);
     }
 }
 
@@ -145,28 +146,28 @@ enum { SEM_MAX = ZKL_REQ_RECIPE, SEM_ROOM };
 static bool send_max_check(zkl_contender_t *c)
 {
     return zklock__send(c, &(struct zkl_request){.kind = SEM_MAX, .call = ZKL_CALL_GET,
-                                                 .path = c->l->path});
+                                                 .path = zklock__lock_of(c)->path});
 }
 
 /* No <path>: make it as kazoo does, persistent with our number in it (the
  * levels above as containers), unless the last try was refused. */
 static void make_path(zkl_contender_t *c)
 {
-    if (c->parent_rc != 0) {
-        zklock__failed(c, c->parent_rc); /* refused (an ACL, say): a lease would be too */
+    if (zklock__parent_refusal(c) != 0) {
+        zklock__failed(c, zklock__parent_refusal(c)); /* refused (an ACL, say): a lease would be too */
         return;
     }
-    zklock__send_parents(c); /* its answers keep a refusal in c->parent_rc */
+    zklock__send_parents(c); /* its answers keep a refusal (zklock__parent_refusal) */
 }
 
 static void on_max(zkl_contender_t *c, const struct zkl_answer *a)
 {
-    if (c->phase != ZKL_QUEUING)
+    if (zklock__phase(c) != ZKL_QUEUING)
         return;
-    if (a->rc == ZOK && zklock__max_differs(a->value, a->len, sem_of(c->l)->max))
+    if (a->rc == ZOK && zklock__max_differs(a->value, a->len, sem_of(zklock__lock_of(c))->max))
         zklock__give_up(c, ZKLOCK_EMISMATCH);
     else if (a->rc == ZOK)
-        c->parent_rc = 0; /* the path is there */
+        zklock__set_parent_refusal(c, 0); /* the path is there */
     else if (a->rc == ZNONODE)
         make_path(c); /* the listing that follows finds none either: look again */
     else
@@ -178,23 +179,24 @@ static void on_max(zkl_contender_t *c, const struct zkl_answer *a)
  * (watching the leases once there was none). */
 static void look_for_room(zkl_contender_t *c)
 {
-    c->need_list = false;
+    zklock__set_list_wanted(c, false);
     if (!send_max_check(c))
         return;
     if (zklock__send(c, &(struct zkl_request){
-                            .kind = SEM_ROOM, .call = ZKL_CALL_CHILDREN, .path = c->l->queue,
-                            .watcher = c->queue_watch ? zklock__queue_watcher : NULL}))
+                            .kind = SEM_ROOM, .call = ZKL_CALL_CHILDREN,
+                            .path = zklock__lock_of(c)->queue,
+                            .watch = zklock__queue_watched(c) ? ZKL_WATCH_QUEUE : ZKL_WATCH_NONE}))
         zklock__queue_listing_sent(c);
 }
 
 static void on_room(zkl_contender_t *c, const struct zkl_answer *a)
 {
     zklock__queue_listed(c, a->rc);
-    if (c->phase != ZKL_QUEUING)
+    if (zklock__phase(c) != ZKL_QUEUING)
         return;
-    if (a->rc == ZOK && a->names->count < sem_of(c->l)->max)
+    if (a->rc == ZOK && a->names->count < sem_of(zklock__lock_of(c))->max)
         lease_of(c)->room = ROOM_FREE;
-    else if (a->rc == ZOK && c->try_once)
+    else if (a->rc == ZOK && zklock__try_once(c))
         zklock__give_up(c, ZKLOCK_EBUSY);
     else if (a->rc == ZOK)
         wait_for_leases(c);
@@ -218,7 +220,7 @@ static void lease_answer(zkl_contender_t *c, const struct zkl_answer *a)
  * a look found the path's max_leases agreeing, and room). */
 static bool may_create(zkl_contender_t *c)
 {
-    struct zklock_semaphore *sem = sem_of(c->l);
+    struct zklock_semaphore *sem = sem_of(zklock__lock_of(c));
     zkl_contender_t *m;
 
     if (lease_of(c)->guessing) {
@@ -227,7 +229,7 @@ static bool may_create(zkl_contender_t *c)
     }
     if (!zklock__subs_replace_lost(c)) /* lost with a session, or deleted: take it again */
         return false;
-    if (c->subs && c->subs->let_go)
+    if (zklock__first_sub(c) && zklock__is_let_go(zklock__first_sub(c)))
         return false; /* let go early: taken again once it is gone (subs.c) */
     if (!(m = zklock__sub_of(c, &sem->mutex)) &&
         !(m = zklock__sub_new(c, &sem->mutex, false))) {
@@ -242,10 +244,10 @@ static bool may_create(zkl_contender_t *c)
         zklock__sub_start(c, m);
         return false;
     }
-    if (m->phase != ZKL_HELD || m->let_go)
+    if (zklock__phase(m) != ZKL_HELD || zklock__is_let_go(m))
         return false;
     if (!sem->kazoo) {
-        if (!sem->room_seen || c->try_once || lease_of(c)->guessed)
+        if (!sem->room_seen || zklock__try_once(c) || lease_of(c)->guessed)
             return true;
         /* Early (the top of the file): the lock's delete goes out ahead of
          * our create, so c steps again after the lock's step sent it. */
@@ -258,7 +260,7 @@ static bool may_create(zkl_contender_t *c)
         lease_of(c)->room = ROOM_UNKNOWN;
         return true;
     }
-    if (lease_of(c)->room == ROOM_UNKNOWN || c->need_list)
+    if (lease_of(c)->room == ROOM_UNKNOWN || zklock__list_wanted(c))
         look_for_room(c);
     return false;
 }
@@ -267,30 +269,30 @@ static bool may_create(zkl_contender_t *c)
  * they number at most max. */
 static void judge(zkl_contender_t *c, const struct String_vector *names, const struct Stat *dir)
 {
-    struct zklock_semaphore *sem = sem_of(c->l);
+    struct zklock_semaphore *sem = sem_of(zklock__lock_of(c));
     enum zkl_lease_verdict verdict;
-    const char *found;
+    const char *found, *node = zklock__node(c);
     bool room;
 
     (void)dir;
-    if (c->create_unknown) {
+    if (zklock__create_unknown(c)) {
         /* A create whose reply was lost: ours if a lease has our name's
          * prefix (and, the owner check says, our session); if none has,
          * it was never made, and the next step makes it. */
-        c->create_unknown = false;
-        if (!(found = zklock__leases_find(names, c->prefix)))
+        zklock__set_create_unknown(c, false);
+        if (!(found = zklock__leases_find(names, zklock__prefix(c))))
             return;
-        zklock__set_node(c, zklock__child_path(c->l->queue, found));
-        if (c->node)
+        zklock__set_node(c, zklock__child_path(zklock__lock_of(c)->queue, found));
+        if (zklock__node(c))
             zklock__send_owner_check(c);
         else
             zklock__give_up(c, ZKLOCK_ENOMEM);
         return;
     }
-    if (c->phase != ZKL_QUEUING)
+    if (zklock__phase(c) != ZKL_QUEUING)
         return;
-    verdict = zklock__leases_judge(names, c->node ? basename_of(c->node) : NULL, sem->max,
-                                   c->try_once, under_mutex(c), &room);
+    verdict = zklock__leases_judge(names, node ? basename_of(node) : NULL, sem->max,
+                                   zklock__try_once(c), under_mutex(c), &room);
     if (verdict != ZKL_LEASE_GONE)
         sem->room_seen = room; /* the next acquisition's guess (the top of the file) */
     switch (verdict) {
@@ -317,9 +319,11 @@ static void judge(zkl_contender_t *c, const struct String_vector *names, const s
 /* Before a lease contender queues: its own state. */
 static int lease_prepare(zklock_t *l, zkl_contender_t *c)
 {
+    struct lease *lease = calloc(1, sizeof *lease);
+
     (void)l;
-    c->recipe_data = calloc(1, sizeof(struct lease));
-    return c->recipe_data ? 0 : ZKLOCK_ENOMEM;
+    zklock__set_data(c, lease);
+    return lease ? 0 : ZKLOCK_ENOMEM;
 }
 
 /* c gives up, or its hold ends. */
@@ -344,14 +348,21 @@ static void mutex_handle_gone(zklock_t *l)
     free(sem_of(l));
 }
 
+static const struct zkl_request_kind lease_kinds[] = {
+    [SEM_MAX - ZKL_REQ_RECIPE] = {.beside = false},
+    [SEM_ROOM - ZKL_REQ_RECIPE] = {.beside = false},
+};
+
 static const struct zkl_recipe lease_recipe = {
     .prepare = lease_prepare,
-    .step = lease_step,
-    .answer = lease_answer,
     .may_create = may_create,
     .judge = judge,
     .granted = let_go_of_mutex,
     .ending = ending,
+    .step = lease_step,
+    .answer = lease_answer,
+    .kinds = lease_kinds,
+    .nkinds = 2,
     .destroy = lease_handle_gone,
     .in_turn = true,
 };

@@ -1605,11 +1605,24 @@ static void test_lock_delay_revoke_inside(void)
  * (the losers say they never held): none, clean, ..., then a holder dies
  * (its session expires while it holds), and the first night once its
  * lock-delay is over reads unclean, the next clean again. */
+/* What a fleet's host that neither ran nor found the lock busy learnt. */
+static void say_previous_info(int night, int host, zklock_t *l, int rc)
+{
+    zklock_previous_info_t i = {0};
+    int got = zklock_previous_info(l, &i, sizeof i);
+
+    fprintf(stderr, "  night %d, host %d: %s (info %s: %s, token %lld, delay %lld ms, left %lld ms)\n",
+            night, host, zklock_err_name(rc), zklock_err_name(got), zklock_previous_name(i.how),
+            (long long)i.token, (long long)i.delay_ms, (long long)i.left_ms);
+}
+
 static void test_previous_fleet(void)
 {
     const char *path = tu_path("previous-fleet");
-    const int delay = 1000, hosts = 3, nights = 6, dies = 2;
-    zklock_session_opts_t so = {.timeout_ms = 2000};
+    const int delay = 1000, hosts = 3, nights = 6, dies = 2, timeout = 6000;
+    /* (not shorter: a session cut off under valgrind answers a try-once
+     * with ZCONNECTIONLOSS, and its node, left, makes the night busy) */
+    zklock_session_opts_t so = {.timeout_ms = timeout};
     zklock_opts_t o = {.lock_delay_ms = delay, .owner = ZKLOCK_OWNER_HANDLE};
     zklock_session_t *s[3];
     zklock_t *l[3];
@@ -1629,8 +1642,9 @@ static void test_previous_fleet(void)
 
             if (rc == ZKLOCK_OK)
                 ran = h, runs++;
-            else
-                CU_ASSERT(rc == ZKLOCK_EBUSY);
+            else if (rc != ZKLOCK_EBUSY)
+                say_previous_info(night, h, l[h], rc);
+            CU_ASSERT(rc == ZKLOCK_OK || rc == ZKLOCK_EBUSY);
         }
         TU_ASSERT_INT(runs, ==, 1);
         if (runs != 1)
@@ -1643,11 +1657,14 @@ static void test_previous_fleet(void)
         TU_ASSERT_RC(zklock_fence(l[ran], &mine), ZKLOCK_OK);
         last = mine;
         if (night == dies) {
-            int64_t ends = tu_now_ms() + 2000 + delay + 200;
+            /* (and a margin: a turn reckons the server's time from when it
+             * heard its create's answer, later on a loaded machine: the
+             * delay it computes only ever ends later) */
+            int64_t ends = tu_now_ms() + timeout + delay + 2000;
 
             tu_expire(s[ran]); /* dies holding; a new session follows */
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_ELOST);
-            CU_ASSERT(tu_wait_until(tu_past, &ends, 10000)); /* its lease and the delay */
+            CU_ASSERT(tu_wait_until(tu_past, &ends, 2 * timeout)); /* its lease and the delay */
         } else {
             TU_ASSERT_RC(zklock_release(l[ran]), ZKLOCK_OK);
         }
@@ -1939,9 +1956,11 @@ static void test_fast_path_alone(void)
     listings = TU_STAT(a, listings);
     requests = TU_STAT(a, requests);
     cycles(la, path, 10);
-    /* a create and a delete per cycle, nothing else */
+    /* a create and a delete per cycle, nothing else (but the watch on its
+     * own node that a node 50 ms old gets: a slow run's, under valgrind) */
     TU_ASSERT_INT(TU_STAT(a, listings), ==, listings);
-    TU_ASSERT_INT(TU_STAT(a, requests), ==, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), >=, requests + 20);
+    TU_ASSERT_INT(TU_STAT(a, requests), <=, requests + 20 + 10);
     TU_ASSERT_INT(TU_STAT(a, fast_acquired), >=, 10);
     zklock_free(la);
     zklock_session_close(a);
