@@ -1052,8 +1052,12 @@ ZKLOCK_API void zklock_follow_stop(zklock_follow_t *f);
  * a handle-owned m, by the handle), each member is held by that thread too
  * (hold count 1; handle-owned members by their handle), so zklock_fence(
  * member) gives that member's token; zklock_release(member) answers
- * ZKLOCK_EBUSY then (release m). zklock_fence(m) gives the largest token of
- * the members; zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
+ * ZKLOCK_EBUSY then (release m). While m is being acquired, a member is not
+ * held by its owner, even once its own turn came: hold count 0,
+ * zklock_fence, _valid_until, _check_op and _release answer
+ * ZKLOCK_ENOTHELD, zklock_acquire by that owner ZKLOCK_EBUSY.
+ * zklock_fence(m) gives the largest token of the members;
+ * zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
  * hold_count, valid_until, cancel, the asynchronous calls and on_lost work on
  * m as on any zklock_t; if a member's hold is lost, m's is (on_lost of m, and
  * of the member), and the other members are released. A member's on_lost

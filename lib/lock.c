@@ -48,6 +48,10 @@ static bool may_wait(const zklock_session_t *s)
 
 void zklock__lapses_caught(zklock_session_t *s)
 {
+    /* A host that slept past the local expiry: the session is over first
+     * (with ZKLOCK_LEASE_SESSION a hold's only end; the strict lease ran
+     * out before it). */
+    zklock__local_expiry_check(s);
     zklock__lease_check(s);
     zklock__max_hold_check(s); /* a maximum hold is answered by as the lease is */
     zklock__track_leases_check(s); /* ... and a tracking hold's record's lease */
@@ -119,6 +123,23 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
+/* c is a multi-lock's member while the multi-lock still waits: its turn
+ * may have come, but the user's hold is the multi-lock's, not begun (the
+ * member's token may not even be read). To its owner the member is being
+ * acquired, not held (zklock.3, the multi-lock). */
+static bool multi_still_waits(const zkl_contender_t *c)
+{
+    return c->parent && ZKL_WANTS(c->parent);
+}
+
+/* The contender through which l's owner holds l, as the queries answer. */
+static const zkl_contender_t *queried_contender(const zklock_t *l)
+{
+    const zkl_contender_t *c = zklock__owner_contender(l);
+
+    return c && multi_still_waits(c) ? NULL : c;
+}
+
 /* Starts an acquisition, told to done, or (done NULL) to the blocked
  * caller's record me: then *waits is the contender to wait on once the
  * driver ran. The caller runs the driver. */
@@ -132,12 +153,12 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
     *waits = NULL;
     zklock__lapses_caught(s); /* no reentrant hold on a lease that ran out */
     c = zklock__owner_contender(l);
-    if (c && c->phase == ZKL_HELD) {
+    if (c && c->phase == ZKL_HELD && !multi_still_waits(c)) {
         c->holds++; /* reentrant: no round trip */
         zklock__stats_reentered(l);
         return answer(done, ZKLOCK_OK);
     }
-    if (c && c->waiting)
+    if (c && (c->waiting || multi_still_waits(c)))
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
         zklock__abandon(c); /* a lost hold nobody released: start afresh */
@@ -234,7 +255,7 @@ static int release_locked(zklock_t *l, struct zkl_done *done, struct zkl_waiter 
             zklock__abandon(c);
         return ZKLOCK_ECLOSED;
     }
-    if (!c)
+    if (!c || multi_still_waits(c))
         return ZKLOCK_ENOTHELD;
     if (c->phase == ZKL_LOST) {
         zklock__stats_hold_over(c, false); /* a loss nobody reported */
@@ -321,7 +342,7 @@ int zklock_hold_count(const zklock_t *l)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     zklock__lapses_caught(l->s);
-    c = zklock__owner_contender(l);
+    c = queried_contender(l);
     n = c && c->phase == ZKL_HELD ? c->holds : 0;
     pthread_mutex_unlock(&l->s->mu);
     return n;
@@ -336,7 +357,7 @@ int zklock_fence(const zklock_t *l, int64_t *token)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     zklock__lapses_caught(l->s);
-    c = zklock__owner_contender(l);
+    c = queried_contender(l);
     if (c && c->phase == ZKL_HELD) {
         *token = c->czxid;
         rc = ZKLOCK_OK;
@@ -356,7 +377,7 @@ int zklock_valid_until(const zklock_t *l, struct timespec *deadline)
         return ZKLOCK_EINVAL;
     pthread_mutex_lock(&l->s->mu);
     zklock__lapses_caught(l->s);
-    c = zklock__owner_contender(l);
+    c = queried_contender(l);
     if (c && c->phase == ZKL_HELD && zklock__belief_until(l->s, deadline)) {
         zklock__track_until(c, deadline); /* its record's lease may end first */
         rc = ZKLOCK_OK;
@@ -375,6 +396,8 @@ int zklock_check_op(zklock_t *l, zoo_op_t *op)
     pthread_mutex_lock(&l->s->mu);
     zklock__lapses_caught(l->s);
     c = l->recipe->nodeless ? NULL : zklock__owner_contender(l);
+    if (c && multi_still_waits(c))
+        c = NULL;
     if (l->recipe->nodeless)
         rc = ZKLOCK_EINVAL; /* a multi-lock: check its members */
     if (c && c->phase == ZKL_HELD && c->node) {

@@ -340,6 +340,14 @@ static void suspended_too_long(struct zkl_timer *t, zklock_session_t *s)
         expired(s, true);
 }
 
+void zklock__local_expiry_check(zklock_session_t *s)
+{
+    struct timespec at;
+
+    if (zklock__local_expiry_at(s, &at) && zklock__passed(s, &at))
+        expired(s, true);
+}
+
 /* After an answer that no session event follows ("throttled"), or a failed
  * zookeeper_init: try again. */
 static void retry_now(struct zkl_timer *t, zklock_session_t *s)

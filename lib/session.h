@@ -189,6 +189,9 @@ int zklock__session_adopt_with(zklock_session_t **out, zhandle_t *zh,
 /* While the connection is down: when zklock declares the session expired
  * by itself (the local expiry, a whole session timeout after it went). */
 bool zklock__local_expiry_at(const zklock_session_t *s, struct timespec *at);
+/* The local expiry, if it has passed before its timer fired (the host
+ * slept, the session thread has not run since): the session ends now. */
+void zklock__local_expiry_check(zklock_session_t *s);
 /* Resume the layers shortly (after an answer no session event follows). */
 void zklock__retry_later(zklock_session_t *s);
 bool zklock__session_claim_free(zklock_session_t *s);

@@ -136,14 +136,28 @@ static bool settled(int rc)
     return !transient(rc) && !session_ending(rc);
 }
 
+/* A transient answer that no session event follows (a throttled one, the
+ * connection standing): no resume will sweep again, the session's retry
+ * timer does. Left to the next reconnection, a lost hold's node stayed for
+ * the session's life, in everyone else's way. */
+static void retry_unsettled(struct zkl_stale *e, int rc)
+{
+    if (transient(rc) && zklock__connected(e->s))
+        zklock__retry_later(e->s);
+}
+
 static void stale_delete_done(int rc, const void *data)
 {
     struct zkl_stale *e = (struct zkl_stale *)data;
     zklock_session_t *s = e->s;
 
     pthread_mutex_lock(&s->mu);
-    if (answered(e) && settled(rc))
-        e->gone = true;
+    if (answered(e)) {
+        if (settled(rc))
+            e->gone = true;
+        else
+            retry_unsettled(e, rc);
+    }
     stale_prune(s);
     pthread_mutex_unlock(&s->mu);
 }
@@ -153,9 +167,13 @@ static void stale_list_done(int rc, const struct String_vector *names, const voi
 {
     struct zkl_stale *e = (struct zkl_stale *)data;
     zklock_session_t *s = e->s;
+    bool current;
 
     pthread_mutex_lock(&s->mu);
-    if (answered(e) && settled(rc)) {
+    current = answered(e);
+    if (current && !settled(rc))
+        retry_unsettled(e, rc);
+    if (current && settled(rc)) {
         e->gone = true;
         for (int i = 0; rc == ZOK && i < names->count; i++) {
             const char *name = names->data[i];

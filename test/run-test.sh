@@ -38,7 +38,7 @@ if [ -n "${ZKLOCK_TEST_VALGRIND:-}" ]; then
     --suppressions="$here/valgrind.supp" "$@"
 fi
 case $name in
-  test_unit|fuzz_*) timed "$name" "$@" ;;
+  test_unit|fuzz_*|test_zs) timed "$name" "$@" ;; # no server: their own (test/sim)
   test_ensemble) timed "$name" "$here/zk-harness.sh" run -n 3 "$@" ;;
 esac
 timed "$name" "$here/zk-harness.sh" run "$@"
