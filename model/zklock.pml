@@ -11,7 +11,8 @@
  * an owner's call, a timer, a fault. Scenarios (SCEN): 1 a mutex (or a
  * queue of exclusive and shared nodes), 2 the read/write lock with its
  * downgrade heirs, 3 two multi-locks on two lock paths and a plain holder
- * (recipes/multi.c: one transaction makes a multi-lock's nodes).
+ * (recipes/multi.c: one transaction makes a multi-lock's nodes), 4 the
+ * mutex with the previous holder's record (lib/previous.c, record.c).
  *
  * Properties (checked after every step, and when nothing can move):
  *  P1  mutual exclusion: no two holders of different owners whose nodes are
@@ -23,10 +24,21 @@
  *  P3  progress: when nothing can move, every owner did all its rounds
  *      (p3_progress); `ltl progress` (spin -a -f) also rules out cycles.
  *      Two multi-locks waiting for each other (SCEN 3) are such a state.
+ *  P4  (SCEN 4) the verdict is sound: NONE only if no hold was its
+ *      owner's before, CLEAN (UNCLEAN) only if the last such hold is the
+ *      one the record names, over, and ended by its owner's release (or
+ *      not; or a "held" never its owner's, left as its node went)
+ *      (p4_sound).
+ *  P5  (SCEN 4) the verdict is definite: UNKNOWN only if a node no record
+ *      can explain (an untracked contender's, a tracking one's gone without
+ *      a word) was made between the record's holder's and ours
+ *      (p5_definite): never when every contender tracks and none dies
+ *      before it holds.
  *
- * Switches (-D): the scenario (SCEN, NK, NSHARED, READER), the owners'
- * rounds (ROUNDS0, ROUNDS), a budget per fault (LOSSES, OPDELS, EXPIRES,
- * LEXPIRES, REAPS, GIVEUPS, LIMBOS, DOWNGRADES). Deliberately broken
+ * Switches (-D): the scenario (SCEN, NK, NSHARED, READER; SCEN 4:
+ * UNTRACKED, TRYONCE, DELAY), the owners' rounds (ROUNDS0, ROUNDS), a
+ * budget per fault (LOSSES, OPDELS, EXPIRES, LEXPIRES, REAPS, GIVEUPS,
+ * LIMBOS, DOWNGRADES, CRASHES). Deliberately broken
  * variants, each must fail (check.sh): BROKEN_FAST_PATH (no zxid gap
  * check), BROKEN_SOLE_BLOCKER (the handoff without a listing whatever the
  * count of blockers), BROKEN_HEIR_RELIST (no second look behind a writer),
@@ -39,7 +51,16 @@
  * BROKEN_HEIR_REQUEUE (a heir whose own node went queues as a reader even
  * while its writer holds: the engine's defect the model found, fixed),
  * BROKEN_MULTI_REQUEUE (SCEN 3: a multi-lock queues a member that lost its
- * place again alone, while the other keeps its place: issue 21's deadlock).
+ * place again alone, while the other keeps its place: issue 21's deadlock);
+ * SCEN 4: BROKEN_GIVEUP_SILENT (a tracking contender that never held
+ * deletes its node without a word), BROKEN_TRUST_GAPS (the judge vouches
+ * for the record whatever the numbers between), BROKEN_UNCOUNTED_RECORD
+ * (the record's own creation explains no number), BROKEN_DROP_NEVER (a
+ * holder's write forgets the give-ups after it), BROKEN_STALE_READ (a read
+ * answered after its contender's node went counts as fresh for its next
+ * turn: previous.c's on_read, which the model found: design.md),
+ * BROKEN_GIVEUP_RELEASES (a give-up whose "held" landed as it gave up
+ * writes "released" in its own name, as the record's engine first did).
  */
 
 /* ---- configuration --------------------------------------------------------- */
@@ -48,9 +69,10 @@
 #define SCEN 1
 #endif
 
-#if SCEN == 1 || SCEN == 3
+#if SCEN == 1 || SCEN == 3 || SCEN == 4
 /* A mutex (or, with NSHARED, a queue of exclusive and shared nodes without
- * heirs): client k has contender k. (SCEN 3 redefines the layout below.) */
+ * heirs): client k has contender k. (SCEN 3 redefines the layout below;
+ * SCEN 4 is this mutex with the previous holder's record.) */
 #ifndef NK
 #define NK 3
 #endif
@@ -119,6 +141,34 @@
 #define PATH_OF(c) 0
 #define BYP(c) 0
 #define ISM(k) 0
+#endif
+#if SCEN == 4
+/* A tracking mutex (lib/previous.c, record.c: design.md, "The previous
+ * holder's fate"): every contender keeps the record but, with UNTRACKED,
+ * the last client's (a Curator or kazoo peer, a zklock mutex without
+ * tracking). TRYONCE: a mask of the clients that acquire with a zero
+ * timeout (they give up when their listing shows a blocker, and, with
+ * DELAY, at their turn after an unclean or unknown end: the lock-delay
+ * does not fit in their call). CRASHES: a client dies (kill -9), its
+ * session expires at once. */
+#define TRACK 1
+#ifndef UNTRACKED
+#define UNTRACKED 0
+#endif
+#ifndef TRYONCE
+#define TRYONCE 0
+#endif
+#ifndef DELAY
+#define DELAY 0
+#endif
+#define TRACKS(c) (!UNTRACKED || (c) != NC - 1)
+#define TRY1(c) ((TRYONCE >> CL(c)) & 1)
+#if MAXHOLDS > 0 || LEXPIRES > 0 || REAPS > 0 || LIMBOS > 0 || NSHARED > 0
+#error "SCEN 4: a mutex; faults: give-ups, crashes, operator deletes, losses and expiries"
+#endif
+#endif
+#ifndef CRASHES
+#define CRASHES 0 /* SCEN 4: a client dies, its session expires */
 #endif
 
 /* acquisitions: contender 0's, everyone else's (client 0's read view in
@@ -223,17 +273,53 @@ byte lim_inc[NK];
 byte b_loss = LOSSES, b_opdel = OPDELS, b_exp = EXPIRES, b_lexp = LEXPIRES;
 byte b_reap = REAPS, b_give = GIVEUPS, b_limbo = LIMBOS, b_down = DOWNGRADES;
 byte b_maxhold = MAXHOLDS;
+byte b_crash = CRASHES;
+
+#ifdef TRACK
+/* The record, "zklock.previous" (record.c): a persistent child of the lock
+ * path. Its holder's node's sequence number stands for its token too (both
+ * count creations under the one path); its own creation takes a number
+ * (rcre) like any child's. never: bit n, the contender of number n gave up
+ * without ever holding. rcur, bit c: the version c read (or wrote) last is
+ * the record's current one (a write with the version read fails otherwise). */
+#define R_NONE 0
+#define R_HELD 1
+#define R_RELEASED 2
+#define END_NEVER 0    /* a tracking contender's end: its number among those that never held */
+#define END_RELEASED 1 /* ... "released" */
+#define END_UNDO 2     /* ... the record its "held" replaced put back, then END_NEVER */
+bool rpres;
+byte rstate;
+byte rhseq;
+short rnever;
+byte rcre;
+byte rcur;
+/* Ghost truth: the node of the last hold that was its owner's (0: nobody
+ * held yet: a tracking hold is its owner's once its "held" is written and
+ * its owner told, an untracked one at its grant), whether it goes on,
+ * whether it ended by its owner's release (its node deleted by its own
+ * contender, not by the end of its session, nor an operator). dark, bit n:
+ * node n can leave a gap no record explains (an untracked contender's, or a
+ * tracking one's gone without a word before it held). */
+byte t_slot;
+bool t_open;
+bool t_clean;
+short dark;
+short wvan; /* bit n: node n's "held" was written, never its owner's, and it went without a word */
+hidden byte own_del; /* the deletion under way is its contender's own doing */
+#endif
 
 /* ---- messages ------------------------------------------------------------------ */
 
 mtype = { CREATE, PARENTS, LIST, GETW, OWNW, OWNER, DELETE, HEIR, STALE, STRAY,
-          EV_PRED, EV_OWN, ENQUEUE };
+          EV_PRED, EV_OWN, ENQUEUE, RREAD, RWRITE, REND };
 /* answers */
 #define OK 0
 #define NONODE 1
 #define EXISTS 2
 #define ERR 3     /* connection loss: the request may or may not have been applied */
 #define NOCHECK 4 /* a heir's multi: its writer's node is gone */
+#define BADVERSION 5 /* a record's write: it changed since it was read */
 
 /* requests: op, contender, a, b. Answers and events: op, contender, rc,
  * a (a slot, or a listing's bit set), b, d. One FIFO pair per client: a
@@ -250,6 +336,8 @@ chan rep[NK] = [QCAP] of { mtype, byte, byte, short, byte, byte };
 #define LOST 3
 #define LEAVING 4
 #define GONE 5    /* finished; becomes IDLE once nothing of it is in flight */
+#define GRANTING 6 /* SCEN 4: its turn; reads the record, writes "held" */
+#define WANTS(c) (C[c].ph == QUEUING || C[c].ph == GRANTING)
 
 typedef Cont {
     unsigned ph : 3;
@@ -278,6 +366,21 @@ typedef Cont {
     unsigned stale : 8;   /* stale.c: prefixes of our nodes of given-up sessions */
     unsigned ssent : 8;   /* ... whose delete is in flight */
     unsigned rounds : 2;
+#ifdef TRACK
+    unsigned wb : 1;      /* was_blocked: a node blocked it (watch.c) ... */
+    unsigned bseq : 4;    /* ... this one, last (blocker_seq) */
+    unsigned tfresh : 1;  /* it read the record since its last failed write ... */
+    unsigned vnever : 15; /* ... this: the give-ups, */
+    unsigned vpk : 7;     /* its presence, state, holder's number, */
+    unsigned vcre : 4;    /* its creation's number */
+    unsigned tjudged : 1; /* its turn's verdict is made */
+    unsigned twritten : 1; /* its "held" is written ... */
+    unsigned towned : 1;  /* ... and the hold became its owner's: its end says "released" */
+    unsigned bpk : 7;     /* the record its "held" replaced (a give-up as it */
+    unsigned bnever : 15; /* landed puts it back): as vpk, vnever */
+    unsigned twu : 1;     /* write_unknown: that write's reply was lost, a read decides */
+    unsigned former : 15; /* bit n: its node n of this acquisition went, never held */
+#endif
 };
 Cont C[NC];
 byte ndone; /* clients that did all their rounds */
@@ -296,6 +399,12 @@ byte mrounds[NK];
 
 /* properties (the names spin prints) */
 hidden byte p1_mutex, p1_belief, p2_orphan, p3_progress;
+#ifdef TRACK
+hidden byte p4_sound, p5_definite;
+hidden short tfrom, tgaps, tknown, tnever, tmask;
+hidden mtype tverdict;
+hidden byte tvouched;
+#endif
 
 /* scratch, never kept between steps */
 hidden byte ti, tk, tq, ts, tj, tn, tw, tr, tx, wit;
@@ -329,6 +438,18 @@ inline answer(k, op, c, rc, a, b, d) {
 inline zdel(s) {
     printf("    node %d deleted\n", s);
     live = live & ~BIT(s);
+#ifdef TRACK
+    if
+    :: t_open && s == t_slot -> t_open = 0; t_clean = own_del /* the last hold ends */
+    :: !own_del && s != t_slot && TRACKS(N_C(s)) ->
+        dark = dark | BIT(nseq[s]); /* no hold's, no word */
+        if
+        :: rpres && rstate == R_HELD && rhseq == nseq[s] -> wvan = wvan | BIT(nseq[s]) /* its "held" stays */
+        :: else
+        fi
+    :: else
+    fi;
+#endif
     for (tj : 0 .. NC - 1) {
         if
         :: (wp[s] >> tj) & 1 -> answer(CL(tj), EV_PRED, tj, OK, s, 0, 0)
@@ -354,6 +475,13 @@ inline zcreate(c, p, h, x, sq, sid) {
     fi;
 #endif
     printf("    node %d created: c%d's, seq %d, exclusive %d, heir %d, session %d\n", ts, c, sq, x, h, sid);
+#ifdef TRACK
+    assert(sq < 15);
+    if
+    :: !TRACKS(c) -> dark = dark | BIT(sq)
+    :: else
+    fi;
+#endif
     cre[PATH_OF(c)]++ /* any child creation counts, a non-sequential heir's too */
 }
 
@@ -392,6 +520,59 @@ inline zexpire(k, i) {
     fi;
     txn()
 }
+
+#ifdef TRACK
+/* The record's node is made by the first write that finds none: a child
+ * creation, it takes the next number. */
+inline record_made() {
+    if
+    :: !rpres -> rpres = 1; rstate = R_NONE; rcre = cre[0]; assert(cre[0] < 15); cre[0]++
+    :: else
+    fi
+}
+
+/* zklock__record_hold: held (or released) by node s of c, the give-ups
+ * after it kept (BROKEN_DROP_NEVER: none kept). */
+inline record_write(c, s, st) {
+    record_made();
+    rstate = st;
+    rhseq = nseq[s];
+#ifdef BROKEN_DROP_NEVER
+    rnever = 0;
+#else
+    rnever = rnever & ~(BIT(rhseq + 1) - 1);
+#endif
+    rcur = BIT(c)
+}
+
+/* zklock__record_undo: c's "held", never its owner's, gives way to the
+ * record it replaced (c's bpk, bnever), with the give-ups written since. */
+inline record_undo(c) {
+    tmask = rnever;
+    if
+    :: (C[c].bpk & 1) && ((C[c].bpk >> 1) & 3) != R_NONE ->
+        rstate = (C[c].bpk >> 1) & 3;
+        rhseq = C[c].bpk >> 3;
+        rnever = C[c].bnever | (tmask & ~(BIT(rhseq + 1) - 1))
+    :: else -> /* no record, or "none": every give-up counts */
+        rstate = R_NONE;
+        rnever = C[c].bnever | tmask
+    fi
+}
+
+/* zklock__record_give_up: the number of node s among those that never
+ * held (if after the holder's: an earlier one is no gap of anyone's). */
+inline record_give_up(c, s) {
+    record_made();
+    tmask = (rstate == R_NONE -> 0 : BIT(rhseq + 1) - 1); /* the holder's number and those before */
+    /* its number, and those of its former nodes (the request carries them) */
+    rnever = rnever | ((C[c].former | BIT(nseq[s])) & ~tmask);
+    rcur = BIT(c)
+}
+#define OWN_DEL(del) own_del = 1; del; own_del = 0
+#else
+#define OWN_DEL(del) del
+#endif
 
 inline serve(k) {
     req[k]?top, tc, tb, td;
@@ -432,7 +613,7 @@ inline serve(k) {
         fi
     :: top == DELETE ->
         if
-        :: LIVE(tb) -> zdel(tb); txn(); answer(k, DELETE, tc, OK, tb, 0, 0)
+        :: LIVE(tb) -> OWN_DEL(zdel(tb)); txn(); answer(k, DELETE, tc, OK, tb, 0, 0)
         :: else -> txn(); answer(k, DELETE, tc, NONODE, tb, 0, 0)
         fi
     :: top == HEIR -> /* multi: check the writer's node tb, create the heir (td: pfx | hseq << 3) */
@@ -468,6 +649,34 @@ inline serve(k) {
         :: else
         fi;
         txn()
+#ifdef TRACK
+    :: top == RREAD -> /* getData of the record */
+        rcur = rcur | BIT(tc);
+        answer(k, RREAD, tc, OK, rnever, rpres | (rstate << 1) | (rhseq << 3), rcre)
+    :: top == RWRITE -> /* multi {check our node tb, "held" by it} */
+        if
+        :: !LIVE(tb) -> txn(); answer(k, RWRITE, tc, NONODE, 0, 0, 0)
+        :: LIVE(tb) && !((rcur >> tc) & 1) -> txn(); answer(k, RWRITE, tc, BADVERSION, 0, 0, 0)
+        :: else ->
+            record_write(tc, tb, R_HELD);
+            txn();
+            answer(k, RWRITE, tc, OK, 0, 0, 0)
+        fi
+    :: top == REND -> /* multi {delete our node tb, the record's word td: END_*} */
+        if
+        :: !LIVE(tb) -> txn(); answer(k, REND, tc, NONODE, 0, 0, 0)
+        :: LIVE(tb) && !((rcur >> tc) & 1) -> txn(); answer(k, REND, tc, BADVERSION, 0, 0, 0)
+        :: else ->
+            if
+            :: td == END_RELEASED -> record_write(tc, tb, R_RELEASED)
+            :: td == END_UNDO -> REACHED(25); record_undo(tc); record_give_up(tc, tb)
+            :: td == END_NEVER -> record_give_up(tc, tb)
+            fi;
+            OWN_DEL(zdel(tb));
+            txn();
+            answer(k, REND, tc, OK, 0, 0, 0)
+        fi
+#endif
 #ifdef MULTI
     :: top == ENQUEUE -> /* one transaction: a node for each member in tb (bit 0: c, bit 1: c + 1), td their prefixes */
         assert(path);
@@ -497,6 +706,9 @@ inline rq(op, c, a, b) {
 inline set_node(c, s) {
     C[c].node = s;
     C[c].olate = 0; /* a new node: its own-watch delay starts again */
+#ifdef TRACK
+    C[c].wb = 0; /* a new place in the queue: nothing blocked it yet */
+#endif
     C[c].alone = 0
 }
 
@@ -565,6 +777,30 @@ inline finish(c) {
     C[c].ph = GONE
 }
 
+#ifdef TRACK
+/* zklock__track_end: a tracking contender leaves with its node in one
+ * multi with the record's word, "released" by a hold its owner had, else
+ * its number among those that never held; against the version it read
+ * (it reads first). BROKEN_GIVEUP_SILENT: a give-up deletes its node
+ * without a word. */
+#ifdef BROKEN_GIVEUP_SILENT
+#define ENDS_WITH_WORD(c) (TRACKS(c) && C[c].towned)
+#else
+#define ENDS_WITH_WORD(c) TRACKS(c)
+#endif
+/* The end's word: "released" by a hold its owner had; else its number among
+ * those that never held, after putting back what its "held" replaced if
+ * that landed as it gave up (BROKEN_GIVEUP_RELEASES: "released" in its own
+ * name, as the record's engine first did: CLEAN after an unclean end). */
+#ifdef BROKEN_GIVEUP_RELEASES
+#define END_KIND(c) (C[c].twritten -> END_RELEASED : END_NEVER)
+#else
+#define END_KIND(c) (C[c].towned -> END_RELEASED : (C[c].twritten -> END_UNDO : END_NEVER))
+#endif
+#else
+#define ENDS_WITH_WORD(c) 0
+#endif
+
 inline step_leaving(c) {
     forget_blocker(c);
     if
@@ -573,11 +809,51 @@ inline step_leaving(c) {
     :: C[c].busy == 0 && (C[c].node || C[c].cu) && conn[CL(c)] ->
         if
         :: C[c].cu -> send_list(c) /* recovery: sync + list */
+#ifdef TRACK
+        :: !C[c].cu && ENDS_WITH_WORD(c) && !C[c].tfresh -> C[c].busy++; rq(RREAD, c, 0, 0)
+        :: !C[c].cu && ENDS_WITH_WORD(c) && C[c].tfresh -> C[c].busy++; rq(REND, c, C[c].node, END_KIND(c))
+#endif
         :: else -> C[c].busy++; rq(DELETE, c, C[c].node, 0)
         fi
     :: else
     fi
 }
+
+#ifdef TRACK
+/* zklock__track_grant: its turn; the record read (again after a failed
+ * write), the verdict made on the record as read (once a turn), the
+ * lock-delay waited (no clock here: a try-once may give up), then "held"
+ * written with a check that its node stands. */
+inline step_record(c) {
+    if
+    :: !C[c].tfresh -> C[c].busy++; rq(RREAD, c, 0, 0)
+    :: else ->
+        if
+        :: !C[c].tjudged ->
+            C[c].tjudged = 1;
+            previous_judge(c, C[c].vnever, C[c].vpk, C[c].vcre);
+            lock_delay(c)
+        :: else
+        fi;
+        if
+        :: C[c].ph == GRANTING ->
+            C[c].bpk = C[c].vpk; /* what it replaces */
+            C[c].bnever = C[c].vnever;
+            C[c].busy++;
+            rq(RWRITE, c, C[c].node, 0)
+        :: else -> step_leaving(c) /* gave up: marked, stepped again */
+        fi
+    fi
+}
+
+/* A write failed: read again before the next one. */
+inline unfresh(c) {
+    C[c].tfresh = 0;
+    C[c].vnever = 0;
+    C[c].vpk = 0;
+    C[c].vcre = 0
+}
+#endif
 
 /* zklock__step: idempotent; sends what c needs next. */
 inline step(c) {
@@ -592,6 +868,9 @@ inline step(c) {
             :: !C[c].cu && C[c].node && C[c].nl -> send_list(c)
             :: else
             fi
+#ifdef TRACK
+        :: C[c].busy == 0 && C[c].ph == GRANTING -> step_record(c)
+#endif
         :: else
         fi
     :: else
@@ -609,9 +888,30 @@ inline newpfx(c) {
 
 /* ---- the engine: outcomes ---------------------------------------------------------- */
 
+#ifdef TRACK
+/* The hold is its owner's (zklock__track_hold_begins): a hold begins, unless
+ * an operator deleted its node already (the own-watch window: the owner
+ * believes, but the lock went on without it). */
+inline owner_holds(c) {
+    C[c].ph = HELD;
+    C[c].towned = TRACKS(c);
+    if
+    :: LIVE(C[c].node) -> t_slot = C[c].node; t_open = 1
+    :: else
+    fi
+}
+#endif
+
 inline become_holder(c) {
     forget_blocker(c);
+#ifdef TRACK
+    if
+    :: TRACKS(c) -> C[c].ph = GRANTING /* the hold is its owner's once "held" is written */
+    :: else -> owner_holds(c)
+    fi
+#else
     C[c].ph = HELD
+#endif
 }
 
 #ifdef RW
@@ -636,6 +936,22 @@ inline become_holder(c) {
  * as the first time. BROKEN_HEIR_REQUEUE (the engine before the fix)
  * queues it as a reader: behind its own owner's write node, for ever. */
 inline requeue_(c, keep) {
+#ifdef TRACK
+    /* zklock__track_node_lost: a node that never held went without a
+     * word: its number is kept for its next judge (former); a new node, a
+     * new turn */
+    if
+    :: TRACKS(c) && !C[c].twritten && C[c].node -> C[c].former = C[c].former | BIT(C[c].seq)
+    :: else
+    fi;
+    unfresh(c);
+    C[c].tjudged = 0;
+    C[c].twritten = 0;
+    C[c].towned = 0;
+    C[c].bpk = 0;
+    C[c].bnever = 0;
+    C[c].twu = 0;
+#endif
     set_node(c, 0);
     forget_blocker(c);
     C[c].cu = 0;
@@ -739,6 +1055,10 @@ inline watch_blocker(c, s, count) {
     :: C[c].watched -> C[c].nl = 1
     :: else ->
         C[c].watched = s;
+#ifdef TRACK
+        C[c].wb = 1; /* previous.c: who held before us */
+        C[c].bseq = nseq[s];
+#endif
 #if defined(BROKEN_SOLE_BLOCKER)
         C[c].sole = !(EX(c) && WRITER_TAG && N_EX(s)) /* the count of blockers ignored */
 #elif defined(BROKEN_HEIR_RELIST)
@@ -833,7 +1153,12 @@ inline judge(c, mask, creations) {
                 become_holder(c);
                 /* fastpath.c: alone, with nothing created after us */
                 C[c].alone = (!BYP(c) && mask != 0 && (mask & (mask - 1)) == 0 && creations == C[c].seq + 1)
+#ifdef TRACK
+            :: tn > 0 && TRY1(c) -> give_up(c) /* try-once: busy */
+            :: tn > 0 && !TRY1(c) -> watch_blocker(c, tw, tn)
+#else
             :: else -> watch_blocker(c, tw, tn)
+#endif
             fi
         fi
     fi
@@ -847,6 +1172,116 @@ inline predecessor_gone(c) {
     :: else -> C[c].nl = 1
     fi
 }
+
+#ifdef TRACK
+mtype = { V_NONE, V_CLEAN, V_UNCLEAN, V_UNKNOWN }; /* ZKLOCK_PREV_* */
+
+/* zklock__previous_judge (record.c) on the record as c read it: pk its
+ * presence, state and holder's number, nv its give-ups, rcr the number its
+ * own creation took. The record speaks for the hold before ours if c was
+ * blocked last by its holder's node, or if every number after the
+ * holder's (all of them: no holder) and before ours is accounted for: a
+ * give-up's, one of c's own former nodes, or the record's own creation.
+ * BROKEN_TRUST_GAPS: whatever the gaps; BROKEN_UNCOUNTED_RECORD: the
+ * record's creation is no gap's explanation. Then the properties:
+ *  P4  soundness (p4_sound): NONE only if no hold was its owner's yet;
+ *      CLEAN (or UNCLEAN) only if the last such hold is the record's
+ *      holder's, over, and ended by its owner's release (or not); or
+ *      UNCLEAN of a "held" never its owner's that a node left as it went;
+ *  P5  definiteness (p5_definite): UNKNOWN only if a node no record
+ *      explains (dark) was made between the record's holder's and ours:
+ *      when every contender tracks and none dies before it holds, never. */
+inline previous_judge(c, nv, pk, rcr) {
+    if
+    :: (pk & 1) && ((pk >> 1) & 3) != R_NONE -> tfrom = pk >> 3
+    :: else -> tfrom = -1
+    fi;
+    tgaps = C[c].seq - tfrom - 1; /* the numbers between */
+    tknown = 0; /* ... accounted for */
+    for (tq : tfrom + 1 .. C[c].seq - 1) {
+        if
+        :: ((nv | C[c].former) >> tq) & 1 -> tknown++
+        :: else
+        fi
+    }
+    tnever = tknown;
+#ifndef BROKEN_UNCOUNTED_RECORD
+    if
+    :: (pk & 1) && rcr > tfrom && rcr < C[c].seq -> REACHED(16); tknown++
+    :: else
+    fi;
+#endif
+    if
+    :: tnever > 0 && tknown == tgaps -> REACHED(15) /* give-ups counted */
+    :: else
+    fi;
+    tvouched = (tfrom >= 0 && C[c].wb && C[c].bseq == tfrom) || (tgaps >= 0 && tknown == tgaps);
+    if
+    :: tfrom >= 0 && C[c].wb && C[c].bseq == tfrom && tknown != tgaps ->
+        REACHED(17) /* the last blocker vouches where the count cannot */
+    :: else
+    fi;
+#ifdef BROKEN_TRUST_GAPS
+    tvouched = 1;
+#endif
+    if
+    :: !tvouched -> tverdict = V_UNKNOWN
+    :: tvouched && tfrom < 0 -> tverdict = V_NONE
+    :: tvouched && tfrom >= 0 && ((pk >> 1) & 3) == R_RELEASED -> tverdict = V_CLEAN
+    :: else -> tverdict = V_UNCLEAN
+    fi;
+    printf("@ c%d (number %d) judges %e: the record's holder is number %d, %d numbers between, %d accounted for, blocked last by %d\n",
+           c, C[c].seq, tverdict, tfrom, tgaps, tknown, (C[c].wb -> C[c].bseq : -1));
+    /* (a turn whose node an operator deleted already is over: its write
+     * will fail, its verdict speaks of nothing) */
+    p4_sound = !LIVE(C[c].node) || (tverdict == V_UNKNOWN) || (tverdict == V_NONE && t_slot == 0) ||
+               (tverdict != V_NONE && t_slot && !t_open && nseq[t_slot] == tfrom &&
+                t_clean == (tverdict == V_CLEAN)) ||
+               /* the safe side: a "held" never its owner's, left by a node that went */
+               (tverdict == V_UNCLEAN && ((wvan >> tfrom) & 1) && (!t_slot || tfrom > nseq[t_slot]));
+    if
+    :: !p4_sound -> printf("c%d's verdict %e is false: the last hold is number %d's (over %d, released %d)\n",
+                           c, tverdict, (t_slot -> nseq[t_slot] : -1), !t_open, t_clean)
+    :: else
+    fi;
+    assert(p4_sound);
+    p5_definite = !LIVE(C[c].node) || tverdict != V_UNKNOWN ||
+                  (dark & ~C[c].former & ~(BIT(tfrom + 1) - 1) & (BIT(C[c].seq) - 1)) != 0;
+    if
+    :: !p5_definite -> printf("c%d's verdict is unknown though a record accounts for every number between\n", c)
+    :: else
+    fi;
+    assert(p5_definite);
+    if
+    :: tverdict == V_UNCLEAN -> REACHED(18)
+    :: tverdict == V_UNKNOWN -> REACHED(19)
+    :: else
+    fi;
+    if
+    :: tvouched && (C[c].former & ~(BIT(tfrom + 1) - 1) & (BIT(C[c].seq) - 1)) -> REACHED(22) /* its own node */
+    :: else
+    fi
+}
+
+/* The lock-delay after an unclean or unknown end: a try-once cannot wait
+ * for it, and gives up at its turn (an unclean end's delay may be over
+ * already: it runs from that end). */
+inline lock_delay(c) {
+#if DELAY
+    if
+    :: TRY1(c) && tverdict == V_UNKNOWN -> REACHED(21); give_up(c)
+    :: TRY1(c) && tverdict == V_UNCLEAN ->
+        if
+        :: REACHED(21); give_up(c)
+        :: skip
+        fi
+    :: else
+    fi
+#else
+    skip
+#endif
+}
+#endif
 
 inline dec_busy(c) {
     assert(C[c].busy > 0);
@@ -937,7 +1372,7 @@ inline handle(op, c, rc, a, b, d) {
         C[c].opend = 0;
         if
         :: rc == NONODE && C[c].ph == HELD -> lose(c)
-        :: rc == NONODE && C[c].ph == QUEUING && C[c].node -> requeue_own(c)
+        :: rc == NONODE && WANTS(c) && C[c].node -> requeue_own(c)
         :: else
         fi
     :: op == OWNER ->
@@ -986,6 +1421,49 @@ inline handle(op, c, rc, a, b, d) {
     :: op == STALE ->
         C[c].stale = C[c].stale & ~BIT(a);
         C[c].ssent = C[c].ssent & ~BIT(a)
+#ifdef TRACK
+    :: op == RREAD -> /* a: its give-ups, b: presence, state, holder, d: its creation's number */
+        dec_busy(c);
+        if
+#ifndef BROKEN_STALE_READ
+        :: C[c].ph == QUEUING -> REACHED(24) /* read for a turn that is over: its node went meanwhile */
+#endif
+        :: else ->
+            C[c].tfresh = 1;
+            C[c].vnever = a;
+            C[c].vpk = b;
+            C[c].vcre = d;
+            if
+            :: C[c].twu && b == 1 + (R_HELD << 1) + (C[c].seq << 3) ->
+                REACHED(23); /* the "held" whose reply was lost was written */
+                C[c].twritten = 1;
+                if
+                :: C[c].ph == GRANTING -> owner_holds(c)
+                :: else
+                fi
+            :: else
+            fi;
+            C[c].twu = 0
+        fi
+    :: op == RWRITE ->
+        dec_busy(c);
+        if
+        :: rc == OK ->
+            C[c].twritten = 1;
+            if
+            :: C[c].ph == GRANTING -> owner_holds(c)
+            :: else /* given up meanwhile: its end puts back what it replaced */
+            fi
+        :: rc == BADVERSION -> REACHED(20); unfresh(c) /* read again, write again */
+        :: rc == NONODE -> requeue_own(c) /* not here: only its session's end takes its node */
+        fi
+    :: op == REND ->
+        dec_busy(c);
+        if
+        :: rc == OK || rc == NONODE -> set_node(c, 0)
+        :: rc == BADVERSION -> REACHED(20); unfresh(c)
+        fi
+#endif
     :: op == EV_PRED ->
         C[c].wreg = 0;
         if
@@ -1007,7 +1485,7 @@ inline handle(op, c, rc, a, b, d) {
     :: op == EV_OWN ->
         if
         :: a == C[c].node && C[c].ph == HELD -> lose(c)
-        :: a == C[c].node && C[c].ph == QUEUING -> requeue_own(c) /* someone deleted our place */
+        :: a == C[c].node && WANTS(c) -> requeue_own(c) /* someone deleted our place */
         :: else
         fi
 #ifdef MULTI
@@ -1048,6 +1526,11 @@ inline on_err(k, op, c, a) {
         watch_over(c)
     :: op == OWNER -> dec_busy(c); C[c].cu = 1; set_node(c, 0)
     :: op == DELETE -> dec_busy(c)
+#ifdef TRACK
+    :: op == RREAD -> dec_busy(c) /* read again */
+    :: op == RWRITE -> dec_busy(c); unfresh(c); C[c].twu = 1 /* a read decides */
+    :: op == REND -> dec_busy(c); unfresh(c) /* read, and send it again: "no node" if it was applied */
+#endif
 #ifdef MULTI
     :: op == ENQUEUE -> /* a: which members were in it; each looks for its node by its prefix */
         mbusy[CL(c)] = 0;
@@ -1125,7 +1608,7 @@ inline ended(k, unconf) {
             C[tk].wwant = 0;
             if
             :: C[tk].ph == HELD -> lose(tk)
-            :: C[tk].ph == QUEUING -> requeue(tk)
+            :: WANTS(tk) -> requeue(tk)
             :: C[tk].ph == LEAVING -> set_node(tk, 0); finish(tk)
             :: else
             fi;
@@ -1193,6 +1676,17 @@ inline reset_gone(k) {
             C[tk].watched = 0;
             C[tk].sole = 0;
             C[tk].wwant = 0;
+#ifdef TRACK
+            C[tk].bseq = 0;
+            unfresh(tk);
+            C[tk].tjudged = 0;
+            C[tk].twritten = 0;
+            C[tk].towned = 0;
+            C[tk].bpk = 0;
+            C[tk].bnever = 0;
+            C[tk].twu = 0;
+            C[tk].former = 0;
+#endif
             C[tk].olate = 0
         :: else
         fi
@@ -1388,7 +1882,7 @@ inline mstep(k) {
 inline own_watch(s) {
     for (tj : 0 .. NC - 1) {
         if
-        :: C[tj].node == s && (C[tj].ph == HELD || C[tj].ph == QUEUING) ->
+        :: C[tj].node == s && (C[tj].ph == HELD || WANTS(tj)) ->
             if
             :: answer(CL(tj), EV_OWN, tj, OK, s, 0, 0)
             :: C[tj].olate = 1
@@ -1511,6 +2005,35 @@ end:
     od
 }
 
+#if CRASHES > 0
+/* Client k is gone for good: its session's nodes go, nothing of it is
+ * served or handled any more, its owner counts as done. */
+inline crash(k) {
+    zexpire(k, sinc[k]);
+    for (tk : 0 .. NC - 1) {
+        if
+        :: CL(tk) == k ->
+            C[tk].ph = GONE;
+            C[tk].rounds = 0;
+            set_node(tk, 0);
+            C[tk].busy = 0;
+            C[tk].opend = 0;
+            C[tk].wpend = 0;
+            C[tk].wreg = 0
+        :: else
+        fi
+    };
+    reset_gone(k);
+    conn[k] = 0;
+    do
+    :: nempty(rep[k]) -> rep[k]?top, tc, trc, ta, tb, td
+    :: nempty(req[k]) -> req[k]?top, tc, tb, td
+    :: empty(rep[k]) && empty(req[k]) -> break
+    od;
+    ndone++
+}
+#endif
+
 proctype client(byte k) {
     mtype op;
     byte c, rc, b, d;
@@ -1550,11 +2073,12 @@ proctype client(byte k) {
            (C[FIRST(k)].ph == HELD || C[FIRST(k)].ph == LOST) -> /* release */
             printf("@ owner %d releases c%d\n", k, FIRST(k));
             give_up(FIRST(k))
-        :: !ISM(k) && b_give > 0 && CALL_IN(k, QUEUING) -> /* a deadline, a cancel */
+        :: !ISM(k) && b_give > 0 && (CALL_IN(k, QUEUING) || CALL_IN(k, GRANTING)) ->
+            /* a deadline, a cancel (a free, inside the lock-delay) */
             printf("@ owner %d gives up\n", k);
             b_give--;
             if
-            :: C[FIRST(k)].ph == QUEUING -> give_up(FIRST(k))
+            :: C[FIRST(k)].ph == QUEUING || C[FIRST(k)].ph == GRANTING -> give_up(FIRST(k))
             :: else -> give_up(FIRST(k) + 1)
             fi
 
@@ -1562,7 +2086,7 @@ proctype client(byte k) {
         /* OWN WATCH: the timer that ends the own-watch delay of a node an
          * operator deleted first; the own watch's getData finds it gone */
         :: conn[k] && C[FIRST(k)].olate && !C[FIRST(k)].opend &&
-           (C[FIRST(k)].ph == HELD || C[FIRST(k)].ph == QUEUING) ->
+           (C[FIRST(k)].ph == HELD || WANTS(FIRST(k))) ->
             printf("@ c%d: own-watch delay over: it looks at its node\n", FIRST(k));
             late_own_watch(FIRST(k))
 #ifdef RW
@@ -1642,6 +2166,17 @@ proctype client(byte k) {
 #endif
         check()
     }
+#if CRASHES > 0
+    /* the client dies (kill -9) with a node on the server: its session
+     * expires (at once: nothing else happens meanwhile that could not
+     * happen before), its node goes without a word */
+    :: atomic { b_crash > 0 && C[FIRST(k)].node && LIVE(C[FIRST(k)].node) ->
+        printf("@ client %d dies: its session expires\n", k);
+        b_crash--;
+        crash(k);
+        check();
+        break }
+#endif
     :: atomic { conn[k] && C[FIRST(k)].rounds == 0 && C[FIRST(k)].ph == IDLE && MDONE(k) &&
                 (NCK(k) == 1 || C[FIRST(k) + 1].ph == IDLE) && empty(rep[k]) && empty(req[k]) &&
                 C[FIRST(k)].stale == 0 && (NCK(k) == 1 || C[FIRST(k) + 1].stale == 0) ->
@@ -1661,7 +2196,8 @@ active proctype final() {
         tm = 0;
         for (ti : 0 .. NC - 1) {
             if
-            :: C[ti].node == ts && (C[ti].ph == QUEUING || C[ti].ph == HELD || C[ti].ph == LEAVING) -> tm = 1
+            :: C[ti].node == ts && (C[ti].ph == QUEUING || C[ti].ph == HELD || C[ti].ph == LEAVING ||
+                                    C[ti].ph == GRANTING) -> tm = 1
             :: else
             fi
         }
@@ -1674,7 +2210,7 @@ active proctype final() {
     p3_progress = (ndone == NK);
     for (ti : 0 .. NC - 1) {
         if
-        :: C[ti].ph == QUEUING -> printf("c%d waits for ever (node %d)\n", ti, C[ti].node)
+        :: C[ti].ph == QUEUING || C[ti].ph == GRANTING -> printf("c%d waits for ever (node %d)\n", ti, C[ti].node)
         :: else
         fi
     }
