@@ -677,6 +677,83 @@ static void test_member_lost_while_waiting_not_told(void)
     tu_assert_clean(pb);
 }
 
+/* For tu_wait_until: s has granted at least at_least holds in all (its
+ * members' turns count too). */
+struct granted {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+
+static bool granted_at_least(void *arg)
+{
+    const struct granted *g = arg;
+    return TU_STAT(g->s, acquired) >= g->at_least;
+}
+
+/* M = {W, A} waits for A (P holds it) once W's turn came: the owner does
+ * not hold W (zklock.h), its acquisition is in progress. So taking W's read
+ * view is no downgrade (it was: a heir of a write hold the owner did not
+ * have, with W's token, maybe still 0), and M2 = {W, C} no multi-lock
+ * taken while holding a member (ZKLOCK_EDEADLK): both answer ZKLOCK_EBUSY,
+ * as beside any acquisition in progress, and make nothing. Once M holds,
+ * both rules are back. */
+static void test_waiting_member_lends_no_hold(void)
+{
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    char pr[256], pa[256], pc[256];
+    zklock_rwlock_t *rw = NULL;
+    zklock_t *w, *r, *a, *c, *p, *m, *m2;
+    struct granted g = {s, 0};
+    int flag = 0, rc;
+
+    snprintf(pr, sizeof pr, "%s", path_n("multi-lends-no-hold", 1));
+    snprintf(pa, sizeof pa, "%s", path_n("multi-lends-no-hold", 2));
+    snprintf(pc, sizeof pc, "%s", path_n("multi-lends-no-hold", 3));
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, pr, &by_handle), ZKLOCK_OK);
+    w = zklock_rwlock_write(rw);
+    r = zklock_rwlock_read(rw);
+    a = tu_mutex(s, pa, &by_handle);
+    c = tu_mutex(s, pc, &by_handle);
+    p = tu_mutex(sp, pa, NULL);
+    m = new_multi((zklock_t *[]){w, a}, 2, &by_handle);
+    m2 = new_multi((zklock_t *[]){w, c}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    g.at_least = TU_STAT(s, acquired) + 1;
+    TU_REQUIRE_RC(zklock_acquire_async(m, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(granted_at_least, &g, TU_WAIT_MS)); /* W's turn */
+    TU_ASSERT_INT(zklock_hold_count(w), ==, 0);
+    rc = zklock_acquire(r, 0);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    if (rc == ZKLOCK_OK)
+        TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    rc = zklock_acquire(m2, 0);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    if (rc == ZKLOCK_OK)
+        TU_ASSERT_RC(zklock_release(m2), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_children_matching(pr, "__READ__"), ==, 0);
+    TU_ASSERT_INT(nodes(pc), ==, 0);
+    TU_ASSERT_INT(flag, ==, 0); /* M still waits */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, 1);
+    TU_ASSERT_RC(zklock_acquire(m2, 0), ZKLOCK_EDEADLK); /* W is held now */
+    TU_ASSERT_RC(zklock_acquire(r, 0), ZKLOCK_OK);       /* a downgrade */
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zklock_free(m2);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(c);
+    zklock_free(p);
+    zklock_rwlock_free(rw);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    tu_assert_clean(pr);
+    tu_assert_clean(pa);
+    tu_assert_clean(pc);
+}
+
 /* zklock_session_close ends a multi-lock's hold, and a waiting one's
  * acquisition (ZKLOCK_ECLOSED): its members go with it, and the session is
  * freed once its handles are (its trace file closed; under ASan and
@@ -775,6 +852,7 @@ static const tu_test_t multi_tests[] = {
     {"held_member_deleted_no_deadlock", test_held_member_deleted_no_deadlock},
     {"waiting_member_deleted_no_deadlock", test_waiting_member_deleted_no_deadlock},
     {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
+    {"waiting_member_lends_no_hold", test_waiting_member_lends_no_hold},
     {"semaphore_member_given_back", test_semaphore_member_given_back},
     {"heir_member_made_again", test_heir_member_made_again},
     {"close_ends_members", test_close_ends_members},
