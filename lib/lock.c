@@ -132,6 +132,11 @@ static bool multi_still_waits(const zkl_contender_t *c)
     return c->parent && ZKL_WANTS(c->parent);
 }
 
+bool zklock__acquiring(const zkl_contender_t *c)
+{
+    return c->waiting || multi_still_waits(c);
+}
+
 /* The contender through which l's owner holds l, as the queries answer. */
 static const zkl_contender_t *queried_contender(const zklock_t *l)
 {
@@ -158,7 +163,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
         zklock__stats_reentered(l);
         return answer(done, ZKLOCK_OK);
     }
-    if (c && (c->waiting || multi_still_waits(c)))
+    if (c && zklock__acquiring(c))
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
         zklock__abandon(c); /* a lost hold nobody released: start afresh */
