@@ -754,6 +754,65 @@ static void test_waiting_member_lends_no_hold(void)
     tu_assert_clean(pc);
 }
 
+/* M's acquisition is in progress until its caller is told, also once it
+ * gave up: M = {A, B} waits for B (P holds it) once A's turn came, and is
+ * canceled; A's node is being deleted (every message delayed 1.5 s), M's
+ * outcome not told yet. The owner does not hold A, and acquiring it is
+ * ZKLOCK_EBUSY, as while M waited (it started a new acquisition of A,
+ * beside M's still undecided one). */
+static void test_member_busy_until_giving_up_told(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_opts_t so = {.timeout_ms = 10000};
+    zklock_session_t *s = NULL, *sp = tu_session();
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    char pa[256], pb[256];
+    zklock_t *a, *b, *p, *m;
+    struct granted g;
+    int flag = 0, flag_a = 0, rc;
+    int64_t token;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    snprintf(pa, sizeof pa, "%s", path_n("multi-busy-giving-up", 1));
+    snprintf(pb, sizeof pb, "%s", path_n("multi-busy-giving-up", 2));
+    a = tu_mutex(s, pa, &by_handle);
+    b = tu_mutex(s, pb, &by_handle);
+    p = tu_mutex(sp, pb, NULL);
+    m = new_multi((zklock_t *[]){a, b}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    g = (struct granted){s, TU_STAT(s, acquired) + 1};
+    TU_REQUIRE_RC(zklock_acquire_async(m, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(granted_at_least, &g, TU_WAIT_MS)); /* A's turn */
+    zkproxy_set_delay(proxy, 1500, 1500);
+    TU_ASSERT_RC(zklock_cancel(m), ZKLOCK_OK); /* A's delete: answered in 3 s */
+    TU_ASSERT_INT(zklock_hold_count(a), ==, 0);
+    TU_ASSERT_RC(zklock_fence(a, &token), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_release(a), ZKLOCK_ENOTHELD);
+    rc = zklock_acquire_async(a, -1, done_flag, &flag_a);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    /* (M's acquisition was still undecided: it still is) */
+    TU_ASSERT_RC(zklock_acquire_async(m, -1, done_flag, &flag), ZKLOCK_EBUSY);
+    zkproxy_set_delay(proxy, 0, 0);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, -1); /* ZKLOCK_ECANCELED */
+    if (rc == ZKLOCK_OK) {
+        CU_ASSERT(tu_wait_until(flag_set, &flag_a, TU_WAIT_MS));
+        if (flag_a == 1)
+            TU_ASSERT_RC(zklock_release(a), ZKLOCK_OK);
+    }
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    zklock_free(m);
+    zklock_free(a);
+    zklock_free(b);
+    zklock_free(p);
+    zklock_session_close(s);
+    zklock_session_close(sp);
+    zkproxy_stop(proxy);
+    tu_assert_clean(pa);
+    tu_assert_clean(pb);
+}
+
 /* zklock_session_close ends a multi-lock's hold, and a waiting one's
  * acquisition (ZKLOCK_ECLOSED): its members go with it, and the session is
  * freed once its handles are (its trace file closed; under ASan and
@@ -853,6 +912,7 @@ static const tu_test_t multi_tests[] = {
     {"waiting_member_deleted_no_deadlock", test_waiting_member_deleted_no_deadlock},
     {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
     {"waiting_member_lends_no_hold", test_waiting_member_lends_no_hold},
+    {"member_busy_until_giving_up_told", test_member_busy_until_giving_up_told},
     {"semaphore_member_given_back", test_semaphore_member_given_back},
     {"heir_member_made_again", test_heir_member_made_again},
     {"close_ends_members", test_close_ends_members},
