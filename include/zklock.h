@@ -1055,7 +1055,9 @@ ZKLOCK_API void zklock_follow_stop(zklock_follow_t *f);
  * ZKLOCK_EBUSY then (release m). While m is being acquired, a member is not
  * held by its owner, even once its own turn came: hold count 0,
  * zklock_fence, _valid_until, _check_op and _release answer
- * ZKLOCK_ENOTHELD, zklock_acquire by that owner ZKLOCK_EBUSY.
+ * ZKLOCK_ENOTHELD, zklock_acquire by that owner ZKLOCK_EBUSY (also of the
+ * other view of a member's read/write lock: no downgrade of a hold not
+ * begun; and of another multi-lock with that member).
  * zklock_fence(m) gives the largest token of the members;
  * zklock_check_op(m) answers ZKLOCK_EINVAL (check the members).
  * hold_count, valid_until, cancel, the asynchronous calls and on_lost work on

@@ -123,13 +123,21 @@ static int acquire_refused(const zklock_t *l, int timeout_ms, bool async)
     return 0;
 }
 
-/* c is a multi-lock's member while the multi-lock still waits: its turn
- * may have come, but the user's hold is the multi-lock's, not begun (the
- * member's token may not even be read). To its owner the member is being
- * acquired, not held (zklock.3, the multi-lock). */
+/* c is a multi-lock's member while the multi-lock's acquisition is in
+ * progress: its turn may have come, but the user's hold is the
+ * multi-lock's, not begun (the member's token may not even be read). To
+ * its owner the member is being acquired, not held (zklock.3, the
+ * multi-lock), until the acquisition's outcome is told: while the
+ * multi-lock waits (QUEUING, GRANTING) and also once it gave up (LEAVING,
+ * its members' nodes being deleted, its caller not told yet). */
 static bool multi_still_waits(const zkl_contender_t *c)
 {
-    return c->parent && ZKL_WANTS(c->parent);
+    return c->parent && c->parent->waiting;
+}
+
+bool zklock__acquiring(const zkl_contender_t *c)
+{
+    return c->waiting || multi_still_waits(c);
 }
 
 /* The contender through which l's owner holds l, as the queries answer. */
@@ -158,7 +166,7 @@ static int acquire_locked(zklock_t *l, int timeout_ms, struct zkl_done *done,
         zklock__stats_reentered(l);
         return answer(done, ZKLOCK_OK);
     }
-    if (c && (c->waiting || multi_still_waits(c)))
+    if (c && zklock__acquiring(c))
         return ZKLOCK_EBUSY; /* a handle-owned lock: one acquisition at a time */
     if (c)
         zklock__abandon(c); /* a lost hold nobody released: start afresh */

@@ -186,6 +186,9 @@ int32_t zklock__seq(const zkl_contender_t *c);
 int64_t zklock__token(const zkl_contender_t *c);    /* its node's czxid */
 const char *zklock__prefix(const zkl_contender_t *c); /* its nodes' names start so */
 bool zklock__waiting(const zkl_contender_t *c);     /* its owner's acquisition is on */
+/* ... or its multi-lock's, c a member whose turn may have come: either way
+ * its owner does not hold c's lock yet (zklock.h, the multi-lock) */
+bool zklock__acquiring(const zkl_contender_t *c);
 bool zklock__attached(const zkl_contender_t *c);    /* its owner still refers to it */
 bool zklock__try_once(const zkl_contender_t *c);
 /* A create's reply was lost: its node is looked for by its prefix. */

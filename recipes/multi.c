@@ -493,8 +493,9 @@ static int multi_prepare(zklock_t *l, zkl_contender_t *c)
         }
         if (member->freeing)
             rc = ZKLOCK_ECLOSED;
-        else if (own && zklock__waiting(own))
-            rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress */
+        else if (own && zklock__acquiring(own))
+            rc = ZKLOCK_EBUSY; /* a handle-owned member's acquisition is in progress
+                                  (another multi-lock's, too: its turn is no hold yet) */
         else if (own && (zklock__phase(own) == ZKL_HELD || zklock__phase(own) == ZKL_LEAVING))
             rc = ZKLOCK_EDEADLK;
         else

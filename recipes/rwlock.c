@@ -242,8 +242,9 @@ static int rw_prepare(zklock_t *l, zkl_contender_t *c)
     const zkl_contender_t *other = zklock__owner_contender(l->sibling);
     struct heir *h;
 
-    if (other && zklock__waiting(other))
-        return ZKLOCK_EBUSY; /* handle-owned: the pair's other acquisition is in progress */
+    if (other && zklock__acquiring(other))
+        return ZKLOCK_EBUSY; /* handle-owned: the pair's other acquisition is in progress
+                                (a multi-lock's, too: no downgrade of a hold not begun) */
     if (!other || zklock__phase(other) != ZKL_HELD)
         return 0;
     if (!l->shared)

@@ -634,6 +634,41 @@ static void callback_barrier(zklock_session_t *s)
     zklock_free(l);
 }
 
+/* M = {A, B} of session s, B held by P of another session: M, once
+ * started, waits for B. */
+struct b_held {
+    zklock_session_t *s, *sp;
+    char pa[256], pb[256];
+    zklock_t *a, *b, *p, *m;
+};
+
+static void b_held_new(struct b_held *x, const char *name, zklock_session_t *s,
+                       const zklock_opts_t *oa, const zklock_opts_t *ob, const zklock_opts_t *om)
+{
+    x->s = s;
+    x->sp = tu_session();
+    snprintf(x->pa, sizeof x->pa, "%s", path_n(name, 1));
+    snprintf(x->pb, sizeof x->pb, "%s", path_n(name, 2));
+    x->a = tu_mutex(s, x->pa, oa);
+    x->b = tu_mutex(s, x->pb, ob);
+    x->p = tu_mutex(x->sp, x->pb, NULL);
+    x->m = new_multi((zklock_t *[]){x->a, x->b}, 2, om);
+    TU_REQUIRE_RC(zklock_acquire(x->p, -1), ZKLOCK_OK);
+}
+
+/* Frees the handles, closes both sessions: nothing is left on the server. */
+static void b_held_free(struct b_held *x)
+{
+    zklock_free(x->m);
+    zklock_free(x->a);
+    zklock_free(x->b);
+    zklock_free(x->p);
+    zklock_session_close(x->s);
+    zklock_session_close(x->sp);
+    tu_assert_clean(x->pa);
+    tu_assert_clean(x->pb);
+}
+
 /* Issue 21, item 5 (a). A member's on_lost is for a lost multi-lock hold
  * (zklock.h): a member that held while M still waited, and lost that hold,
  * was reported to the member's on_lost although M's acquisition had not
@@ -644,37 +679,144 @@ static void test_member_lost_while_waiting_not_told(void)
     zklock_opts_t lo_a = {.on_lost = tu_on_lost, .ctx = &ev_a};
     zklock_opts_t lo_b = {.on_lost = tu_on_lost, .ctx = &ev_b};
     zklock_opts_t lo_m = {.on_lost = tu_on_lost, .ctx = &ev_m};
-    zklock_session_t *s = tu_session(), *sp = tu_session();
-    char pa[256], pb[256];
-    zklock_t *a, *b, *p, *m;
+    struct b_held x;
     struct tu_acquirer w;
 
-    snprintf(pa, sizeof pa, "%s", path_n("multi-lost-waiting", 1));
-    snprintf(pb, sizeof pb, "%s", path_n("multi-lost-waiting", 2));
-    a = tu_mutex(s, pa, &lo_a);
-    b = tu_mutex(s, pb, &lo_b);
-    p = tu_mutex(sp, pb, NULL);
-    m = new_multi((zklock_t *[]){a, b}, 2, &lo_m);
-    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
-    tu_start_acquirer(&w, m, 10000, true);
-    CU_ASSERT_FATAL(tu_wait_children(pa, 1) && tu_wait_children(pb, 2));
-    operator_deletes(pa, s); /* the hold of M's member on A, while M waits for B */
-    CU_ASSERT(tu_wait_children(pa, 1)); /* M queued again */
-    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    b_held_new(&x, "multi-lost-waiting", tu_session(), &lo_a, &lo_b, &lo_m);
+    tu_start_acquirer(&w, x.m, 10000, true);
+    CU_ASSERT_FATAL(tu_wait_children(x.pa, 1) && tu_wait_children(x.pb, 2));
+    operator_deletes(x.pa, x.s); /* the hold of M's member on A, while M waits for B */
+    CU_ASSERT(tu_wait_children(x.pa, 1)); /* M queued again */
+    TU_ASSERT_RC(zklock_release(x.p), ZKLOCK_OK);
     TU_ASSERT_RC(tu_join_acquirer(&w), ZKLOCK_OK); /* held both, released both */
-    callback_barrier(s); /* an on_lost queued before has run by now */
+    callback_barrier(x.s); /* an on_lost queued before has run by now */
     TU_ASSERT_INT(ev_a.lost, ==, 0);
     TU_ASSERT_INT(ev_b.lost, ==, 0);
     TU_ASSERT_INT(ev_m.lost, ==, 0);
-    TU_ASSERT_INT(TU_STAT(s, lost), ==, 0);
+    TU_ASSERT_INT(TU_STAT(x.s, lost), ==, 0);
+    b_held_free(&x);
+}
+
+/* For tu_wait_until: s has granted at least at_least holds in all (its
+ * members' turns count too). */
+struct granted {
+    zklock_session_t *s;
+    uint64_t at_least;
+};
+
+static bool granted_at_least(void *arg)
+{
+    const struct granted *g = arg;
+    return TU_STAT(g->s, acquired) >= g->at_least;
+}
+
+/* M = {W, A} waits for A (P holds it) once W's turn came: the owner does
+ * not hold W (zklock.h), its acquisition is in progress. So taking W's read
+ * view is no downgrade (it was: a heir of a write hold the owner did not
+ * have, with W's token, maybe still 0), and M2 = {W, C} no multi-lock
+ * taken while holding a member (ZKLOCK_EDEADLK): both answer ZKLOCK_EBUSY,
+ * as beside any acquisition in progress, and make nothing. Once M holds,
+ * both rules are back. */
+static void test_waiting_member_lends_no_hold(void)
+{
+    zklock_session_t *s = tu_session(), *sp = tu_session();
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    char pr[256], pa[256], pc[256];
+    zklock_rwlock_t *rw = NULL;
+    zklock_t *w, *r, *a, *c, *p, *m, *m2;
+    struct granted g = {s, 0};
+    int flag = 0, rc;
+
+    snprintf(pr, sizeof pr, "%s", path_n("multi-lends-no-hold", 1));
+    snprintf(pa, sizeof pa, "%s", path_n("multi-lends-no-hold", 2));
+    snprintf(pc, sizeof pc, "%s", path_n("multi-lends-no-hold", 3));
+    TU_REQUIRE_RC(zklock_rwlock_new(&rw, s, pr, &by_handle), ZKLOCK_OK);
+    w = zklock_rwlock_write(rw);
+    r = zklock_rwlock_read(rw);
+    a = tu_mutex(s, pa, &by_handle);
+    c = tu_mutex(s, pc, &by_handle);
+    p = tu_mutex(sp, pa, NULL);
+    m = new_multi((zklock_t *[]){w, a}, 2, &by_handle);
+    m2 = new_multi((zklock_t *[]){w, c}, 2, &by_handle);
+    TU_REQUIRE_RC(zklock_acquire(p, -1), ZKLOCK_OK);
+    g.at_least = TU_STAT(s, acquired) + 1;
+    TU_REQUIRE_RC(zklock_acquire_async(m, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(granted_at_least, &g, TU_WAIT_MS)); /* W's turn */
+    TU_ASSERT_INT(zklock_hold_count(w), ==, 0);
+    rc = zklock_acquire(r, 0);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    if (rc == ZKLOCK_OK)
+        TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    rc = zklock_acquire(m2, 0);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    if (rc == ZKLOCK_OK)
+        TU_ASSERT_RC(zklock_release(m2), ZKLOCK_OK);
+    TU_ASSERT_INT(tu_children_matching(pr, "__READ__"), ==, 0);
+    TU_ASSERT_INT(nodes(pc), ==, 0);
+    TU_ASSERT_INT(flag, ==, 0); /* M still waits */
+    TU_ASSERT_RC(zklock_release(p), ZKLOCK_OK);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, 1);
+    TU_ASSERT_RC(zklock_acquire(m2, 0), ZKLOCK_EDEADLK); /* W is held now */
+    TU_ASSERT_RC(zklock_acquire(r, 0), ZKLOCK_OK);       /* a downgrade */
+    TU_ASSERT_RC(zklock_release(r), ZKLOCK_OK);
+    TU_ASSERT_RC(zklock_release(m), ZKLOCK_OK);
+    zklock_free(m2);
     zklock_free(m);
     zklock_free(a);
-    zklock_free(b);
+    zklock_free(c);
     zklock_free(p);
+    zklock_rwlock_free(rw);
     zklock_session_close(s);
     zklock_session_close(sp);
+    tu_assert_clean(pr);
     tu_assert_clean(pa);
-    tu_assert_clean(pb);
+    tu_assert_clean(pc);
+}
+
+/* M's acquisition is in progress until its caller is told, also once it
+ * gave up: M = {A, B} waits for B (P holds it) once A's turn came, and is
+ * canceled; A's node is being deleted (every message delayed 1.5 s), M's
+ * outcome not told yet. The owner does not hold A, and acquiring it is
+ * ZKLOCK_EBUSY, as while M waited (it started a new acquisition of A,
+ * beside M's still undecided one). */
+static void test_member_busy_until_giving_up_told(void)
+{
+    zkproxy_t *proxy = zkproxy_start(tu_server(1));
+    zklock_session_opts_t so = {.timeout_ms = 10000};
+    zklock_session_t *s = NULL;
+    zklock_opts_t by_handle = {.owner = ZKLOCK_OWNER_HANDLE};
+    struct b_held x;
+    struct granted g;
+    int flag = 0, flag_a = 0, rc;
+    int64_t token;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(proxy);
+    TU_REQUIRE_RC(zklock_session_open(&s, zkproxy_hosts(proxy), &so), ZKLOCK_OK);
+    b_held_new(&x, "multi-busy-giving-up", s, &by_handle, &by_handle, &by_handle);
+    g = (struct granted){s, TU_STAT(s, acquired) + 1};
+    TU_REQUIRE_RC(zklock_acquire_async(x.m, -1, done_flag, &flag), ZKLOCK_OK);
+    CU_ASSERT_FATAL(tu_wait_until(granted_at_least, &g, TU_WAIT_MS)); /* A's turn */
+    zkproxy_set_delay(proxy, 1500, 1500);
+    TU_ASSERT_RC(zklock_cancel(x.m), ZKLOCK_OK); /* A's delete: answered in 3 s */
+    TU_ASSERT_INT(zklock_hold_count(x.a), ==, 0);
+    TU_ASSERT_RC(zklock_fence(x.a, &token), ZKLOCK_ENOTHELD);
+    TU_ASSERT_RC(zklock_release(x.a), ZKLOCK_ENOTHELD);
+    rc = zklock_acquire_async(x.a, -1, done_flag, &flag_a);
+    TU_ASSERT_RC(rc, ZKLOCK_EBUSY);
+    /* (M's acquisition was still undecided: it still is) */
+    TU_ASSERT_RC(zklock_acquire_async(x.m, -1, done_flag, &flag), ZKLOCK_EBUSY);
+    zkproxy_set_delay(proxy, 0, 0);
+    CU_ASSERT(tu_wait_until(flag_set, &flag, TU_WAIT_MS));
+    TU_ASSERT_INT(flag, ==, -1); /* ZKLOCK_ECANCELED */
+    if (rc == ZKLOCK_OK) {
+        CU_ASSERT(tu_wait_until(flag_set, &flag_a, TU_WAIT_MS));
+        if (flag_a == 1)
+            TU_ASSERT_RC(zklock_release(x.a), ZKLOCK_OK);
+    }
+    TU_ASSERT_RC(zklock_release(x.p), ZKLOCK_OK);
+    b_held_free(&x);
+    zkproxy_stop(proxy);
 }
 
 /* zklock_session_close ends a multi-lock's hold, and a waiting one's
@@ -775,6 +917,8 @@ static const tu_test_t multi_tests[] = {
     {"held_member_deleted_no_deadlock", test_held_member_deleted_no_deadlock},
     {"waiting_member_deleted_no_deadlock", test_waiting_member_deleted_no_deadlock},
     {"member_lost_while_waiting_not_told", test_member_lost_while_waiting_not_told},
+    {"waiting_member_lends_no_hold", test_waiting_member_lends_no_hold},
+    {"member_busy_until_giving_up_told", test_member_busy_until_giving_up_told},
     {"semaphore_member_given_back", test_semaphore_member_given_back},
     {"heir_member_made_again", test_heir_member_made_again},
     {"close_ends_members", test_close_ends_members},
