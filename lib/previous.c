@@ -500,6 +500,9 @@ static void on_read(zkl_contender_t *c, const struct zkl_answer *a)
     struct zkl_track *t = c->track;
     struct zkl_record_view *v = &t->view;
 
+    if (c->phase == ZKL_QUEUING)
+        return; /* read for a turn that is over (its node went): no view for
+                   the next, which reads again (the model's BROKEN_STALE_READ) */
     memset(v, 0, sizeof *v);
     v->present = a->rc == ZOK;
     if (v->present) {

@@ -482,12 +482,11 @@ static void done(zklock_t *l, int rc, void *ctx)
 }
 
 /* A session on the scripted wire, connected (handle 0), with a
- * handle-owned mutex at LOCK. */
-static zklock_session_t *open_world(zklock_t **l)
+ * handle-owned mutex at LOCK (its options lo). */
+static zklock_session_t *open_world_with(zklock_t **l, const zklock_opts_t *lo)
 {
     zklock_session_opts_t o = {.background = 1, .dispatch = ZKLOCK_DISPATCH_POLL,
                                .timeout_ms = 10000};
-    zklock_opts_t lo = {.owner = ZKLOCK_OWNER_HANDLE};
     zklock_session_t *s = NULL;
     struct timespec next;
 
@@ -497,8 +496,13 @@ static zklock_session_t *open_world(zklock_t **l)
     zklock__session_turn(s, &next); /* the session thread's turn: the first handle */
     CU_ASSERT_FATAL(W.nzh == 1);
     session_state(0, ZOO_CONNECTED_STATE);
-    TU_REQUIRE_RC(zklock_mutex_new(l, s, LOCK, &lo), ZKLOCK_OK);
+    TU_REQUIRE_RC(zklock_mutex_new(l, s, LOCK, lo), ZKLOCK_OK);
     return s;
+}
+
+static zklock_session_t *open_world(zklock_t **l)
+{
+    return open_world_with(l, &(zklock_opts_t){.owner = ZKLOCK_OWNER_HANDLE});
 }
 
 /* What the server says to whatever is left at a case's end: deletes done,
@@ -735,6 +739,54 @@ static void case_predecessor_deleted(void)
     close_world(s, l);
 }
 
+/* A tracking turn whose node an operator deletes while its read of the
+ * record is in flight queues again; the read's answer, served for the turn
+ * that is over, is no view for the next: the new node's turn reads the
+ * record again. (Judged on the old view, it named a holder that had
+ * released since as UNCLEAN, and waited a lock-delay for nothing: found by
+ * the model, BROKEN_STALE_READ.) */
+static void case_stale_record_read(void)
+{
+    zklock_t *l;
+    zklock_session_t *s = open_world_with(
+        &l, &(zklock_opts_t){.owner = ZKLOCK_OWNER_HANDLE, .track_previous = 1});
+    struct outcome acq = {0};
+    struct req create, list, own, read, create2, list2, read2;
+    struct timespec next;
+    char name[600], name2[600];
+
+    TU_ASSERT_RC(zklock_acquire_async(l, -1, done, &acq), ZKLOCK_OK);
+    if (!expect_create_and_list(&create, &list))
+        return;
+    numbered(&create, 0, name, sizeof name);
+    reply_string_stat(&create, ZOK, name, stat_of(100, 0x1001, 0, 0));
+    W.now_ms += 60; /* its node old enough for the own-node watch */
+    zklock__session_turn(s, &next);
+    if (!take(C_GET, name, &own))
+        return;
+    CU_ASSERT(own.watcher != NULL);
+    reply_data(&own, ZOK, "me", stat_of(100, 0x1001, 0, 0));
+    const char *kids[] = {basename_of(name)};
+    reply_children(&list, ZOK, kids, 1, stat_of(90, 0, 1, 1));
+    TU_ASSERT_INT(phase_of(l), ==, ZKL_GRANTING);
+    if (!take(C_GET, LOCK "/zklock.previous", &read))
+        return;
+    node_event(ZOO_DELETED_EVENT, name); /* the operator: its turn is over */
+    reply_data(&read, ZOK, "2 held 150 1 0 10000 - peer", stat_of(150, 0, 0, 0));
+    TU_ASSERT_INT(phase_of(l), ==, ZKL_QUEUING);
+    if (!expect_create_and_list(&create2, &list2))
+        return;
+    numbered(&create2, 3, name2, sizeof name2);
+    reply_string_stat(&create2, ZOK, name2, stat_of(300, 0x1001, 0, 0));
+    const char *kids2[] = {"zklock.previous", basename_of(name2)};
+    reply_children(&list2, ZOK, kids2, 2, stat_of(90, 0, 6, 2));
+    TU_ASSERT_INT(phase_of(l), ==, ZKL_GRANTING);
+    if (!take(C_GET, LOCK "/zklock.previous", &read2))
+        return; /* (before: the multi that writes "held", on the old view) */
+    reply_data(&read2, ZOK, "2 released 150 1 0 10000 - peer", stat_of(150, 0, 1, 0));
+    close_world(s, l);
+}
+
 /* Expiry mid-step: the session expires with the create and the listing
  * in flight; their answers come late, from the old handle, and would grant
  * the lock: they count for nothing. On the next session the client
@@ -928,6 +980,7 @@ const tu_test_t zklock__unit_engine_tests[] = {
     {"engine_refusals", case_refusals},
     {"engine_lost_reply", case_lost_reply},
     {"engine_predecessor_deleted", case_predecessor_deleted},
+    {"engine_stale_record_read", case_stale_record_read},
     {"engine_expiry_mid_step", case_expiry_mid_step},
     {"revoke_through_expiry", case_revoke_through_expiry},
     {"seeded_names", case_seeded_names},
